@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { Config } from './config.js';
+import type { Logger } from './logger.js';
+import type { AccessTokens } from './domain/tokens/access-token.js';
+import type { FailureLimiter } from './domain/tokens/failure-limiter.js';
+import type { KeyStore } from './domain/tokens/key-store.js';
+import type { SecretBox } from './domain/crypto/secret-box.js';
+import type { Db, Dialect } from './storage/database.js';
+import { errorsPlugin } from './http/plugins/errors.js';
+import { protectRoutes } from './http/plugins/auth.js';
+import { validatorCompiler } from './http/validation.js';
+import { healthRoutes } from './http/routes/health.js';
+import { jwksRoute } from './http/routes/jwks.js';
+import { meRoute } from './http/routes/me.js';
+import { tokenRouteV1, tokenRouteV2 } from './http/routes/oauth-token.js';
+
+/** Everything a route may use, built once in the composition root (deps.ts). */
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  dialect: Dialect;
+  box: SecretBox;
+  keys: KeyStore;
+  tokens: AccessTokens;
+  failures: FailureLimiter;
+  clock: () => number;
+  log: Logger;
+}
+
+type RouteModule = (app: FastifyInstance, deps: AppDeps) => Promise<void>;
+
+/** Bearer-protected resource routes, served identically under /v1 and /v2. */
+const API_ROUTES: RouteModule[] = [meRoute];
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+
+/** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.log,
+    bodyLimit: 1024 * 1024,
+    trustProxy: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(errorsPlugin);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Reward Request Service',
+        version: '1.0.0',
+        description: 'Reward requests, webhook subscriptions, signed notifications and request events. Every resource path exists under /v1 and /v2.',
+      },
+      servers: [{ url: deps.config.publicUrl }],
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          oauth2: {
+            type: 'oauth2',
+            flows: { clientCredentials: { tokenUrl: `${deps.config.publicUrl}/v2/oauth/token`, scopes: {} } },
+          },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  await app.register(async (root) => {
+    await healthRoutes(root, deps);
+    await jwksRoute(root, deps);
+    root.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  });
+
+  for (const version of [1, 2] as const) {
+    await app.register(
+      async (versioned) => {
+        await versioned.register(async (tokenScope) => (version === 2 ? tokenRouteV2(tokenScope, deps) : tokenRouteV1(tokenScope, deps)));
+        await versioned.register(async (protectedScope) => {
+          protectRoutes(protectedScope, deps);
+          for (const routes of API_ROUTES) await routes(protectedScope, deps);
+        });
+      },
+      { prefix: `/v${version}` },
+    );
+  }
+  return app as unknown as FastifyInstance;
+}

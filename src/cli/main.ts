@@ -1,0 +1,139 @@
+import { Command, Option } from 'commander';
+import { ConfigError, loadConfig } from '../config.js';
+import { createDeps, type Deps } from '../deps.js';
+import {
+  AccountsError,
+  createAccount,
+  createClient,
+  resolveScopes,
+  rotateClientSecret,
+} from '../domain/accounts/accounts-service.js';
+import { findAccountByIdOrName } from '../storage/repositories/accounts.js';
+import { migrateToLatest } from '../storage/migrations/index.js';
+import { openStorage } from '../storage/database.js';
+import { startServer, type Role } from '../server.js';
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+/** Opens the database for one command, runs it, closes it; errors become one line on stderr. */
+async function withDeps<T>(run: (deps: Deps) => Promise<T>): Promise<void> {
+  const deps = await createDeps(loadConfig());
+  try {
+    print(await run(deps));
+  } finally {
+    await deps.close();
+  }
+}
+
+async function requireAccount(deps: Deps, idOrName: string) {
+  const account = await findAccountByIdOrName(deps.db, idOrName);
+  if (!account) throw new AccountsError('not_found', `account "${idOrName}" not found`);
+  return account;
+}
+
+export const program = new Command()
+  .name('rewards')
+  .description('Reward Request Service: API server, background worker and operator commands. Output is JSON.')
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description('run the HTTP API and/or the background worker')
+  .addOption(new Option('--role <role>', 'what this process runs').choices(['all', 'api', 'worker']).default('all'))
+  .action(async (options: { role: Role }) => {
+    const config = loadConfig();
+    const server = await startServer(config, options.role);
+    const shutdown = (signal: string) => {
+      server.deps.log.info({ signal }, 'shutting down');
+      const force = setTimeout(() => process.exit(1), 30_000);
+      force.unref();
+      server.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
+    process.once('SIGTERM', () => shutdown('SIGTERM'));
+    process.once('SIGINT', () => shutdown('SIGINT'));
+  });
+
+program
+  .command('migrate')
+  .description('bring the database schema up to date')
+  .action(async () => {
+    const config = loadConfig();
+    const storage = openStorage(config.databaseUrl);
+    try {
+      print(await migrateToLatest(storage.db));
+    } finally {
+      await storage.close();
+    }
+  });
+
+const accounts = program.command('accounts').description('manage client accounts');
+accounts
+  .command('create')
+  .description('create a client account')
+  .requiredOption('--name <name>', 'unique account name')
+  .action((options: { name: string }) =>
+    withDeps(async (deps) => {
+      const account = await createAccount(deps.db, options.name);
+      return { id: account.id, name: account.name };
+    }),
+  );
+
+const clients = program.command('clients').description('manage OAuth clients');
+clients
+  .command('create')
+  .description('create an OAuth client for an account; the secret is shown once')
+  .requiredOption('--account <idOrName>', 'account id or name')
+  .option('--scopes <scopes>', 'space-separated scopes (default: every scope except admin)')
+  .action((options: { account: string; scopes?: string }) =>
+    withDeps(async (deps) => {
+      const account = await requireAccount(deps, options.account);
+      const issued = await createClient(deps.db, account.id, resolveScopes(options.scopes));
+      return { accountId: account.id, client_id: issued.client.clientId, client_secret: issued.clientSecret, scopes: issued.client.scopes.join(' ') };
+    }),
+  );
+clients
+  .command('rotate-secret')
+  .description('issue a new secret; the previous one stays valid for 24 hours')
+  .argument('<clientId>', 'the client to rotate')
+  .action((clientId: string) =>
+    withDeps(async (deps) => {
+      const issued = await rotateClientSecret(deps.db, clientId);
+      return {
+        client_id: issued.client.clientId,
+        client_secret: issued.clientSecret,
+        previous_secret_valid_until: new Date(issued.client.previousSecretExpiresAt!).toISOString(),
+      };
+    }),
+  );
+
+const keys = program.command('keys').description('manage token signing keys');
+keys
+  .command('rotate')
+  .description('sign new tokens with a new key; the previous key verifies until its tokens expire')
+  .action(() =>
+    withDeps(async (deps) => {
+      const { kid } = await deps.keys.rotate(deps.config.tokenTtlMs);
+      return { kid, previous_keys_valid_until: new Date(deps.clock() + deps.config.tokenTtlMs).toISOString() };
+    }),
+  );
+
+export async function main(argv = process.argv): Promise<void> {
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof AccountsError) {
+      process.stderr.write(`rewards: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    process.stderr.write(`rewards: ${(error as Error).stack ?? String(error)}\n`);
+    process.exitCode = 1;
+  }
+}
+
+await main();

@@ -1,0 +1,120 @@
+import { resolve } from 'node:path';
+
+/** Validated, frozen runtime configuration read from the environment (PRODUCT.md §2). */
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  /** Directory for the embedded database, the generated secret key and operator credentials. */
+  dataDir: string;
+  publicUrl: string;
+  tokenTtlMs: number;
+  /** Base64 of 32 bytes, or undefined when it must be generated (SQLite only). */
+  secretKey: string | undefined;
+  retryMaxAttempts: number;
+  retryIntervalMs: number;
+  callbackTimeoutMs: number;
+  callbackAllowPrivateNetworks: boolean;
+  mtlsCertFile: string | undefined;
+  mtlsKeyFile: string | undefined;
+  mtlsCaFile: string | undefined;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Parses `200ms`, `10s`, `5m`, `3h`, `1d` into milliseconds. A unit is required. */
+export function parseDuration(text: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
+  if (!match) throw new Error(`expected a number with a unit (ms, s, m, h, d), e.g. "10s"; got "${text}"`);
+  return Math.round(Number(match[1]) * DURATION_UNITS[match[2]!]!);
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const read = <T>(name: string, fallback: T, parse: (raw: string) => T): T => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    try {
+      return parse(raw);
+    } catch (error) {
+      problems.push(`${name}: ${(error as Error).message}`);
+      return fallback;
+    }
+  };
+  const integer = (min: number, max: number) => (raw: string) => {
+    if (!/^\d+$/.test(raw.trim())) throw new Error(`expected an integer, got "${raw}"`);
+    const value = Number(raw);
+    if (value < min || value > max) throw new Error(`expected ${min}..${max}, got ${value}`);
+    return value;
+  };
+  const duration = (minMs: number) => (raw: string) => {
+    const ms = parseDuration(raw);
+    if (ms < minMs) throw new Error(`must be at least ${minMs}ms, got "${raw}"`);
+    return ms;
+  };
+  const boolean = (raw: string) => {
+    if (/^(true|1|yes)$/i.test(raw)) return true;
+    if (/^(false|0|no)$/i.test(raw)) return false;
+    throw new Error(`expected true or false, got "${raw}"`);
+  };
+
+  const port = read('PORT', 8080, integer(0, 65535));
+  const host = read('HOST', '127.0.0.1', (raw) => raw);
+  const dataDir = resolve(read('DATA_DIR', './data', (raw) => raw));
+  const databaseUrl = read('DATABASE_URL', `sqlite:${resolve(dataDir, 'rewards.db')}`, (raw) => {
+    if (raw.startsWith('sqlite:') || /^postgres(ql)?:\/\//.test(raw)) return raw;
+    throw new Error(`expected "sqlite:PATH" or "postgres://…", got "${raw}"`);
+  });
+  const publicUrl = read('PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`, (raw) => {
+    const url = new URL(raw);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('expected an http(s) URL');
+    return raw.replace(/\/+$/, '');
+  });
+  const secretKey = read<string | undefined>('SECRET_KEY', undefined, (raw) => {
+    if (Buffer.from(raw, 'base64').length !== 32) throw new Error('expected 32 bytes encoded in base64 (openssl rand -base64 32)');
+    return raw;
+  });
+  if (!secretKey && !databaseUrl.startsWith('sqlite:')) {
+    problems.push('SECRET_KEY: required with PostgreSQL (32 bytes in base64: openssl rand -base64 32)');
+  }
+
+  const config: Config = {
+    port,
+    host,
+    databaseUrl,
+    dataDir,
+    publicUrl,
+    tokenTtlMs: read('TOKEN_TTL', 3_600_000, duration(1000)),
+    secretKey,
+    retryMaxAttempts: read('RETRY_MAX_ATTEMPTS', 5, integer(1, 100)),
+    retryIntervalMs: read('RETRY_INTERVAL', 3 * 3_600_000, duration(1)),
+    callbackTimeoutMs: read('CALLBACK_TIMEOUT', 10_000, duration(1)),
+    callbackAllowPrivateNetworks: read('CALLBACK_ALLOW_PRIVATE_NETWORKS', false, boolean),
+    mtlsCertFile: read<string | undefined>('MTLS_CERT_FILE', undefined, (raw) => raw),
+    mtlsKeyFile: read<string | undefined>('MTLS_KEY_FILE', undefined, (raw) => raw),
+    mtlsCaFile: read<string | undefined>('MTLS_CA_FILE', undefined, (raw) => raw),
+    logLevel: read('LOG_LEVEL', 'info', (raw) => {
+      if (!LOG_LEVELS.includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}`);
+      return raw;
+    }),
+  };
+  if (Boolean(config.mtlsCertFile) !== Boolean(config.mtlsKeyFile)) {
+    problems.push('MTLS_CERT_FILE and MTLS_KEY_FILE: set both or neither');
+  }
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  }
+  return Object.freeze(config);
+}

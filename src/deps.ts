@@ -1,0 +1,75 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import type { AppDeps } from './app.js';
+import type { Config } from './config.js';
+import { SecretBox } from './domain/crypto/secret-box.js';
+import { AccessTokens } from './domain/tokens/access-token.js';
+import { FailureLimiter } from './domain/tokens/failure-limiter.js';
+import { KeyStore } from './domain/tokens/key-store.js';
+import type { Logger } from './logger.js';
+import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
+import { migrateToLatest } from './storage/migrations/index.js';
+
+export interface Deps extends AppDeps {
+  storage: Storage;
+  close(): Promise<void>;
+}
+
+export interface CreateDepsOptions extends StorageOptions {
+  clock?: () => number;
+  log?: Logger;
+  /** Run migrations and make sure a signing key exists (default true). */
+  prepare?: boolean;
+}
+
+/** SECRET_KEY from the environment, or for SQLite generated once into DATA_DIR/secret.key (0600). */
+export function resolveSecretKey(config: Config): string {
+  if (config.secretKey) return config.secretKey;
+  if (!config.databaseUrl.startsWith('sqlite:')) throw new Error('SECRET_KEY is required with PostgreSQL');
+  const file = join(config.dataDir, 'secret.key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(config.dataDir, { recursive: true });
+  const key = randomBytes(32).toString('base64');
+  writeFileSync(file, `${key}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return key;
+}
+
+/** The composition root: every long-lived dependency is built here and nowhere else. */
+export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {
+  const clock = options.clock ?? Date.now;
+  const storage = openStorage(config.databaseUrl, options);
+  try {
+    const box = new SecretBox(resolveSecretKey(config));
+    if (options.prepare !== false) await migrateToLatest(storage.db);
+    const keys = new KeyStore(storage.db, box, clock);
+    if (options.prepare !== false) await keys.ensureSigningKey();
+    const tokens = new AccessTokens(keys, config.publicUrl, config.tokenTtlMs, clock);
+    // 10 failed authentications per client id or source address per minute, then 429.
+    const failures = new FailureLimiter(10, 60_000, clock);
+    const log =
+      options.log ??
+      pino({
+        level: config.logLevel,
+        redact: { paths: ['req.headers.authorization', '*.client_secret', '*.clientSecret', '*.secret'], censor: '[redacted]' },
+      });
+    return {
+      config,
+      log,
+      storage,
+      db: storage.db,
+      dialect: storage.dialect,
+      box,
+      keys,
+      tokens,
+      failures,
+      clock,
+      close: () => storage.close(),
+    };
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+}

@@ -1,0 +1,77 @@
+import type { Executor } from '../../storage/database.js';
+import { findClientForAuthentication } from '../../storage/repositories/oauth-clients.js';
+import type { AccessTokens } from './access-token.js';
+import { secretMatches } from './client-secret.js';
+import type { FailureLimiter } from './failure-limiter.js';
+import { OAuthError } from './oauth-errors.js';
+import { isScope, parseScopeList } from './scopes.js';
+
+export interface TokenRequest {
+  clientId: string;
+  clientSecret: string;
+  usedBasicAuth: boolean;
+  sourceAddress: string;
+  /** v2: the requested scope (required); v1: undefined, every allowed scope is granted. */
+  scope: string | undefined;
+  scopeRequired: boolean;
+}
+
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+}
+
+/** RFC 6749 §4.4 client credentials grant, after the endpoint has parsed its parameters. */
+export async function grantClientCredentials(
+  deps: { db: Executor; tokens: AccessTokens; failures: FailureLimiter; clock: () => number },
+  request: TokenRequest,
+): Promise<TokenResponse> {
+  const fail = (error: OAuthError): never => {
+    error.usedBasicAuth = request.usedBasicAuth;
+    throw error;
+  };
+  const clientKey = `client:${request.clientId}`;
+  const addressKey = `address:${request.sourceAddress}`;
+  const wait = Math.max(deps.failures.retryAfterSeconds(clientKey), deps.failures.retryAfterSeconds(addressKey));
+  if (wait > 0) {
+    const error = new OAuthError('temporarily_unavailable', 'too many failed authentication attempts; retry later');
+    error.retryAfterSeconds = wait;
+    fail(error);
+  }
+
+  const client = await findClientForAuthentication(deps.db, request.clientId);
+  const now = deps.clock();
+  const authenticated =
+    client !== undefined &&
+    (secretMatches(request.clientSecret, client.secretHash) ||
+      (client.previousSecretExpiresAt !== null &&
+        client.previousSecretExpiresAt > now &&
+        secretMatches(request.clientSecret, client.previousSecretHash)));
+  if (!client || !authenticated) {
+    deps.failures.recordFailure(clientKey);
+    deps.failures.recordFailure(addressKey);
+    return fail(new OAuthError('invalid_client', 'client authentication failed'));
+  }
+  if (!client.active || !client.accountActive) {
+    return fail(new OAuthError('invalid_client', 'client is disabled'));
+  }
+  if (client.scopes.length === 0) {
+    return fail(new OAuthError('unauthorized_client', 'client is not allowed to obtain tokens: it holds no scope'));
+  }
+
+  let granted = client.scopes;
+  if (request.scopeRequired) {
+    const requested = parseScopeList(request.scope ?? '');
+    if (requested.length === 0) return fail(new OAuthError('invalid_scope', 'scope is required'));
+    const unknown = requested.filter((s) => !isScope(s));
+    if (unknown.length > 0) return fail(new OAuthError('invalid_scope', `unknown scope: ${unknown.join(' ')}`));
+    const notAllowed = requested.filter((s) => !client.scopes.includes(s));
+    if (notAllowed.length > 0) return fail(new OAuthError('invalid_scope', `scope not allowed for this client: ${notAllowed.join(' ')}`));
+    granted = requested;
+  }
+
+  const accessToken = await deps.tokens.issue({ clientId: client.clientId, accountId: client.accountId, scopes: granted });
+  return { access_token: accessToken, token_type: 'Bearer', expires_in: deps.tokens.ttlSeconds, scope: granted.join(' ') };
+}

@@ -1,0 +1,141 @@
+import { randomBytes } from 'node:crypto';
+import {
+  exportJWK,
+  exportPKCS8,
+  generateKeyPair,
+  importJWK,
+  importPKCS8,
+  type CryptoKey,
+  type JWK,
+} from 'jose';
+import type { Executor } from '../../storage/database.js';
+import { insertSigningKey, listUsableSigningKeys, retireSigningKeys } from '../../storage/repositories/signing-keys.js';
+import type { SecretBox } from '../crypto/secret-box.js';
+
+export const TOKEN_ALGORITHM = 'EdDSA';
+const KEY_PURPOSE = 'signing-key';
+/** Keys can be rotated by another process (`rewards keys rotate`): re-read them this often. */
+const RELOAD_INTERVAL_MS = 30_000;
+/** An unknown `kid` triggers a reload at most this often, so forged kids cannot hammer the database. */
+const UNKNOWN_KID_RELOAD_MS = 1_000;
+
+export interface PublicKeyEntry {
+  kid: string;
+  jwk: JWK;
+  key: CryptoKey;
+}
+
+interface LoadedKeys {
+  signer: { kid: string; key: CryptoKey } | undefined;
+  verifiers: Map<string, PublicKeyEntry>;
+  loadedAt: number;
+}
+
+/**
+ * The service's token signing keys: Ed25519, private halves encrypted at rest with SECRET_KEY.
+ * The newest unretired key signs; every unexpired key verifies and is published in the JWKS.
+ */
+export class KeyStore {
+  #loaded: LoadedKeys | undefined;
+  #loading: Promise<LoadedKeys> | undefined;
+  #lastUnknownKidReload = 0;
+
+  constructor(
+    private readonly db: Executor,
+    private readonly box: SecretBox,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Creates the first key when there is none. */
+  async ensureSigningKey(): Promise<void> {
+    const keys = await this.#load(true);
+    if (!keys.signer) {
+      await createSigningKey(this.db, this.box, this.clock());
+      await this.#load(true);
+    }
+  }
+
+  async signer(): Promise<{ kid: string; key: CryptoKey }> {
+    const keys = await this.#current();
+    if (!keys.signer) throw new Error('no signing key: run `rewards migrate` or start the service once');
+    return keys.signer;
+  }
+
+  async verifier(kid: string): Promise<PublicKeyEntry | undefined> {
+    let keys = await this.#current();
+    const entry = keys.verifiers.get(kid);
+    if (entry) return entry;
+    const now = this.clock();
+    if (now - this.#lastUnknownKidReload < UNKNOWN_KID_RELOAD_MS) return undefined;
+    this.#lastUnknownKidReload = now;
+    keys = await this.#load(true);
+    return keys.verifiers.get(kid);
+  }
+
+  async jwks(): Promise<{ keys: JWK[] }> {
+    const keys = await this.#current();
+    return { keys: [...keys.verifiers.values()].map((entry) => entry.jwk) };
+  }
+
+  /** Rotation: a new key signs from now; older keys verify until their last token expires. */
+  async rotate(tokenTtlMs: number): Promise<{ kid: string }> {
+    const now = this.clock();
+    const kid = await createSigningKey(this.db, this.box, now);
+    await retireSigningKeys(this.db, kid, now, now + tokenTtlMs);
+    await this.#load(true);
+    return { kid };
+  }
+
+  async #current(): Promise<LoadedKeys> {
+    const loaded = this.#loaded;
+    if (loaded && this.clock() - loaded.loadedAt < RELOAD_INTERVAL_MS) return loaded;
+    return this.#load(false);
+  }
+
+  #load(force: boolean): Promise<LoadedKeys> {
+    if (this.#loading && !force) return this.#loading;
+    const loading = this.#read().finally(() => {
+      if (this.#loading === loading) this.#loading = undefined;
+    });
+    this.#loading = loading;
+    return loading;
+  }
+
+  async #read(): Promise<LoadedKeys> {
+    const now = this.clock();
+    const rows = await listUsableSigningKeys(this.db, now);
+    const verifiers = new Map<string, PublicKeyEntry>();
+    let signer: LoadedKeys['signer'];
+    for (const row of rows) {
+      const jwk = JSON.parse(row.public_jwk) as JWK;
+      const previous = this.#loaded?.verifiers.get(row.kid);
+      verifiers.set(row.kid, previous ?? { kid: row.kid, jwk, key: (await importJWK(jwk, row.algorithm)) as CryptoKey });
+      if (!signer && row.retired_at === null) {
+        const key =
+          this.#loaded?.signer?.kid === row.kid
+            ? this.#loaded.signer.key
+            : await importPKCS8(this.box.decrypt(row.private_key_encrypted, KEY_PURPOSE), row.algorithm);
+        signer = { kid: row.kid, key };
+      }
+    }
+    const loaded = { signer, verifiers, loadedAt: now };
+    this.#loaded = loaded;
+    return loaded;
+  }
+}
+
+async function createSigningKey(db: Executor, box: SecretBox, now: number): Promise<string> {
+  const { publicKey, privateKey } = await generateKeyPair(TOKEN_ALGORITHM, { crv: 'Ed25519', extractable: true });
+  const kid = `${new Date(now).toISOString().slice(0, 10)}-${randomBytes(6).toString('base64url')}`;
+  const jwk = { ...(await exportJWK(publicKey)), kid, alg: TOKEN_ALGORITHM, use: 'sig' };
+  await insertSigningKey(db, {
+    kid,
+    algorithm: TOKEN_ALGORITHM,
+    public_jwk: JSON.stringify(jwk),
+    private_key_encrypted: box.encrypt(await exportPKCS8(privateKey), KEY_PURPOSE),
+    created_at: now,
+    retired_at: null,
+    expires_at: null,
+  });
+  return kid;
+}

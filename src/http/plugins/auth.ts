@@ -1,0 +1,88 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { InvalidTokenError, type AccessTokens } from '../../domain/tokens/access-token.js';
+import { hasScope, type Scope } from '../../domain/tokens/scopes.js';
+import type { Executor } from '../../storage/database.js';
+import { findAccountById } from '../../storage/repositories/accounts.js';
+import { HttpProblem } from '../problem.js';
+
+/** Who is calling: set on every protected request before its handler runs. */
+export interface AuthContext {
+  clientId: string;
+  /** The account the token belongs to. */
+  tokenAccountId: string;
+  /** The account the request acts for: the token's, or `?accountId=` for an operator. */
+  accountId: string;
+  scopes: string[];
+  isOperator: boolean;
+}
+
+/** `scope` a route requires, or `authenticated` for any valid token. */
+export type RouteScope = Scope | 'authenticated';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    scope?: RouteScope;
+  }
+  interface FastifyRequest {
+    auth: AuthContext;
+  }
+}
+
+export const REALM = 'rewards';
+
+function challenge(error?: string, description?: string, scope?: string): string {
+  let value = `Bearer realm="${REALM}"`;
+  if (error) value += `, error="${error}"`;
+  if (description) value += `, error_description="${description.replaceAll('"', "'")}"`;
+  if (scope) value += `, scope="${scope}"`;
+  return value;
+}
+
+/**
+ * RFC 6750 bearer authentication for every route registered inside `app`. Each route must
+ * declare `config.scope`; a route without one fails at start-up rather than being left open.
+ */
+export function protectRoutes(app: FastifyInstance, deps: { tokens: AccessTokens; db: Executor }): void {
+  app.decorateRequest('auth', null as unknown as AuthContext);
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.scope) throw new Error(`route ${route.method} ${route.url} declares no scope`);
+  });
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    const needed = request.routeOptions.config.scope!;
+    const header = request.headers.authorization;
+    const match = header ? /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(header) : null;
+    if (!header || !/^Bearer(\s|$)/i.test(header)) {
+      // RFC 6750 §3.1: a request without credentials gets a bare challenge, no error code.
+      throw new HttpProblem(401, 'an access token is required (Authorization: Bearer …)', undefined, { 'www-authenticate': challenge() });
+    }
+    if (!match) {
+      throw new HttpProblem(400, 'malformed Authorization header', undefined, {
+        'www-authenticate': challenge('invalid_request', 'malformed Authorization header'),
+      });
+    }
+    let claims;
+    try {
+      claims = await deps.tokens.verify(match[1]!);
+    } catch (error) {
+      if (!(error instanceof InvalidTokenError)) throw error;
+      throw new HttpProblem(401, `the access token is invalid: ${error.message}`, undefined, {
+        'www-authenticate': challenge('invalid_token', error.message),
+      });
+    }
+    if (needed !== 'authenticated' && !hasScope(claims.scopes, needed)) {
+      throw new HttpProblem(403, `the access token lacks the scope "${needed}"`, undefined, {
+        'www-authenticate': challenge('insufficient_scope', `requires ${needed}`, needed),
+      });
+    }
+    const isOperator = claims.scopes.includes('admin');
+    let accountId = claims.accountId;
+    const requested = (request.query as Record<string, unknown> | undefined)?.accountId;
+    if (typeof requested === 'string' && requested !== '' && requested !== accountId) {
+      // Acting for another account is an operator's power; for anyone else that account does not exist.
+      if (!isOperator || !(await findAccountById(deps.db, requested))) throw new HttpProblem(404, 'account not found');
+      accountId = requested;
+    }
+    request.auth = { clientId: claims.clientId, tokenAccountId: claims.accountId, accountId, scopes: claims.scopes, isOperator };
+    void reply;
+  });
+}

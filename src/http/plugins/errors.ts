@@ -1,0 +1,54 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { HttpProblem, type ProblemFieldError } from '../problem.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+export function sendProblem(reply: FastifyReply, problem: HttpProblem): FastifyReply {
+  for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
+  return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem.toJSON());
+}
+
+/** Maps anything thrown inside a route to the problem the client should see. */
+export function toProblem(error: FastifyError | Error): HttpProblem {
+  if (error instanceof HttpProblem) return error;
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    const errors: ProblemFieldError[] = fastifyError.validation.map((v) => {
+      const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty;
+      const base = v.instancePath ? v.instancePath : '';
+      const path = `${fastifyError.validationContext ?? 'body'}${base.replaceAll('/', '.')}${missing ? `.${missing}` : ''}`;
+      return { path, message: v.message ?? 'is invalid' };
+    });
+    return new HttpProblem(400, `request ${fastifyError.validationContext ?? 'body'} is invalid`, errors);
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HttpProblem(413, 'request body is larger than 1 MiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HttpProblem(415, 'unsupported Content-Type; send application/json');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new HttpProblem(400, 'request body is empty; send a JSON document');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new HttpProblem(400, 'request body is not valid JSON');
+    default:
+      break;
+  }
+  if (fastifyError.statusCode === 429) {
+    return new HttpProblem(429, 'rate limit exceeded; retry later');
+  }
+  if (error instanceof SyntaxError || (fastifyError.statusCode !== undefined && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500)) {
+    return new HttpProblem(fastifyError.statusCode ?? 400, fastifyError.statusCode === 400 || !fastifyError.statusCode ? 'request is malformed' : error.message);
+  }
+  return new HttpProblem(500, 'an unexpected error occurred; it has been logged');
+}
+
+/** One place where errors become RFC 9457 problem documents; 5xx details stay in the log. */
+export const errorsPlugin = fp(async (app: FastifyInstance) => {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const problem = toProblem(error);
+    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendProblem(reply, problem);
+  });
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, new HttpProblem(404, `no route for ${request.method} ${request.url.split('?')[0]}`)));
+}, { name: 'errors' });

@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import { Type } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { HttpProblem } from '../problem.js';
+
+const Status = Type.Object({ status: Type.String() });
+
+/** Liveness says the process answers; readiness says it can reach its database. */
+export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get('/health/live', { schema: { tags: ['operations'], response: { 200: Status } }, logLevel: 'warn' }, async () => ({ status: 'ok' }));
+  app.get('/health/ready', { schema: { tags: ['operations'], response: { 200: Status } }, logLevel: 'warn' }, async () => {
+    try {
+      await sql`select 1`.execute(deps.db);
+    } catch {
+      throw new HttpProblem(503, 'database unreachable');
+    }
+    return { status: 'ok' };
+  });
+}

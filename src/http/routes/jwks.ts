@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { AppDeps } from '../../app.js';
+
+/** The public keys that verify our access tokens (RFC 7517), including keys being rotated out. */
+export async function jwksRoute(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get(
+    '/.well-known/jwks.json',
+    {
+      schema: {
+        tags: ['oauth'],
+        response: { 200: Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true })) }) },
+      },
+    },
+    async (_request, reply) => {
+      reply.header('cache-control', 'public, max-age=300');
+      return deps.keys.jwks();
+    },
+  );
+}

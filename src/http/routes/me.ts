@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { AppDeps } from '../../app.js';
+
+/** Who the token belongs to: lets a client check its credentials and scopes. */
+export async function meRoute(app: FastifyInstance, _deps: AppDeps): Promise<void> {
+  app.get(
+    '/me',
+    {
+      config: { scope: 'authenticated' },
+      schema: {
+        tags: ['oauth'],
+        summary: 'The authenticated client, its account and scopes',
+        security: [{ bearerAuth: [] }],
+        response: { 200: Type.Object({ clientId: Type.String(), accountId: Type.String(), scopes: Type.Array(Type.String()) }) },
+      },
+    },
+    async (request) => ({ clientId: request.auth.clientId, accountId: request.auth.accountId, scopes: request.auth.scopes }),
+  );
+}

@@ -1,0 +1,47 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import { createDeps, type Deps } from './deps.js';
+import { ensureOperator } from './domain/accounts/operator-bootstrap.js';
+
+export type Role = 'all' | 'api' | 'worker';
+
+/** Background work started beside (or instead of) the API; issue-specific workers plug in here. */
+export interface BackgroundTask {
+  stop(): Promise<void>;
+}
+export type BackgroundStarter = (deps: Deps, app: FastifyInstance | undefined) => Promise<BackgroundTask>;
+
+/** Workers started by `serve --role all|worker`, in order. */
+export const BACKGROUND_TASKS: BackgroundStarter[] = [];
+
+export interface RunningServer {
+  deps: Deps;
+  app: FastifyInstance | undefined;
+  address: string | undefined;
+  /** Graceful: stop accepting, finish in-flight requests and jobs, then close the database. */
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config, role: Role = 'all'): Promise<RunningServer> {
+  const deps = await createDeps(config);
+  const app = role === 'worker' ? undefined : await buildApp(deps);
+  const operator = await ensureOperator(deps.db, config.dataDir, `${config.publicUrl}/v2/oauth/token`);
+  if (operator.created) deps.log.info({ file: operator.credentialsFile }, 'created the operator account; its client credentials are in this file');
+
+  let address: string | undefined;
+  if (app) address = await app.listen({ port: config.port, host: config.host });
+  const tasks: BackgroundTask[] = [];
+  if (role !== 'api') for (const start of BACKGROUND_TASKS) tasks.push(await start(deps, app));
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      if (app) await app.close();
+      for (const task of tasks.reverse()) await task.stop();
+      await deps.close();
+    })();
+    return closing;
+  };
+  return { deps, app, address, close };
+}

@@ -1,0 +1,55 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import type { Database } from './tables/index.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+export type Db = Kysely<Database>;
+export type Tx = Transaction<Database>;
+/** Repositories take either the database or an open transaction as their first argument. */
+export type Executor = Db | Tx;
+
+export interface Storage {
+  db: Db;
+  dialect: Dialect;
+  /** PostgreSQL pool, for LISTEN/NOTIFY; undefined on SQLite. */
+  pool: pg.Pool | undefined;
+  close(): Promise<void>;
+}
+
+// int8 (bigint) holds epoch milliseconds, well inside Number's exact range.
+pg.types.setTypeParser(20, (value) => Number(value));
+
+export interface StorageOptions {
+  /** PostgreSQL schema to use (tests isolate themselves with one schema each). */
+  schema?: string;
+  poolSize?: number;
+}
+
+export function openStorage(databaseUrl: string, options: StorageOptions = {}): Storage {
+  if (databaseUrl.startsWith('sqlite:')) {
+    const path = databaseUrl.slice('sqlite:'.length);
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const sqlite = new SQLite(path);
+    // WAL lets readers run beside the writer. FULL fsyncs the WAL on every commit, so a request
+    // answered 202 survives power loss too, not only a process crash; ingest groups many
+    // requests into one commit to pay for that fsync once per batch.
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma('foreign_keys = ON');
+    sqlite.pragma('busy_timeout = 5000');
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    return { db, dialect: 'sqlite', pool: undefined, close: () => db.destroy() };
+  }
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.poolSize ?? 10,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: 'postgres', pool, close: () => db.destroy() };
+}

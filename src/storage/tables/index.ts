@@ -1,0 +1,45 @@
+/**
+ * Row types, one interface per table. Conventions shared by both dialects:
+ * times are epoch milliseconds (bigint on PostgreSQL, integer on SQLite), booleans are 0/1
+ * integers and structured values are JSON text, so that one repository serves both databases.
+ */
+export interface AccountsTable {
+  id: string;
+  name: string;
+  is_operator: number;
+  active: number;
+  created_at: number;
+}
+
+export interface OAuthClientsTable {
+  client_id: string;
+  account_id: string;
+  /** Space-separated scopes the client may request. */
+  scopes: string;
+  secret_hash: string;
+  /** The secret replaced by the last rotation; accepted until previous_secret_expires_at. */
+  previous_secret_hash: string | null;
+  previous_secret_expires_at: number | null;
+  active: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  algorithm: string;
+  public_jwk: string;
+  /** PKCS#8 private key, encrypted with SECRET_KEY (see domain/crypto/secret-box). */
+  private_key_encrypted: string;
+  created_at: number;
+  /** Set when a newer key takes over signing. */
+  retired_at: number | null;
+  /** After this instant no token signed by the key can still be valid: it leaves the JWKS. */
+  expires_at: number | null;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  oauth_clients: OAuthClientsTable;
+  signing_keys: SigningKeysTable;
+}
