@@ -1,5 +1,6 @@
 import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import * as m001 from './001_accounts_clients_keys.js';
+import * as m003 from './003_experiences.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -7,6 +8,7 @@ import * as m001 from './001_accounts_clients_keys.js';
  */
 const MIGRATIONS: Record<string, Migration> = {
   '001_accounts_clients_keys': m001,
+  '003_experiences': m003,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

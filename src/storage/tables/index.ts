@@ -38,8 +38,39 @@ export interface SigningKeysTable {
   expires_at: number | null;
 }
 
+export interface ExperiencesTable {
+  id: string;
+  account_id: string;
+  /** The key reward requests use (`experience` in POST /requests); unique per account. */
+  name: string;
+  title: string;
+  active: number;
+  /** JSON array of the request `event` values allowed; empty = any. */
+  events: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PrizesTable {
+  experience_id: string;
+  /** The prize id, reported as `rewardId`; unique within its experience. */
+  id: string;
+  /** Order of the prize inside its experience. */
+  position: number;
+  bucket: string;
+  title: string;
+  description: string;
+  value: number;
+  quantity: number;
+  kind: 'coupon' | 'payment' | 'physical';
+  /** Requests that can still receive this prize; null = unlimited. One request takes one unit. */
+  stock: number | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   oauth_clients: OAuthClientsTable;
   signing_keys: SigningKeysTable;
+  experiences: ExperiencesTable;
+  prizes: PrizesTable;
 }
