@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig, parseDuration } from '../src/config.js';
+
+describe('configuration from the environment', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8080);
+    assert.equal(config.host, '127.0.0.1');
+    assert.match(config.databaseUrl, /^sqlite:.*data\/rewards\.db$/);
+    assert.equal(config.publicUrl, 'http://127.0.0.1:8080');
+    assert.equal(config.tokenTtlMs, 3_600_000);
+    assert.equal(config.retryMaxAttempts, 5);
+    assert.equal(config.retryIntervalMs, 3 * 3_600_000);
+    assert.equal(config.callbackTimeoutMs, 10_000);
+    assert.equal(config.callbackAllowPrivateNetworks, false);
+    assert.equal(config.logLevel, 'info');
+    assert.ok(Object.isFrozen(config));
+  });
+
+  it('parses durations with units', () => {
+    assert.equal(parseDuration('200ms'), 200);
+    assert.equal(parseDuration('10s'), 10_000);
+    assert.equal(parseDuration('3h'), 10_800_000);
+    assert.equal(parseDuration('1.5m'), 90_000);
+    assert.throws(() => parseDuration('10'), /unit/);
+  });
+
+  it('names every bad variable in one clear message', () => {
+    assert.throws(
+      () => loadConfig({ RETRY_INTERVAL: 'abc', PORT: '99999', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'maybe', LOG_LEVEL: 'loud' }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.match(error.message, /RETRY_INTERVAL: expected a number with a unit .* got "abc"/);
+        assert.match(error.message, /PORT: expected 0\.\.65535/);
+        assert.match(error.message, /CALLBACK_ALLOW_PRIVATE_NETWORKS/);
+        assert.match(error.message, /LOG_LEVEL/);
+        return true;
+      },
+    );
+  });
+
+  it('requires SECRET_KEY with PostgreSQL and checks its length', () => {
+    assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://u:p@127.0.0.1/db' }), /SECRET_KEY: required with PostgreSQL/);
+    assert.throws(() => loadConfig({ SECRET_KEY: 'c2hvcnQ=' }), /32 bytes/);
+    assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
+  });
+});

@@ -1,0 +1,228 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as oidc from 'openid-client';
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { insertOAuthClient } from '../../src/storage/repositories/oauth-clients.js';
+import { updateAccount } from '../../src/storage/repositories/accounts.js';
+import { createClient, rotateClientSecret } from '../../src/domain/accounts/accounts-service.js';
+import { testDialects } from '../support/databases.js';
+import { startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
+
+async function postForm(url: string, fields: Record<string, string> | string, headers: Record<string, string> = {}) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: typeof fields === 'string' ? fields : new URLSearchParams(fields),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, any> };
+}
+
+function basic(id: string, secret: string): string {
+  const encode = (s: string) => encodeURIComponent(s).replaceAll('%20', '+');
+  return `Basic ${Buffer.from(`${encode(id)}:${encode(secret)}`).toString('base64')}`;
+}
+
+function assertNoStore(headers: Headers) {
+  assert.equal(headers.get('cache-control'), 'no-store');
+  assert.equal(headers.get('pragma'), 'no-cache');
+}
+
+for (const dialect of testDialects()) {
+  describe(`POST /oauth/token [${dialect}]`, () => {
+    let t: TestApp;
+    let client: ClientCredentials;
+    let tokenUrl: string;
+    before(async () => {
+      t = await startTestApp(dialect, { TOKEN_TTL: '15m' });
+      client = await t.createClientAccount('acme', ['subscriptions:read', 'requests:write']);
+      tokenUrl = `${t.url}/v2/oauth/token`;
+    });
+    after(() => t.close());
+
+    describe('happy paths with a real OAuth client (openid-client)', () => {
+      const discovery = () => ({ issuer: t.config.publicUrl, token_endpoint: tokenUrl });
+
+      it('client_secret_post: token verifies against the JWKS with jose, RFC 9068 claims', async () => {
+        const config = new oidc.Configuration(discovery(), client.clientId, undefined, oidc.ClientSecretPost(client.clientSecret));
+        oidc.allowInsecureRequests(config);
+        const tokens = await oidc.clientCredentialsGrant(config, { scope: 'subscriptions:read' });
+        assert.equal(tokens.token_type.toLowerCase(), 'bearer');
+        assert.equal(tokens.expires_in, 900);
+        assert.equal(tokens.scope, 'subscriptions:read');
+
+        const jwks = createRemoteJWKSet(new URL(`${t.url}/.well-known/jwks.json`));
+        const { payload, protectedHeader } = await jwtVerify(tokens.access_token, jwks, {
+          issuer: t.config.publicUrl,
+          audience: t.config.publicUrl,
+          typ: 'at+jwt',
+          algorithms: ['EdDSA'],
+        });
+        assert.equal(protectedHeader.typ, 'at+jwt');
+        assert.ok(protectedHeader.kid);
+        for (const claim of ['iss', 'sub', 'aud', 'exp', 'iat', 'jti', 'client_id', 'scope']) assert.ok(claim in payload, claim);
+        assert.equal(payload.sub, client.clientId);
+        assert.equal(payload.client_id, client.clientId);
+        assert.equal(payload.scope, 'subscriptions:read');
+        assert.equal(payload.exp! - payload.iat!, 900);
+      });
+
+      it('client_secret_basic with a secret holding +, / and spaces (form-urlencoded before base64)', async () => {
+        const secret = 'a+b/c d+/ e==';
+        const odd = await insertOAuthClient(t.deps.db, { accountId: client.accountId, scopes: ['requests:read'], secret });
+        const config = new oidc.Configuration(discovery(), odd.clientId, undefined, oidc.ClientSecretBasic(secret));
+        oidc.allowInsecureRequests(config);
+        const tokens = await oidc.clientCredentialsGrant(config, { scope: 'requests:read' });
+        assert.equal(tokens.scope, 'requests:read');
+        // The same secret sent without form-encoding (raw '+') must not authenticate as a space.
+        const raw = await postForm(tokenUrl, { grant_type: 'client_credentials', scope: 'requests:read' }, {
+          authorization: `Basic ${Buffer.from(`${odd.clientId}:${secret}`).toString('base64')}`,
+        });
+        assert.equal(raw.status, 401);
+      });
+
+      it('v1 takes a JSON body and grants every allowed scope', async () => {
+        const response = await fetch(`${t.url}/v1/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ client_id: client.clientId, client_secret: client.clientSecret }),
+        });
+        assert.equal(response.status, 200);
+        assertNoStore(response.headers);
+        const body = (await response.json()) as Record<string, any>;
+        assert.deepEqual(Object.keys(body).sort(), ['access_token', 'expires_in', 'token_type']);
+        assert.equal(body.token_type, 'Bearer');
+        const claims = JSON.parse(Buffer.from(body.access_token.split('.')[1], 'base64url').toString());
+        assert.equal(claims.scope, 'subscriptions:read requests:write');
+      });
+
+      it('a v2 token response carries no-store headers and the granted scope', async () => {
+        const response = await postForm(tokenUrl, {
+          grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: 'requests:write subscriptions:read',
+        });
+        assert.equal(response.status, 200);
+        assertNoStore(response.headers);
+        assert.equal(response.body.scope, 'requests:write subscriptions:read');
+      });
+    });
+
+    describe('RFC 6749 §5.2 errors', () => {
+      const valid = () => ({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: 'subscriptions:read' });
+      const cases: Array<[string, () => Promise<Awaited<ReturnType<typeof postForm>>>, number, string]> = [
+        ['missing grant_type', () => { const { grant_type: _, ...rest } = valid(); return postForm(tokenUrl, rest); }, 400, 'invalid_request'],
+        ['missing client_id', () => { const { client_id: _, ...rest } = valid(); return postForm(tokenUrl, rest); }, 400, 'invalid_request'],
+        ['missing client_secret', () => { const { client_secret: _, ...rest } = valid(); return postForm(tokenUrl, rest); }, 400, 'invalid_request'],
+        ['duplicated parameter', () => postForm(tokenUrl, `${new URLSearchParams(valid())}&scope=requests:write`), 400, 'invalid_request'],
+        ['two authentication methods', () => postForm(tokenUrl, valid(), { authorization: basic(client.clientId, client.clientSecret) }), 400, 'invalid_request'],
+        ['unsupported grant type', () => postForm(tokenUrl, { ...valid(), grant_type: 'password' }), 400, 'unsupported_grant_type'],
+        ['missing scope', () => { const { scope: _, ...rest } = valid(); return postForm(tokenUrl, rest); }, 400, 'invalid_scope'],
+        ['unknown scope', () => postForm(tokenUrl, { ...valid(), scope: 'subscriptions:read teleport' }), 400, 'invalid_scope'],
+        ['scope not allowed for the client', () => postForm(tokenUrl, { ...valid(), scope: 'admin' }), 400, 'invalid_scope'],
+        ['wrong secret (body)', () => postForm(tokenUrl, { ...valid(), client_secret: 'rrs_cs_wrong' }), 401, 'invalid_client'],
+        ['unknown client', () => postForm(tokenUrl, { ...valid(), client_id: 'cli_nobody' }), 401, 'invalid_client'],
+      ];
+      for (const [name, send, status, error] of cases) {
+        it(`${name} → ${status} ${error}`, async () => {
+          const response = await send();
+          assert.equal(response.status, status);
+          assert.equal(response.body.error, error);
+          assert.equal(typeof response.body.error_description, 'string');
+          assertNoStore(response.headers);
+          assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
+        });
+      }
+
+      it('invalid_client via Basic is a 401 with WWW-Authenticate: Basic', async () => {
+        const response = await postForm(tokenUrl, { grant_type: 'client_credentials', scope: 'subscriptions:read' }, { authorization: basic(client.clientId, 'nope') });
+        assert.equal(response.status, 401);
+        assert.equal(response.body.error, 'invalid_client');
+        assert.match(response.headers.get('www-authenticate') ?? '', /^Basic realm="rewards"/);
+        const body = await postForm(tokenUrl, { ...valid(), client_secret: 'nope' });
+        assert.equal(body.headers.get('www-authenticate'), null);
+      });
+
+      it('a client without any scope is unauthorized_client', async () => {
+        const noScopes = await createClient(t.deps.db, client.accountId, []);
+        const response = await postForm(tokenUrl, { grant_type: 'client_credentials', client_id: noScopes.client.clientId, client_secret: noScopes.clientSecret, scope: 'requests:read' });
+        assert.equal(response.status, 400);
+        assert.equal(response.body.error, 'unauthorized_client');
+      });
+
+      it('wrong content types and malformed bodies are 400 invalid_request', async () => {
+        const json = await fetch(tokenUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(valid()) });
+        assert.equal(json.status, 400);
+        assert.equal(((await json.json()) as any).error, 'invalid_request');
+        assertNoStore(json.headers);
+        const v1Form = await postForm(`${t.url}/v1/oauth/token`, valid());
+        assert.equal(v1Form.status, 400);
+        assert.equal(v1Form.body.error, 'invalid_request');
+        const broken = await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"client_id": ' });
+        assert.equal(broken.status, 400);
+        assert.equal(((await broken.json()) as any).error, 'invalid_request');
+        const array = await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '[1,2]' });
+        assert.equal(array.status, 400);
+        const nonString = await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: 12, client_secret: client.clientSecret }) });
+        assert.equal(nonString.status, 400);
+      });
+
+      it('a disabled client or account gets invalid_client', async () => {
+        const other = await t.createClientAccount(undefined, ['requests:read']);
+        const form = { grant_type: 'client_credentials', client_id: other.clientId, client_secret: other.clientSecret, scope: 'requests:read' };
+        assert.equal((await postForm(tokenUrl, form)).status, 200);
+        await updateAccount(t.deps.db, other.accountId, { active: false });
+        const refused = await postForm(tokenUrl, form);
+        assert.equal(refused.status, 401);
+        assert.equal(refused.body.error, 'invalid_client');
+      });
+    });
+
+    it('rotating a client secret keeps the previous one valid during the grace period', async () => {
+      const own = await t.createClientAccount(undefined, ['requests:read']);
+      const rotated = await rotateClientSecret(t.deps.db, own.clientId);
+      assert.notEqual(rotated.clientSecret, own.clientSecret);
+      assert.match(rotated.clientSecret, /^rrs_cs_[A-Za-z0-9_-]{43}$/);
+      for (const secret of [own.clientSecret, rotated.clientSecret]) {
+        const response = await postForm(tokenUrl, { grant_type: 'client_credentials', client_id: own.clientId, client_secret: secret, scope: 'requests:read' });
+        assert.equal(response.status, 200);
+      }
+      // A second rotation retires the first secret for good.
+      await rotateClientSecret(t.deps.db, own.clientId);
+      const old = await postForm(tokenUrl, { grant_type: 'client_credentials', client_id: own.clientId, client_secret: own.clientSecret, scope: 'requests:read' });
+      assert.equal(old.status, 401);
+    });
+
+    it('stores only a SHA-256 of the secret', async () => {
+      const row = await t.deps.db.selectFrom('oauth_clients').selectAll().where('client_id', '=', client.clientId).executeTakeFirstOrThrow();
+      assert.ok(!JSON.stringify(row).includes(client.clientSecret));
+      assert.match(row.secret_hash, /^[0-9a-f]{64}$/);
+    });
+
+    it('key rotation: new tokens use the new key, old tokens stay valid until the old key expires', async () => {
+      const before = await t.token(client);
+      const oldKid = decodeProtectedHeader(before).kid;
+      const { kid } = await t.deps.keys.rotate(t.config.tokenTtlMs);
+      const afterRotation = await t.token(client);
+      assert.equal(decodeProtectedHeader(afterRotation).kid, kid);
+      assert.notEqual(kid, oldKid);
+      const jwks = (await (await fetch(`${t.url}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string; kty: string; crv: string; d?: string }> };
+      assert.deepEqual(jwks.keys.map((k) => k.kid).sort(), [kid, oldKid].sort());
+      assert.ok(jwks.keys.every((k) => k.kty === 'OKP' && k.crv === 'Ed25519' && k.d === undefined));
+      for (const token of [before, afterRotation]) {
+        const me = await fetch(`${t.url}/v2/me`, { headers: { authorization: `Bearer ${token}` } });
+        assert.equal(me.status, 200);
+      }
+      // Rotating with a zero grace retires every older key at once: their tokens stop verifying.
+      await t.deps.keys.rotate(0);
+      const stale = await fetch(`${t.url}/v2/me`, { headers: { authorization: `Bearer ${afterRotation}` } });
+      assert.equal(stale.status, 401);
+      assert.match(stale.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+    });
+
+    it('signing keys are stored encrypted', async () => {
+      const rows = await t.deps.db.selectFrom('signing_keys').selectAll().execute();
+      for (const row of rows) {
+        assert.match(row.private_key_encrypted, /^v1\./);
+        assert.ok(!row.private_key_encrypted.includes('PRIVATE KEY'));
+      }
+    });
+  });
+}

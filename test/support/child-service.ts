@@ -1,0 +1,69 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createPostgresSchema, postgresUrlWithSchema, type TestDialect } from './databases.js';
+
+const BIN = new URL('../../bin/rewards.js', import.meta.url).pathname;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/** Environment for running the real `rewards` binary against a fresh database. */
+export async function childEnvironment(dialect: TestDialect): Promise<{ env: Record<string, string>; dataDir: string; cleanup(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'rewards-child-'));
+  const schema = dialect === 'postgres' ? await createPostgresSchema() : undefined;
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    DATA_DIR: dataDir,
+    DATABASE_URL: schema ? postgresUrlWithSchema(schema.schema) : `sqlite:${join(dataDir, 'rewards.db')}`,
+    SECRET_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'info',
+  };
+  return { env, dataDir, cleanup: async () => schema?.drop() };
+}
+
+export function runCli(args: string[], env: Record<string, string>): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 60_000 });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+export interface ChildService {
+  process: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `rewards serve` and resolves once /health/ready answers. */
+export async function startChildService(env: Record<string, string>, args: string[] = []): Promise<ChildService> {
+  const port = env.PORT ? Number(env.PORT) : await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  if (args.includes('worker')) return { process: child, url, output: () => output, exited };
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`service exited early: ${output}`);
+    try {
+      if ((await fetch(`${url}/health/ready`)).ok) return { process: child, url, output: () => output, exited };
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`service did not become ready: ${output}`);
+}
