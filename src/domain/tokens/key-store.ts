@@ -1,13 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import {
-  exportJWK,
-  exportPKCS8,
-  generateKeyPair,
-  importJWK,
-  importPKCS8,
-  type CryptoKey,
-  type JWK,
-} from 'jose';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto';
 import type { Executor } from '../../storage/database.js';
 import { insertSigningKey, listUsableSigningKeys, retireSigningKeys } from '../../storage/repositories/signing-keys.js';
 import type { SecretBox } from '../crypto/secret-box.js';
@@ -19,20 +10,23 @@ const RELOAD_INTERVAL_MS = 30_000;
 /** An unknown `kid` triggers a reload at most this often, so forged kids cannot hammer the database. */
 const UNKNOWN_KID_RELOAD_MS = 1_000;
 
+export type JWK = JsonWebKey & { kid: string; alg: string; use: string };
+
 export interface PublicKeyEntry {
   kid: string;
   jwk: JWK;
-  key: CryptoKey;
+  key: KeyObject;
 }
 
 interface LoadedKeys {
-  signer: { kid: string; key: CryptoKey } | undefined;
+  signer: { kid: string; key: KeyObject } | undefined;
   verifiers: Map<string, PublicKeyEntry>;
   loadedAt: number;
 }
 
 /**
- * The service's token signing keys: Ed25519, private halves encrypted at rest with SECRET_KEY.
+ * The service's token signing keys: Ed25519 as node:crypto KeyObjects (signing through WebCrypto
+ * measured 460 µs a token against 70 µs here), private halves encrypted at rest with SECRET_KEY.
  * The newest unretired key signs; every unexpired key verifies and is published in the JWKS.
  */
 export class KeyStore {
@@ -55,7 +49,7 @@ export class KeyStore {
     }
   }
 
-  async signer(): Promise<{ kid: string; key: CryptoKey }> {
+  async signer(): Promise<{ kid: string; key: KeyObject }> {
     const keys = await this.#current();
     if (!keys.signer) throw new Error('no signing key: run `rewards migrate` or start the service once');
     return keys.signer;
@@ -109,12 +103,12 @@ export class KeyStore {
     for (const row of rows) {
       const jwk = JSON.parse(row.public_jwk) as JWK;
       const previous = this.#loaded?.verifiers.get(row.kid);
-      verifiers.set(row.kid, previous ?? { kid: row.kid, jwk, key: (await importJWK(jwk, row.algorithm)) as CryptoKey });
+      verifiers.set(row.kid, previous ?? { kid: row.kid, jwk, key: createPublicKey({ key: jwk, format: 'jwk' }) });
       if (!signer && row.retired_at === null) {
         const key =
           this.#loaded?.signer?.kid === row.kid
             ? this.#loaded.signer.key
-            : await importPKCS8(this.box.decrypt(row.private_key_encrypted, KEY_PURPOSE), row.algorithm);
+            : createPrivateKey(this.box.decrypt(row.private_key_encrypted, KEY_PURPOSE));
         signer = { kid: row.kid, key };
       }
     }
@@ -125,14 +119,14 @@ export class KeyStore {
 }
 
 async function createSigningKey(db: Executor, box: SecretBox, now: number): Promise<string> {
-  const { publicKey, privateKey } = await generateKeyPair(TOKEN_ALGORITHM, { crv: 'Ed25519', extractable: true });
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const kid = `${new Date(now).toISOString().slice(0, 10)}-${randomBytes(6).toString('base64url')}`;
-  const jwk = { ...(await exportJWK(publicKey)), kid, alg: TOKEN_ALGORITHM, use: 'sig' };
+  const jwk: JWK = { ...publicKey.export({ format: 'jwk' }), kid, alg: TOKEN_ALGORITHM, use: 'sig' };
   await insertSigningKey(db, {
     kid,
     algorithm: TOKEN_ALGORITHM,
     public_jwk: JSON.stringify(jwk),
-    private_key_encrypted: box.encrypt(await exportPKCS8(privateKey), KEY_PURPOSE),
+    private_key_encrypted: box.encrypt(privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, KEY_PURPOSE),
     created_at: now,
     retired_at: null,
     expires_at: null,

@@ -1,0 +1,121 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+
+export interface BenchOptions {
+  quick: boolean;
+  /** PostgreSQL URL for entries that also measure PostgreSQL (BENCH_POSTGRES_URL). */
+  postgresUrl: string | undefined;
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+export interface BenchRow {
+  entry: string;
+  figure: string;
+  baseline: string;
+  ratio: number;
+  goal?: string;
+  met?: boolean;
+}
+
+const ROOT = new URL('..', import.meta.url).pathname;
+export const REWARDS_BIN = join(ROOT, 'bin/rewards.js');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+export interface Child {
+  process: ChildProcess;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts a server process and waits until `readyPath` answers. */
+export async function startProcess(args: string[], env: Record<string, string>, readyPath: string, port: number): Promise<Child> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`process exited: ${stderr}`);
+    try {
+      if ((await fetch(`${url}${readyPath}`)).ok) break;
+    } catch {
+      /* not yet */
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    process: child,
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** A fresh rewards service (SQLite unless DATABASE_URL is given) in its own process. */
+export async function startRewards(extraEnv: Record<string, string> = {}, args: string[] = []): Promise<Child & { dataDir: string; operator: { client_id: string; client_secret: string } }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'rewards-bench-'));
+  const port = await freePort();
+  const env = {
+    DATA_DIR: dataDir,
+    SECRET_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'warn',
+    CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
+    ...extraEnv,
+  };
+  const child = await startProcess([REWARDS_BIN, 'serve', ...args], env, '/health/ready', port);
+  const operator = JSON.parse(readFileSync(join(dataDir, 'operator-credentials.json'), 'utf8'));
+  return { ...child, dataDir, operator };
+}
+
+export async function load(options: autocannon.Options): Promise<LoadResult> {
+  const result = await autocannon({ connections: 32, pipelining: 1, ...options });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+export function describeLoad(result: LoadResult): string {
+  const failures = result.errors + result.non2xx;
+  return `${Math.round(result.rps).toLocaleString('en-US')} req/s, p99 ${result.p99} ms${failures ? ` (${failures} failed!)` : ''}`;
+}
+
+export async function token(url: string, clientId: string, clientSecret: string, scope: string): Promise<string> {
+  const response = await fetch(`${url}/v2/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope }),
+  });
+  if (!response.ok) throw new Error(`token: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+export const ROOT_DIR = ROOT;

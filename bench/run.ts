@@ -1,0 +1,27 @@
+// `npm run bench [-- --quick] [-- --only NAME]`: every entry prints its figure, the baseline it was
+// measured against in this same run, and the ratio. Machines are shared and noisy: compare ratios.
+import { benchTokenEndpoint } from './token.js';
+import type { BenchOptions, BenchRow } from './lib.js';
+
+type Entry = { name: string; run: (options: BenchOptions) => Promise<BenchRow[]> };
+
+const ENTRIES: Entry[] = [{ name: 'token', run: benchTokenEndpoint }];
+
+const args = process.argv.slice(2);
+const options: BenchOptions = { quick: args.includes('--quick'), postgresUrl: process.env.BENCH_POSTGRES_URL };
+const only = args.includes('--only') ? args[args.indexOf('--only') + 1]?.split(',') : undefined;
+
+const rows: BenchRow[] = [];
+for (const entry of ENTRIES) {
+  if (only && !only.includes(entry.name)) continue;
+  process.stderr.write(`running ${entry.name}…\n`);
+  const produced = await entry.run(options);
+  for (const row of produced) {
+    rows.push(row);
+    const goal = row.goal ? ` goal ${row.goal} ${row.met ? 'MET' : 'MISSED'}` : '';
+    console.log(`${row.entry}: ${row.figure} | baseline: ${row.baseline} | ratio ${row.ratio.toFixed(2)}${goal}`);
+  }
+}
+console.log('\n| entry | figure | baseline | ratio | goal |\n|---|---|---|---|---|');
+for (const row of rows) console.log(`| ${row.entry} | ${row.figure} | ${row.baseline} | ${row.ratio.toFixed(2)} | ${row.goal ? `${row.goal} ${row.met ? '✅' : '❌'}` : ''} |`);
+process.exit(0);

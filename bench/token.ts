@@ -1,0 +1,34 @@
+import { join } from 'node:path';
+import { describeLoad, freePort, load, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
+
+/**
+ * Entry 1: the v2 token endpoint and an authenticated no-op route (GET /v2/me) against a bare
+ * Fastify hello-world measured in the same run. Goal: token endpoint ≥ 50 % of hello-world.
+ */
+export async function benchTokenEndpoint(options: BenchOptions): Promise<BenchRow[]> {
+  const duration = options.quick ? 3 : 10;
+  const hello = await startProcess(['--import', 'tsx', join(ROOT_DIR, 'bench/servers/hello.ts')], {}, '/', await freePort());
+  const baseline = await load({ url: `${hello.url}/`, duration });
+  await hello.stop();
+
+  const service = await startRewards();
+  try {
+    const { client_id, client_secret } = service.operator;
+    const tokenResult = await load({
+      url: `${service.url}/v2/oauth/token`,
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id, client_secret, scope: 'requests:read' }).toString(),
+      duration,
+    });
+    const bearer = await token(service.url, client_id, client_secret, 'subscriptions:read');
+    const meResult = await load({ url: `${service.url}/v2/me`, headers: { authorization: `Bearer ${bearer}` }, duration });
+    const rows: BenchRow[] = [
+      { entry: 'POST /v2/oauth/token', figure: describeLoad(tokenResult), baseline: `hello-world ${describeLoad(baseline)}`, ratio: tokenResult.rps / baseline.rps, goal: '≥ 0.50', met: tokenResult.rps / baseline.rps >= 0.5 },
+      { entry: 'GET /v2/me (bearer-verified no-op)', figure: describeLoad(meResult), baseline: `hello-world ${describeLoad(baseline)}`, ratio: meResult.rps / baseline.rps },
+    ];
+    return rows;
+  } finally {
+    await service.stop();
+  }
+}
