@@ -1,0 +1,61 @@
+/**
+ * What happens after one delivery attempt (PRODUCT.md §7). Pure: the caller passes the clock.
+ *
+ * - Success is any 2xx. Everything else is a failure: 3xx (redirects are never followed), 4xx,
+ *   5xx, and no response at all (timeout, connection or TLS error → `statusCode` undefined).
+ * - The first attempt is immediate; each later one comes `retryIntervalMs` after the failure, or
+ *   later when a 429/503 carries a longer `Retry-After`. Retry-After is capped at 24 h so a
+ *   receiver cannot park a notification forever.
+ * - After `maxAttempts` attempts in total (the first included) the notification is failed.
+ */
+
+export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
+
+export type RetryDecision = { kind: 'succeeded' } | { kind: 'retry'; at: Date } | { kind: 'failed' };
+
+export interface AttemptOutcome {
+  /** 1 for the first attempt. */
+  attempt: number;
+  maxAttempts: number;
+  retryIntervalMs: number;
+  /** HTTP status of the callback's answer; undefined when there was none. */
+  statusCode?: number;
+  /** The raw `Retry-After` header of the answer, if any. */
+  retryAfter?: string;
+  now: Date;
+}
+
+export function isSuccessStatus(statusCode: number | undefined): boolean {
+  return statusCode !== undefined && statusCode >= 200 && statusCode <= 299;
+}
+
+/** Retry-After is honoured only where HTTP gives it that meaning for a retry: 429 and 503. */
+function honoursRetryAfter(statusCode: number | undefined): boolean {
+  return statusCode === 429 || statusCode === 503;
+}
+
+/**
+ * `Retry-After` as a delay in ms from `now` (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
+ * Undefined when absent or unparseable; a date in the past is a delay of 0.
+ */
+export function parseRetryAfter(value: string | undefined, now: Date): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // Only accept things that look like an HTTP-date; Date.parse accepts far too much otherwise.
+  if (!/^[A-Za-z]{3},? /.test(text)) return undefined;
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now.getTime());
+}
+
+export function decideAfterAttempt(outcome: AttemptOutcome): RetryDecision {
+  if (isSuccessStatus(outcome.statusCode)) return { kind: 'succeeded' };
+  if (outcome.attempt >= outcome.maxAttempts) return { kind: 'failed' };
+  let delayMs = outcome.retryIntervalMs;
+  if (honoursRetryAfter(outcome.statusCode)) {
+    const requested = parseRetryAfter(outcome.retryAfter, outcome.now);
+    if (requested !== undefined) delayMs = Math.max(delayMs, Math.min(requested, MAX_RETRY_AFTER_MS));
+  }
+  return { kind: 'retry', at: new Date(outcome.now.getTime() + delayMs) };
+}

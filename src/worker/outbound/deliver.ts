@@ -1,0 +1,134 @@
+import { buildWebhookHeaders } from '../../domain/notifications/signing.js';
+import { planCallbackAuth, type CallbackAuthorization, type CallbackCredential } from './callback-auth.js';
+import type { OutboundHttpClient, OutboundResponse } from './http-client.js';
+import type { OAuth2TokenCache } from './oauth2-token-cache.js';
+
+/**
+ * One notification attempt: sign the body, authenticate, POST it to the callback URL, and report
+ * what happened. Never throws: every failure becomes `{ ok: false, error }` for the delivery log;
+ * what to do next is retry-policy.ts's decision.
+ */
+
+export type NotificationEventType = 'registered-requests' | 'processed-requests';
+
+export const USER_AGENT = 'RewardRequestService/1.0';
+export const EVENT_TYPE_HEADER = 'x-webhook-event';
+/** The delivery log keeps the first 1 KiB of each answer (PRODUCT.md §7). */
+export const MAX_LOGGED_RESPONSE_BYTES = 1024;
+
+/** Headers a subscription may not set; checked at save time, and here again because it is cheap. */
+const RESERVED_HEADER = /^(host|content-length|content-type|transfer-encoding|connection|authorization|user-agent|x-webhook-event|webhook-.*)$/i;
+
+export interface DeliveryAttemptInput {
+  url: string;
+  /** Exact JSON text sent and signed. */
+  body: string;
+  eventType: NotificationEventType;
+  /** `webhook-id`: the notification's id, the same on every retry. */
+  msgId: string;
+  /** Signing secrets valid now (`whsec_…`). */
+  secrets: readonly string[];
+  authorization?: CallbackAuthorization | null;
+  customHeaders?: Record<string, string> | null;
+  /** Unix seconds for `webhook-timestamp`; defaults to now. */
+  timestamp?: number;
+}
+
+export interface AttemptResult {
+  ok: boolean;
+  statusCode?: number;
+  latencyMs: number;
+  /** First 1 KiB of the answer, decoded as UTF-8. */
+  responseBody?: string;
+  error?: string;
+  /** The answer's Retry-After header, for the retry policy. */
+  retryAfter?: string;
+}
+
+export interface DeliveryDeps {
+  http: OutboundHttpClient;
+  tokens: OAuth2TokenCache;
+  /** Milliseconds since the epoch. */
+  now?: () => number;
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function failureMessage(statusCode: number): string | undefined {
+  if (statusCode >= 200 && statusCode <= 299) return undefined;
+  if (statusCode >= 300 && statusCode <= 399) return `callback answered HTTP ${statusCode}; redirects are not followed`;
+  return `callback answered HTTP ${statusCode}`;
+}
+
+export async function deliverAttempt(input: DeliveryAttemptInput, deps: DeliveryDeps): Promise<AttemptResult> {
+  const now = deps.now ?? Date.now;
+  const startedAt = now();
+  const elapsed = () => Math.max(0, Math.round(now() - startedAt));
+  try {
+    const plan = planCallbackAuth(input.authorization);
+    const baseHeaders: Record<string, string> = {};
+    for (const [name, value] of Object.entries(input.customHeaders ?? {})) {
+      if (!RESERVED_HEADER.test(name)) baseHeaders[name.toLowerCase()] = value;
+    }
+    Object.assign(
+      baseHeaders,
+      {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        [EVENT_TYPE_HEADER]: input.eventType,
+      },
+      buildWebhookHeaders({
+        msgId: input.msgId,
+        timestamp: input.timestamp ?? Math.floor(startedAt / 1000),
+        body: input.body,
+        secrets: input.secrets,
+      }),
+    );
+
+    const send = (authorization: string | undefined): Promise<OutboundResponse> =>
+      deps.http.send({
+        url: input.url,
+        method: 'POST',
+        headers: authorization ? { ...baseHeaders, authorization } : baseHeaders,
+        body: input.body,
+        useClientCertificate: plan.useClientCertificate,
+        maxBodyBytes: MAX_LOGGED_RESPONSE_BYTES,
+      });
+
+    const response = await sendAuthenticated(plan.credential, send, deps.tokens);
+    const error = failureMessage(response.statusCode);
+    const retryAfter = headerText(response.headers['retry-after']);
+    return {
+      ok: error === undefined,
+      statusCode: response.statusCode,
+      latencyMs: elapsed(),
+      responseBody: response.body.toString('utf8'),
+      ...(error ? { error } : {}),
+      ...(retryAfter !== undefined ? { retryAfter } : {}),
+    };
+  } catch (error) {
+    return { ok: false, latencyMs: elapsed(), error: (error as Error)?.message ?? String(error) };
+  }
+}
+
+/**
+ * Sends with the credential; for OAuth2, a 401 means the cached token may have been revoked or
+ * expired early, so it is dropped and the call is made once more with a fresh token.
+ */
+async function sendAuthenticated(
+  credential: CallbackCredential,
+  send: (authorization: string | undefined) => Promise<OutboundResponse>,
+  tokens: OAuth2TokenCache,
+): Promise<OutboundResponse> {
+  if (credential.kind === 'none') return send(undefined);
+  if (credential.kind === 'static') return send(credential.authorization);
+  const options = { useClientCertificate: credential.tokenRequestUsesClientCertificate };
+  const token = await tokens.getToken(credential.client, options);
+  const first = await send(`Bearer ${token}`);
+  if (first.statusCode !== 401) return first;
+  tokens.invalidate(credential.client, options, token);
+  const fresh = await tokens.getToken(credential.client, options);
+  return send(`Bearer ${fresh}`);
+}

@@ -1,0 +1,173 @@
+import { isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
+import { Agent, request, type Dispatcher } from 'undici';
+import { ForbiddenAddressError, guardedLookup, isPublicAddress } from '../../net/address-policy.js';
+
+/**
+ * The one HTTP client for everything the service sends out: callback calls and OAuth2 token
+ * requests for them. It never follows redirects, bounds the whole call by one timeout, reads only
+ * a bounded prefix of the answer, and connects only to addresses the SSRF policy allows — the
+ * address it checked is the address it connects to (the policy runs as the socket's `lookup`).
+ */
+
+export interface ClientCertificate {
+  /** PEM certificate chain. */
+  cert: string;
+  /** PEM private key. */
+  key: string;
+}
+
+export interface OutboundHttpClientOptions {
+  /** Whole call, connect to last byte read (CALLBACK_TIMEOUT). */
+  timeoutMs: number;
+  allowPrivateNetworks: boolean;
+  /** The service's certificate for mTLS (MTLS_CERT_FILE / MTLS_KEY_FILE). */
+  clientCertificate?: ClientCertificate;
+  /** Extra trusted CA certificates in PEM (MTLS_CA_FILE), added to the default trust store. */
+  extraCa?: string;
+  /** Open connections per origin and agent; keeps one busy receiver from hogging sockets. */
+  connectionsPerOrigin?: number;
+}
+
+export interface OutboundRequest {
+  url: string;
+  method?: 'POST' | 'GET';
+  headers: Record<string, string>;
+  body?: string;
+  useClientCertificate?: boolean;
+  /** Bytes of the answer to keep; the rest is not read (the connection is dropped instead). */
+  maxBodyBytes: number;
+}
+
+export interface OutboundResponse {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  truncated: boolean;
+}
+
+export interface OutboundHttpClient {
+  send(request: OutboundRequest): Promise<OutboundResponse>;
+  readonly hasClientCertificate: boolean;
+  close(): Promise<void>;
+}
+
+/** A failed call with a message fit for the delivery log (no secrets, no stack). */
+export class OutboundRequestError extends Error {
+  constructor(message: string, readonly code: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'OutboundRequestError';
+  }
+}
+
+const TLS_ERROR = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|ERR_OSSL)/;
+
+function errorCode(error: unknown): string | undefined {
+  let current = error as { code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; current && depth < 4; depth++) {
+    if (typeof current.code === 'string') return current.code;
+    current = current.cause as typeof current;
+  }
+  return undefined;
+}
+
+function describeFailure(error: unknown, url: URL, timedOut: boolean, timeoutMs: number): OutboundRequestError {
+  const target = url.host;
+  if (timedOut) return new OutboundRequestError(`timed out after ${timeoutMs} ms calling ${target}`, 'TIMEOUT', { cause: error });
+  const forbidden = error instanceof ForbiddenAddressError ? error : (error as { cause?: unknown })?.cause;
+  if (forbidden instanceof ForbiddenAddressError) {
+    return new OutboundRequestError(`refused to connect: ${forbidden.message}`, forbidden.code, { cause: error });
+  }
+  const code = errorCode(error) ?? 'UNKNOWN';
+  const message = (error as Error)?.message ?? String(error);
+  switch (code) {
+    case 'ECONNREFUSED':
+      return new OutboundRequestError(`connection refused by ${target}`, code, { cause: error });
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new OutboundRequestError(`host ${url.hostname} could not be resolved`, code, { cause: error });
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return new OutboundRequestError(`connection to ${target} was closed unexpectedly (${message})`, code, { cause: error });
+    case 'UND_ERR_CONNECT_TIMEOUT':
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+      return new OutboundRequestError(`timed out after ${timeoutMs} ms calling ${target}`, 'TIMEOUT', { cause: error });
+  }
+  if (TLS_ERROR.test(code)) return new OutboundRequestError(`TLS handshake with ${target} failed: ${code}: ${message}`, code, { cause: error });
+  return new OutboundRequestError(`calling ${target} failed: ${code}: ${message}`, code, { cause: error });
+}
+
+/** IP literals never reach `lookup`, so the address policy is applied to them here. */
+function refuseForbiddenLiteral(url: URL, allowPrivate: boolean): void {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!allowPrivate && isIP(host) && !isPublicAddress(host)) throw new ForbiddenAddressError(host, host);
+}
+
+async function readPrefix(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<{ body: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk as Buffer);
+    size += (chunk as Buffer).length;
+    // Leaving the loop destroys the stream: a huge or endless answer costs at most one chunk.
+    if (size > maxBytes) break;
+  }
+  const all = Buffer.concat(chunks, size);
+  return { body: all.subarray(0, maxBytes), truncated: size > maxBytes };
+}
+
+export function createOutboundHttpClient(options: OutboundHttpClientOptions): OutboundHttpClient {
+  const { timeoutMs, allowPrivateNetworks } = options;
+  // Setting `ca` replaces Node's default trust, so the bundled roots are passed along with the extra CA.
+  const ca = options.extraCa ? [...rootCertificates, options.extraCa] : undefined;
+  const agentOptions = (certificate?: ClientCertificate): Agent.Options => ({
+    connections: options.connectionsPerOrigin ?? 8,
+    keepAliveTimeout: 10_000,
+    // Backstops; the AbortSignal below is what bounds the whole call.
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connect: {
+      timeout: timeoutMs,
+      lookup: guardedLookup(allowPrivateNetworks),
+      rejectUnauthorized: true,
+      ...(ca ? { ca } : {}),
+      ...(certificate ? { cert: certificate.cert, key: certificate.key } : {}),
+    },
+  });
+  // Two agents, so a TLS session made without the certificate is never reused where one is needed.
+  const plain = new Agent(agentOptions());
+  const withCertificate = options.clientCertificate ? new Agent(agentOptions(options.clientCertificate)) : undefined;
+
+  async function send(outbound: OutboundRequest): Promise<OutboundResponse> {
+    const url = new URL(outbound.url);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundRequestError(`unsupported URL scheme ${url.protocol}`, 'BAD_URL');
+    if (outbound.useClientCertificate && !withCertificate) {
+      throw new OutboundRequestError('mTLS is required but MTLS_CERT_FILE and MTLS_KEY_FILE are not configured', 'MTLS_NOT_CONFIGURED');
+    }
+    const dispatcher = outbound.useClientCertificate ? withCertificate! : plain;
+    const signal = AbortSignal.timeout(timeoutMs);
+    try {
+      refuseForbiddenLiteral(url, allowPrivateNetworks);
+      const response = await request(url, {
+        dispatcher,
+        method: outbound.method ?? 'POST',
+        headers: outbound.headers,
+        body: outbound.body,
+        signal,
+      });
+      const { body, truncated } = await readPrefix(response.body, outbound.maxBodyBytes);
+      return { statusCode: response.statusCode, headers: response.headers, body, truncated };
+    } catch (error) {
+      throw describeFailure(error, url, signal.aborted, timeoutMs);
+    }
+  }
+
+  return {
+    send,
+    hasClientCertificate: withCertificate !== undefined,
+    async close() {
+      await Promise.all([plain.close(), withCertificate?.close()]);
+    },
+  };
+}
