@@ -1,12 +1,36 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import fp from 'fastify-plugin';
-import { HttpProblem, type ProblemFieldError } from '../problem.js';
+import { badRequest, HttpProblem, type ProblemFieldError } from '../problem.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 export function sendProblem(reply: FastifyReply, problem: HttpProblem): FastifyReply {
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
   return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem.toJSON());
+}
+
+/** The first schema error as `{path, message}`, naming the member (ajv's own messages often do not). */
+export function formatSchemaErrors(errors: FastifySchemaValidationError[], dataVar: string): HttpProblem {
+  const first = errors[0]!;
+  const params = (first.params ?? {}) as Record<string, unknown>;
+  const pointer = first.instancePath
+    .split('/')
+    .slice(1)
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'));
+  let message = first.message ?? 'is invalid';
+  if (first.keyword === 'required') {
+    pointer.push(String(params.missingProperty));
+    message = 'is required';
+  } else if (first.keyword === 'additionalProperties') {
+    pointer.push(String(params.additionalProperty));
+    message = 'is not a known member';
+  } else if (first.keyword === 'type') {
+    message = `must be ${params.type === 'object' ? 'an object' : params.type === 'array' ? 'an array' : `a ${String(params.type)}`}`;
+  } else if (first.keyword === 'anyOf' || first.keyword === 'enum') {
+    message = 'has an unexpected value';
+  }
+  const path = [dataVar, ...pointer].join('.');
+  return badRequest(`request ${dataVar} is invalid: ${path} ${message}`, [{ path, message }]);
 }
 
 /** Maps anything thrown inside a route to the problem the client should see. */

@@ -5,6 +5,7 @@ import { grantClientCredentials, type TokenRequest } from '../../domain/tokens/c
 import { OAuthError } from '../../domain/tokens/oauth-errors.js';
 import type { AppDeps } from '../../app.js';
 import { REALM } from '../plugins/auth.js';
+import { HttpProblem } from '../problem.js';
 
 const TokenResponseSchema = Type.Object(
   {
@@ -80,6 +81,11 @@ function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
 /** Every failure of the token endpoint is an RFC 6749 §5.2 body, never problem+json. */
 function toOAuthError(error: FastifyError | Error): OAuthError | undefined {
   if (error instanceof OAuthError) return error;
+  // Schema validation arrives already formatted as a problem naming the parameter.
+  if (error instanceof HttpProblem && error.status < 500) {
+    const field = error.errors?.[0]?.path.replace(/^body\./, '').split('.')[0];
+    return new OAuthError('invalid_request', field && field !== 'body' ? `parameter "${field}" must appear once, as a string` : 'request body is malformed');
+  }
   const code = (error as FastifyError).code;
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new OAuthError('invalid_request', 'unsupported Content-Type for this endpoint');
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new OAuthError('invalid_request', 'request body too large', 413);

@@ -1,0 +1,39 @@
+import type { SecretBox } from '../crypto/secret-box.js';
+import type { Executor } from '../../storage/database.js';
+import { findSubscriptionById } from '../../storage/repositories/subscriptions.js';
+import { rowToSubscription } from './mapping.js';
+import type { CallbackAuthorization, SubscriptionEvent } from './types.js';
+
+/**
+ * What the delivery engine reads about subscriptions. Secrets come back in plain text: keep them
+ * out of logs and notification records.
+ */
+export { listSubscriptionsForEvent, type SubscriptionRoute } from '../../storage/repositories/subscriptions.js';
+export { loadSigningSecrets, type SigningSecret } from './signing-secrets.js';
+
+export interface DeliveryTarget {
+  subscriptionId: string;
+  accountId: string;
+  event: SubscriptionEvent;
+  active: boolean;
+  url: string;
+  /** Plain secrets: Basic is base64 `user:password` and Bearer the token, both without the scheme. */
+  authorization: CallbackAuthorization | null;
+  customHeaders: Record<string, string>;
+}
+
+/** The subscription's callback as it is now (each retry reads it again); undefined once deleted. */
+export async function loadDeliveryTarget(db: Executor, box: SecretBox, subscriptionId: string): Promise<DeliveryTarget | undefined> {
+  const row = await findSubscriptionById(db, subscriptionId);
+  if (!row) return undefined;
+  const subscription = rowToSubscription(row, box);
+  return {
+    subscriptionId: subscription.id,
+    accountId: subscription.accountId,
+    event: subscription.event,
+    active: subscription.active,
+    url: subscription.callback.url,
+    authorization: subscription.callback.authorization,
+    customHeaders: subscription.callback.customHeaders,
+  };
+}

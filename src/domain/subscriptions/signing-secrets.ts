@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import type { SecretBox } from '../crypto/secret-box.js';
+import { newId } from '../ids.js';
+import type { Db, Executor } from '../../storage/database.js';
+import {
+  insertSigningSecret,
+  insertSigningSecretIfNone,
+  listValidSigningSecrets,
+  retireSigningSecrets,
+  type SigningSecretOwner,
+  type SigningSecretRow,
+} from '../../storage/repositories/signing-secrets.js';
+import { lockAccountSubscriptions, lockSubscription } from '../../storage/repositories/subscriptions.js';
+
+/**
+ * Standard Webhooks signing secrets (`whsec_` + base64 of 32 random bytes). Every subscription
+ * has one; every account has a default one for per-request callback URLs, created on first use.
+ * After a rotation the previous secret keeps signing for ROTATION_GRACE_MS, so receivers can switch
+ * without rejecting a notification (Standard Webhooks sends one signature per valid secret).
+ */
+export const ROTATION_GRACE_MS = 24 * 3_600_000;
+
+export function generateWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+const secretPurpose = (rowId: string) => `webhook-signing-secret:${rowId}`;
+
+export interface SigningSecret {
+  /** `whsec_…` in plain text. */
+  secret: string;
+  createdAt: number;
+  /** null for the current secret; set for the previous one during its grace period. */
+  expiresAt: number | null;
+}
+
+/** The owner as stored: a subscription belongs to an account; a default secret has no subscription. */
+export interface SecretOwnerRef {
+  accountId: string;
+  subscriptionId: string | null;
+}
+
+function ownerFilter(owner: SecretOwnerRef): SigningSecretOwner {
+  return owner.subscriptionId ? { subscriptionId: owner.subscriptionId } : { accountId: owner.accountId };
+}
+
+function sealedRow(box: SecretBox, owner: SecretOwnerRef, secret: string, now: number): SigningSecretRow {
+  const id = newId('whs', now);
+  return {
+    id,
+    account_id: owner.accountId,
+    subscription_id: owner.subscriptionId,
+    secret_encrypted: box.encrypt(secret, secretPurpose(id)),
+    created_at: now,
+    expires_at: null,
+  };
+}
+
+function open(box: SecretBox, row: SigningSecretRow): SigningSecret {
+  return { secret: box.decrypt(row.secret_encrypted, secretPurpose(row.id)), createdAt: row.created_at, expiresAt: row.expires_at };
+}
+
+/** Gives a new subscription its first secret; call inside the transaction that inserts it. */
+export async function createSigningSecret(db: Executor, box: SecretBox, owner: SecretOwnerRef, now: number): Promise<SigningSecret> {
+  const secret = generateWebhookSecret();
+  await insertSigningSecret(db, sealedRow(box, owner, secret, now));
+  return { secret, createdAt: now, expiresAt: null };
+}
+
+/** Every secret that may sign at `now`, current first. The account default is created on first use. */
+export async function loadSigningSecrets(
+  db: Executor,
+  box: SecretBox,
+  owner: { subscriptionId: string } | { accountId: string },
+  now = Date.now(),
+): Promise<SigningSecret[]> {
+  const rows = await listValidSigningSecrets(db, owner, now);
+  if ('accountId' in owner && !rows.some((row) => row.expires_at === null)) {
+    // Two first uses may race: the unique index keeps one current secret, the loser reads it.
+    await insertSigningSecretIfNone(db, sealedRow(box, { accountId: owner.accountId, subscriptionId: null }, generateWebhookSecret(), now));
+    return (await listValidSigningSecrets(db, owner, now)).map((row) => open(box, row));
+  }
+  return rows.map((row) => open(box, row));
+}
+
+export interface RotatedSecret {
+  secret: string;
+  createdAt: number;
+  /** When the replaced secret stops signing, or null if there was none. */
+  previousExpiresAt: number | null;
+}
+
+/**
+ * Replaces the current secret; the replaced one signs for ROTATION_GRACE_MS more. Undefined when
+ * the subscription is not the account's (checked under the same lock as the change).
+ */
+export async function rotateSigningSecret(db: Db, box: SecretBox, owner: SecretOwnerRef, now: number): Promise<RotatedSecret | undefined> {
+  return db.transaction().execute(async (trx) => {
+    if (owner.subscriptionId) {
+      if (!(await lockSubscription(trx, owner.accountId, owner.subscriptionId))) return undefined;
+    } else {
+      await lockAccountSubscriptions(trx, owner.accountId);
+    }
+    const current = (await listValidSigningSecrets(trx, ownerFilter(owner), now)).find((row) => row.expires_at === null);
+    const graceUntil = now + ROTATION_GRACE_MS;
+    await retireSigningSecrets(trx, ownerFilter(owner), now, graceUntil);
+    const secret = generateWebhookSecret();
+    await insertSigningSecret(trx, sealedRow(box, owner, secret, now));
+    return { secret, createdAt: now, previousExpiresAt: current ? graceUntil : null };
+  });
+}

@@ -1,0 +1,153 @@
+import type { SecretBox } from '../crypto/secret-box.js';
+import { newId } from '../ids.js';
+import { CallbackUrlError, checkCallbackUrl } from '../../net/callback-url.js';
+import type { Db, Executor } from '../../storage/database.js';
+import {
+  countSubscriptions,
+  deleteSubscriptionRow,
+  findSubscription,
+  insertSubscription,
+  listSubscriptionRows,
+  lockAccountSubscriptions,
+  updateSubscriptionRow,
+} from '../../storage/repositories/subscriptions.js';
+import { authorizationUrls, restoreMaskedSecrets } from './authorization.js';
+import { encryptAuthorization, rowToSubscription, subscriptionToRow } from './mapping.js';
+import { createSigningSecret, type SigningSecret } from './signing-secrets.js';
+import { LIMITS, type FieldError, type Subscription, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from './types.js';
+import { parseSubscriptionBody } from './validation.js';
+
+/** The use cases behind the subscription endpoints; transactions open here. */
+
+export class InvalidSubscriptionError extends Error {
+  constructor(readonly errors: FieldError[]) {
+    super('subscription is invalid');
+    this.name = 'InvalidSubscriptionError';
+  }
+}
+
+export class SubscriptionLimitError extends Error {
+  constructor() {
+    super(`an account can have at most ${LIMITS.subscriptionsPerAccount} subscriptions; delete one first`);
+    this.name = 'SubscriptionLimitError';
+  }
+}
+
+export interface SubscriptionsContext {
+  db: Db;
+  box: SecretBox;
+  /** CALLBACK_ALLOW_PRIVATE_NETWORKS */
+  allowPrivateNetworks: boolean;
+  now: number;
+}
+
+function throwIfAny(errors: FieldError[]): void {
+  if (errors.length > 0) throw new InvalidSubscriptionError(errors);
+}
+
+/** Save-time SSRF check of every URL the callback makes the service call. */
+async function checkCallbackDestinations(changes: SubscriptionChanges, allowPrivate: boolean): Promise<void> {
+  if (!changes.callback) return;
+  const targets = [{ path: 'body.callback.url', url: changes.callback.url }, ...authorizationUrls(changes.callback.authorization, 'body.callback.authorization')];
+  const errors: FieldError[] = [];
+  for (const target of targets) {
+    try {
+      await checkCallbackUrl(target.url, allowPrivate);
+    } catch (error) {
+      if (!(error instanceof CallbackUrlError)) throw error;
+      errors.push({ path: target.path, message: error.message });
+    }
+  }
+  throwIfAny(errors);
+}
+
+export interface CreatedSubscription {
+  subscription: Subscription;
+  signingSecret: SigningSecret;
+}
+
+export async function createSubscription(ctx: SubscriptionsContext, accountId: string, body: SubscriptionBody): Promise<CreatedSubscription> {
+  const { changes, errors } = parseSubscriptionBody(body, 'create', { accountId });
+  throwIfAny(errors);
+  const callback = changes.callback!;
+  throwIfAny(restoreMaskedSecrets(callback.authorization, callback.url, null, undefined, 'body.callback.authorization'));
+  await checkCallbackDestinations(changes, ctx.allowPrivateNetworks);
+
+  const subscription: Subscription = {
+    id: newId('sub', ctx.now),
+    accountId,
+    event: changes.event!,
+    description: changes.description!,
+    active: changes.active!,
+    experiences: changes.experiences!,
+    callback,
+    createdAt: ctx.now,
+    updatedAt: ctx.now,
+  };
+  return ctx.db.transaction().execute(async (trx) => {
+    await lockAccountSubscriptions(trx, accountId);
+    if ((await countSubscriptions(trx, accountId)) >= LIMITS.subscriptionsPerAccount) throw new SubscriptionLimitError();
+    await insertSubscription(trx, subscriptionToRow(subscription, ctx.box));
+    const signingSecret = await createSigningSecret(trx, ctx.box, { accountId, subscriptionId: subscription.id }, ctx.now);
+    return { subscription, signingSecret };
+  });
+}
+
+/** Applies the members the body carries and keeps the others; undefined when not the account's. */
+export async function updateSubscription(ctx: SubscriptionsContext, accountId: string, id: string, body: SubscriptionBody): Promise<Subscription | undefined> {
+  const row = await findSubscription(ctx.db, accountId, id);
+  if (!row) return undefined;
+  const stored = rowToSubscription(row, ctx.box);
+  const { changes, errors } = parseSubscriptionBody(body, 'update', { accountId, id });
+  throwIfAny(errors);
+  if (changes.callback) {
+    const { authorization, url } = changes.callback;
+    throwIfAny(restoreMaskedSecrets(authorization, url, stored.callback.authorization, stored.callback.url, 'body.callback.authorization'));
+  }
+  await checkCallbackDestinations(changes, ctx.allowPrivateNetworks);
+
+  const updated: Subscription = {
+    ...stored,
+    event: changes.event ?? stored.event,
+    description: changes.description ?? stored.description,
+    active: changes.active ?? stored.active,
+    experiences: changes.experiences ?? stored.experiences,
+    callback: changes.callback ?? stored.callback,
+    updatedAt: Math.max(ctx.now, stored.createdAt),
+  };
+  const found = await updateSubscriptionRow(ctx.db, accountId, id, {
+    event: updated.event,
+    description: updated.description,
+    active: updated.active ? 1 : 0,
+    experiences: JSON.stringify(updated.experiences),
+    callback_url: updated.callback.url,
+    callback_authorization_encrypted: encryptAuthorization(ctx.box, id, updated.callback.authorization),
+    callback_custom_headers: JSON.stringify(updated.callback.customHeaders),
+    updated_at: updated.updatedAt,
+  });
+  return found ? updated : undefined;
+}
+
+export async function getSubscription(db: Executor, box: SecretBox, accountId: string, id: string): Promise<Subscription | undefined> {
+  const row = await findSubscription(db, accountId, id);
+  return row ? rowToSubscription(row, box) : undefined;
+}
+
+export interface SubscriptionFilter {
+  event?: SubscriptionEvent;
+  /** Subscriptions whose `experiences` name this experience. */
+  experience?: string;
+  active?: boolean;
+}
+
+export async function listSubscriptions(db: Executor, box: SecretBox, accountId: string, filter: SubscriptionFilter = {}): Promise<Subscription[]> {
+  const rows = await listSubscriptionRows(db, accountId, { event: filter.event, active: filter.active });
+  const subscriptions = rows.map((row) => rowToSubscription(row, box));
+  // Filtered here, not in SQL: JSON array membership differs between the dialects, and an
+  // account holds at most 100 subscriptions.
+  return filter.experience === undefined ? subscriptions : subscriptions.filter((s) => s.experiences.includes(filter.experience!));
+}
+
+export async function deleteSubscription(db: Executor, accountId: string, id: string): Promise<boolean> {
+  return deleteSubscriptionRow(db, accountId, id);
+}

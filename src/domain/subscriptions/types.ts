@@ -1,0 +1,90 @@
+/**
+ * The webhook subscription model (seed "Subscription", PRODUCT.md §5). Secrets inside
+ * `authorization` are plain here; storage encrypts them and the API masks them.
+ */
+
+/** Stored and returned singular; the plural notification names are accepted as input too. */
+export const SUBSCRIPTION_EVENTS = ['registered-request', 'processed-request'] as const;
+export type SubscriptionEvent = (typeof SUBSCRIPTION_EVENTS)[number];
+
+export interface OAuth2Credentials {
+  client_id: string;
+  client_secret: string;
+  /** Token endpoint, called with the client credentials grant. */
+  url: string;
+  audience?: string;
+}
+
+/**
+ * How the service authenticates to the callback. Basic holds base64 `user:password` and Bearer the
+ * token, both without their scheme prefix. `mtls: {}` = mTLS only; `mtls.twoFactor.oauth2` = mTLS + OAuth2.
+ */
+export interface CallbackAuthorization {
+  Basic?: string;
+  Bearer?: string;
+  oauth2?: OAuth2Credentials;
+  mtls?: { twoFactor?: { oauth2?: OAuth2Credentials } };
+}
+
+export interface CallbackConfig {
+  url: string;
+  authorization: CallbackAuthorization | null;
+  customHeaders: Record<string, string>;
+}
+
+export interface Subscription {
+  id: string;
+  accountId: string;
+  event: SubscriptionEvent;
+  description: string;
+  active: boolean;
+  experiences: string[];
+  callback: CallbackConfig;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A create or update body once its JSON shape is checked (http/schemas/subscription.ts). */
+export interface SubscriptionBody {
+  _id?: string;
+  accountId?: string;
+  createdAt?: string;
+  updatedAt?: string;
+  event?: string;
+  description?: string;
+  active?: boolean;
+  experiences?: string[];
+  callback?: CallbackBody;
+}
+
+export interface CallbackBody {
+  url: string;
+  authorization?: CallbackAuthorization | null;
+  customHeaders?: Record<string, string>;
+}
+
+/** The members a create or update sets, normalised; omitted members are undefined. */
+export interface SubscriptionChanges {
+  event?: SubscriptionEvent;
+  description?: string;
+  active?: boolean;
+  experiences?: string[];
+  /** authorization may still hold masked values, resolved against the stored secrets. */
+  callback?: CallbackConfig;
+}
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+export const LIMITS = {
+  subscriptionsPerAccount: 100,
+  experiences: 100,
+  experienceNameLength: 200,
+  descriptionLength: 500,
+  customHeaders: 50,
+  headerNameLength: 256,
+  headerValueLength: 8192,
+  secretLength: 8192,
+} as const;

@@ -1,0 +1,39 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AppDeps } from '../../app.js';
+import { toRotatedSecretResource, toSigningSecretResource } from '../../domain/subscriptions/mapping.js';
+import { loadSigningSecrets, rotateSigningSecret } from '../../domain/subscriptions/signing-secrets.js';
+import { OperatorQuerySchema, SigningSecretSchema } from '../schemas/subscription.js';
+
+/**
+ * The account's default signing secret: it signs notifications sent to per-request callback URLs
+ * (`registeredCallbackUrl` / `processedCallbackUrl`), which have no subscription of their own.
+ * Created on first use; rotation keeps the previous secret signing for 24 h.
+ */
+export async function signingSecretRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const common = { tags: ['subscriptions'], security: [{ bearerAuth: [] }], querystring: OperatorQuerySchema, response: { 200: SigningSecretSchema } };
+
+  app.get(
+    '/signing-secret',
+    {
+      config: { scope: 'subscriptions:read' },
+      schema: { ...common, summary: 'The account’s default signing secret (for per-request callback URLs)' },
+    },
+    async (request: FastifyRequest) => {
+      const secrets = await loadSigningSecrets(deps.db, deps.box, { accountId: request.auth.accountId }, deps.clock());
+      return toSigningSecretResource(secrets);
+    },
+  );
+
+  app.post(
+    '/signing-secret/rotate',
+    {
+      config: { scope: 'subscriptions:write' },
+      schema: { ...common, summary: 'Replace the account’s default signing secret; the previous one keeps signing for 24 h' },
+    },
+    async (request: FastifyRequest) => {
+      const rotated = await rotateSigningSecret(deps.db, deps.box, { accountId: request.auth.accountId, subscriptionId: null }, deps.clock());
+      // Only a subscription can be missing; an account's default always rotates.
+      return toRotatedSecretResource(rotated!);
+    },
+  );
+}

@@ -1,0 +1,191 @@
+import { Type } from 'typebox';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AppDeps } from '../../app.js';
+import { toRotatedSecretResource, toSigningSecretResource, toSubscriptionResource } from '../../domain/subscriptions/mapping.js';
+import { loadSigningSecrets, rotateSigningSecret } from '../../domain/subscriptions/signing-secrets.js';
+import {
+  createSubscription,
+  deleteSubscription,
+  getSubscription,
+  InvalidSubscriptionError,
+  listSubscriptions,
+  SubscriptionLimitError,
+  updateSubscription,
+  type SubscriptionsContext,
+} from '../../domain/subscriptions/subscriptions-service.js';
+import type { SubscriptionBody } from '../../domain/subscriptions/types.js';
+import { ACCEPTED_EVENT_NAMES, normalizeEvent } from '../../domain/subscriptions/validation.js';
+import { badRequest, conflict, HttpProblem, notFound } from '../problem.js';
+import {
+  CreatedSubscriptionSchema,
+  OperatorQuerySchema,
+  SigningSecretSchema,
+  SubscriptionBodySchema,
+  SubscriptionListQuerySchema,
+  SubscriptionParamsSchema,
+  SubscriptionSchema,
+} from '../schemas/subscription.js';
+
+/**
+ * Webhook subscriptions (PRODUCT.md §3, §5): list, create, read, update (members omitted are
+ * kept), delete, and the subscription's signing secret. Another account's subscription is a 404.
+ */
+
+const TAGS = ['subscriptions'];
+const SECURITY = [{ bearerAuth: [] }];
+
+function problemFor(error: unknown): unknown {
+  if (error instanceof InvalidSubscriptionError) {
+    const first = error.errors[0]!;
+    return badRequest(`request body is invalid: ${first.path} ${first.message}`, error.errors);
+  }
+  if (error instanceof SubscriptionLimitError) return conflict(error.message);
+  return error;
+}
+
+function context(deps: AppDeps): SubscriptionsContext {
+  return { db: deps.db, box: deps.box, allowPrivateNetworks: deps.config.callbackAllowPrivateNetworks, now: deps.clock() };
+}
+
+type WithId = FastifyRequest<{ Params: { subscriptionId: string } }>;
+
+export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const read = { scope: 'subscriptions:read' as const };
+  const write = { scope: 'subscriptions:write' as const };
+
+  app.get(
+    '/subscriptions',
+    {
+      config: read,
+      schema: {
+        tags: TAGS,
+        summary: 'The account’s subscriptions, oldest first',
+        security: SECURITY,
+        querystring: SubscriptionListQuerySchema,
+        response: { 200: Type.Array(SubscriptionSchema) },
+      },
+    },
+    async (request: FastifyRequest<{ Querystring: { event?: string; experience?: string; active?: boolean } }>) => {
+      const { event, experience, active } = request.query;
+      const singular = event === undefined ? undefined : normalizeEvent(event);
+      if (event !== undefined && !singular) {
+        const message = `must be one of ${ACCEPTED_EVENT_NAMES.join(', ')}`;
+        throw badRequest(`request querystring is invalid: querystring.event ${message}`, [{ path: 'querystring.event', message }]);
+      }
+      const subscriptions = await listSubscriptions(deps.db, deps.box, request.auth.accountId, { event: singular, experience, active });
+      return subscriptions.map(toSubscriptionResource);
+    },
+  );
+
+  app.post(
+    '/subscriptions',
+    {
+      config: write,
+      schema: {
+        tags: TAGS,
+        summary: 'Create a subscription; the response carries its signing secret',
+        security: SECURITY,
+        querystring: OperatorQuerySchema,
+        body: SubscriptionBodySchema,
+        response: { 201: CreatedSubscriptionSchema },
+      },
+    },
+    async (request: FastifyRequest<{ Body: SubscriptionBody }>, reply) => {
+      try {
+        const { subscription, signingSecret } = await createSubscription(context(deps), request.auth.accountId, request.body);
+        reply.code(201).header('location', `${request.routeOptions.url}/${subscription.id}`);
+        return { ...toSubscriptionResource(subscription), secret: signingSecret.secret };
+      } catch (error) {
+        throw problemFor(error);
+      }
+    },
+  );
+
+  app.get(
+    '/subscriptions/:subscriptionId',
+    {
+      config: read,
+      schema: { tags: TAGS, summary: 'One subscription', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SubscriptionSchema } },
+    },
+    async (request: WithId) => {
+      const subscription = await getSubscription(deps.db, deps.box, request.auth.accountId, request.params.subscriptionId);
+      if (!subscription) throw notFound('subscription');
+      return toSubscriptionResource(subscription);
+    },
+  );
+
+  app.put(
+    '/subscriptions/:subscriptionId',
+    {
+      config: write,
+      schema: {
+        tags: TAGS,
+        summary: 'Update a subscription: members given replace the stored ones, members omitted are kept',
+        security: SECURITY,
+        params: SubscriptionParamsSchema,
+        querystring: OperatorQuerySchema,
+        body: SubscriptionBodySchema,
+        response: { 200: SubscriptionSchema },
+      },
+    },
+    async (request: FastifyRequest<{ Params: { subscriptionId: string }; Body: SubscriptionBody }>) => {
+      let subscription;
+      try {
+        subscription = await updateSubscription(context(deps), request.auth.accountId, request.params.subscriptionId, request.body);
+      } catch (error) {
+        throw problemFor(error);
+      }
+      if (!subscription) throw notFound('subscription');
+      return toSubscriptionResource(subscription);
+    },
+  );
+
+  app.delete(
+    '/subscriptions/:subscriptionId',
+    {
+      config: write,
+      schema: { tags: TAGS, summary: 'Delete a subscription and its signing secrets', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 204: Type.Null() } },
+    },
+    async (request: WithId, reply) => {
+      if (!(await deleteSubscription(deps.db, request.auth.accountId, request.params.subscriptionId))) throw notFound('subscription');
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/subscriptions/:subscriptionId/secret',
+    {
+      config: read,
+      schema: { tags: TAGS, summary: 'The subscription’s current signing secret', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SigningSecretSchema } },
+    },
+    async (request: WithId) => {
+      const { accountId } = request.auth;
+      const { subscriptionId } = request.params;
+      if (!(await getSubscription(deps.db, deps.box, accountId, subscriptionId))) throw notFound('subscription');
+      const secrets = await loadSigningSecrets(deps.db, deps.box, { subscriptionId }, deps.clock());
+      return toSigningSecretResource(secrets);
+    },
+  );
+
+  app.post(
+    '/subscriptions/:subscriptionId/secret/rotate',
+    {
+      config: write,
+      schema: {
+        tags: TAGS,
+        summary: 'Replace the signing secret; the previous one keeps signing for 24 h',
+        security: SECURITY,
+        params: SubscriptionParamsSchema,
+        querystring: OperatorQuerySchema,
+        response: { 200: SigningSecretSchema },
+      },
+    },
+    async (request: WithId) => {
+      const { accountId } = request.auth;
+      const { subscriptionId } = request.params;
+      const rotated = await rotateSigningSecret(deps.db, deps.box, { accountId, subscriptionId }, deps.clock());
+      if (!rotated) throw notFound('subscription');
+      return toRotatedSecretResource(rotated);
+    },
+  );
+}

@@ -1,0 +1,103 @@
+import { Type } from 'typebox';
+
+/**
+ * JSON shapes of the subscription endpoints (seed "Subscription", PRODUCT.md §5). The schemas
+ * check types and close every object; the rules they cannot express (event aliases, header names,
+ * URL policy, masked secrets) live in domain/subscriptions/validation.ts.
+ */
+
+const OAuth2 = Type.Object(
+  {
+    client_id: Type.String({ minLength: 1, maxLength: 1024 }),
+    client_secret: Type.String({ minLength: 1, maxLength: 8192, description: 'write-only in effect: returned masked ("****" + last 4)' }),
+    url: Type.String({ description: 'token endpoint (client credentials grant); same rules as callback.url' }),
+    audience: Type.Optional(Type.String({ maxLength: 2048 })),
+  },
+  { additionalProperties: false },
+);
+
+export const AuthorizationSchema = Type.Object(
+  {
+    Basic: Type.Optional(Type.String({ maxLength: 8192, description: 'base64 of "user:password", optionally prefixed with "Basic "; returned masked' })),
+    Bearer: Type.Optional(Type.String({ maxLength: 8192, description: 'the token, optionally prefixed with "Bearer "; returned masked' })),
+    oauth2: Type.Optional(OAuth2),
+    mtls: Type.Optional(
+      Type.Object(
+        {
+          twoFactor: Type.Optional(Type.Object({ oauth2: Type.Optional(OAuth2) }, { additionalProperties: false })),
+        },
+        { additionalProperties: false, description: '{} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const CustomHeaders = Type.Record(Type.String(), Type.String(), {
+  description: 'header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused',
+});
+
+const CallbackInput = Type.Object(
+  {
+    url: Type.String({ description: 'http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true' }),
+    authorization: Type.Optional(Type.Union([AuthorizationSchema, Type.Null()])),
+    customHeaders: Type.Optional(CustomHeaders),
+  },
+  { additionalProperties: false },
+);
+
+/** Create and update share one body; create requires `event` and `callback` (checked in the domain). */
+export const SubscriptionBodySchema = Type.Object(
+  {
+    event: Type.Optional(Type.String({ description: 'registered-request | processed-request (plural forms accepted)' })),
+    description: Type.Optional(Type.String({ maxLength: 500 })),
+    active: Type.Optional(Type.Boolean()),
+    experiences: Type.Optional(Type.Array(Type.String(), { maxItems: 100, description: 'experience names; [] = every experience' })),
+    callback: Type.Optional(CallbackInput),
+    _id: Type.Optional(Type.String({ description: 'read-only: may be echoed back unchanged' })),
+    accountId: Type.Optional(Type.String({ description: 'read-only: may be echoed back unchanged' })),
+    createdAt: Type.Optional(Type.String({ description: 'read-only: ignored' })),
+    updatedAt: Type.Optional(Type.String({ description: 'read-only: ignored' })),
+  },
+  { additionalProperties: false },
+);
+
+export const SubscriptionSchema = Type.Object({
+  _id: Type.String(),
+  accountId: Type.String(),
+  event: Type.String(),
+  description: Type.String(),
+  active: Type.Boolean(),
+  experiences: Type.Array(Type.String()),
+  callback: Type.Object({
+    url: Type.String(),
+    authorization: Type.Optional(AuthorizationSchema),
+    customHeaders: CustomHeaders,
+  }),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+});
+
+export const CreatedSubscriptionSchema = Type.Object({
+  ...SubscriptionSchema.properties,
+  secret: Type.String({ description: 'the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret' }),
+});
+
+export const SubscriptionParamsSchema = Type.Object({ subscriptionId: Type.String({ maxLength: 128 }) });
+
+export const SubscriptionListQuerySchema = Type.Object({
+  event: Type.Optional(Type.String({ description: 'registered-request | processed-request (plural forms accepted)' })),
+  experience: Type.Optional(Type.String({ description: 'only subscriptions whose experiences name this one' })),
+  active: Type.Optional(Type.Boolean()),
+  accountId: Type.Optional(Type.String({ description: 'operators: act for this account' })),
+});
+
+export const OperatorQuerySchema = Type.Object({
+  accountId: Type.Optional(Type.String({ description: 'operators: act for this account' })),
+});
+
+export const SigningSecretSchema = Type.Object({
+  secret: Type.String({ description: 'whsec_ + base64 of 32 random bytes (Standard Webhooks)' }),
+  createdAt: Type.String({ format: 'date-time' }),
+  previousSecretExpiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'the replaced secret keeps signing until then' })),
+});

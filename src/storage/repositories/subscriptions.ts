@@ -1,0 +1,97 @@
+import type { Kysely } from 'kysely';
+import type { Executor } from '../database.js';
+import { isPostgres } from '../migrations/types.js';
+import type { SubscriptionsTable } from '../tables/index.js';
+
+export type SubscriptionRow = SubscriptionsTable;
+export type SubscriptionRowChanges = Partial<Omit<SubscriptionsTable, 'id' | 'account_id' | 'created_at'>>;
+
+export interface SubscriptionRowFilter {
+  event?: string;
+  active?: boolean;
+}
+
+export async function insertSubscription(db: Executor, row: SubscriptionsTable): Promise<void> {
+  await db.insertInto('subscriptions').values(row).execute();
+}
+
+/** The account's subscription, or undefined when it does not exist or belongs to another account. */
+export async function findSubscription(db: Executor, accountId: string, id: string): Promise<SubscriptionRow | undefined> {
+  return db.selectFrom('subscriptions').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+}
+
+/** By id alone: for the delivery engine, which already knows the owner from the notification. */
+export async function findSubscriptionById(db: Executor, id: string): Promise<SubscriptionRow | undefined> {
+  return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The account's subscriptions, oldest first (ids sort by creation time). */
+export async function listSubscriptionRows(db: Executor, accountId: string, filter: SubscriptionRowFilter = {}): Promise<SubscriptionRow[]> {
+  let query = db.selectFrom('subscriptions').selectAll().where('account_id', '=', accountId);
+  if (filter.event !== undefined) query = query.where('event', '=', filter.event);
+  if (filter.active !== undefined) query = query.where('active', '=', filter.active ? 1 : 0);
+  return query.orderBy('created_at').orderBy('id').execute();
+}
+
+export async function countSubscriptions(db: Executor, accountId: string): Promise<number> {
+  const row = await db
+    .selectFrom('subscriptions')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function updateSubscriptionRow(db: Executor, accountId: string, id: string, changes: SubscriptionRowChanges): Promise<boolean> {
+  const result = await db.updateTable('subscriptions').set(changes).where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** Deletes the subscription; its signing secrets go with it (foreign key cascade). */
+export async function deleteSubscriptionRow(db: Executor, accountId: string, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('subscriptions').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/**
+ * Serialises writers of one account's subscriptions inside a transaction (per-account limit,
+ * secret rotation). PostgreSQL locks the account row; SQLite already runs one writer at a time.
+ */
+export async function lockAccountSubscriptions(db: Executor, accountId: string): Promise<void> {
+  if (!isPostgres(db as unknown as Kysely<unknown>)) return;
+  await db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+}
+
+/**
+ * Inside a transaction: whether the account's subscription exists, locking its row on PostgreSQL so
+ * it cannot be deleted before the transaction ends (SQLite already runs one writer at a time).
+ */
+export async function lockSubscription(db: Executor, accountId: string, id: string): Promise<boolean> {
+  let query = db.selectFrom('subscriptions').select('id').where('account_id', '=', accountId).where('id', '=', id);
+  if (isPostgres(db as unknown as Kysely<unknown>)) query = query.forUpdate();
+  return (await query.executeTakeFirst()) !== undefined;
+}
+
+/** What routing needs to pick subscriptions for a notification (PRODUCT.md §7). */
+export interface SubscriptionRoute {
+  id: string;
+  active: boolean;
+  /** Experience names; empty = every experience. */
+  experiences: string[];
+}
+
+/**
+ * Every subscription of the account for one event (singular name), inactive ones included:
+ * an inactive subscription naming an experience is how a client skips that experience.
+ */
+export async function listSubscriptionsForEvent(db: Executor, accountId: string, event: string): Promise<SubscriptionRoute[]> {
+  const rows = await db
+    .selectFrom('subscriptions')
+    .select(['id', 'active', 'experiences'])
+    .where('account_id', '=', accountId)
+    .where('event', '=', event)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({ id: row.id, active: row.active === 1, experiences: JSON.parse(row.experiences) as string[] }));
+}
