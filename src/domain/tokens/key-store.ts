@@ -108,13 +108,21 @@ export class KeyStore {
         const key =
           this.#loaded?.signer?.kid === row.kid
             ? this.#loaded.signer.key
-            : createPrivateKey(this.box.decrypt(row.private_key_encrypted, KEY_PURPOSE));
+            : createPrivateKey(decryptSigningKey(this.box, row.private_key_encrypted));
         signer = { kid: row.kid, key };
       }
     }
     const loaded = { signer, verifiers, loadedAt: now };
     this.#loaded = loaded;
     return loaded;
+  }
+}
+
+function decryptSigningKey(box: SecretBox, sealed: string): string {
+  try {
+    return box.decrypt(sealed, KEY_PURPOSE);
+  } catch {
+    throw new Error('cannot decrypt the token signing key: SECRET_KEY is not the key this database was created with');
   }
 }
 

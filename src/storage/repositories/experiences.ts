@@ -93,3 +93,83 @@ export async function takePrizeStock(db: Executor, experienceId: string, prizeId
     .executeTakeFirst();
   return unlimited !== undefined;
 }
+
+// ---- Operator CRUD (admin API and `rewards experiences import`) ----
+
+/** A prize as written by the operator; `stock` undefined means "keep the stored stock" on update. */
+export interface PrizeWrite extends Omit<Prize, 'stock'> {
+  stock?: number | null;
+}
+
+export async function listExperiences(db: Executor, accountId: string): Promise<Experience[]> {
+  const rows = await db.selectFrom('experiences').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+  if (rows.length === 0) return [];
+  const prizes = await db
+    .selectFrom('prizes')
+    .selectAll()
+    .where('experience_id', 'in', (eb) => eb.selectFrom('experiences').select('id').where('account_id', '=', accountId))
+    .execute();
+  const byExperience = new Map<string, PrizesTable[]>();
+  for (const prize of prizes) byExperience.set(prize.experience_id, [...(byExperience.get(prize.experience_id) ?? []), prize]);
+  return rows.map((row) => toExperience(row, byExperience.get(row.id) ?? []));
+}
+
+export async function insertExperience(db: Executor, row: ExperiencesTable, prizes: PrizeWrite[]): Promise<void> {
+  await db.insertInto('experiences').values(row).execute();
+  await insertPrizes(db, row.id, prizes.map((prize, position) => ({ prize, position })));
+}
+
+export async function updateExperienceRow(
+  db: Executor,
+  id: string,
+  values: Partial<Pick<ExperiencesTable, 'name' | 'title' | 'active' | 'events' | 'updated_at'>>,
+): Promise<void> {
+  if (Object.keys(values).length > 0) await db.updateTable('experiences').set(values).where('id', '=', id).execute();
+}
+
+async function insertPrizes(db: Executor, experienceId: string, prizes: { prize: PrizeWrite; position: number }[]): Promise<void> {
+  if (prizes.length === 0) return;
+  await db
+    .insertInto('prizes')
+    .values(prizes.map(({ prize, position }) => ({ ...prizeColumns(prize), stock: prize.stock ?? null, experience_id: experienceId, id: prize.id, position })))
+    .execute();
+}
+
+function prizeColumns(prize: PrizeWrite) {
+  return { bucket: prize.bucket, title: prize.title, description: prize.description, value: prize.value, quantity: prize.quantity, kind: prize.kind };
+}
+
+/**
+ * Makes the experience's prizes exactly `prizes`, in that order. A prize whose id stays is
+ * UPDATEd in place rather than deleted and re-inserted: when its `stock` is omitted the column is
+ * not written at all, so a unit taken concurrently by `takePrizeStock` is never given back.
+ */
+export async function replacePrizes(db: Executor, experienceId: string, prizes: PrizeWrite[]): Promise<void> {
+  const existing = new Set(
+    (await db.selectFrom('prizes').select('id').where('experience_id', '=', experienceId).execute()).map((row) => row.id),
+  );
+  const keep = prizes.map((prize) => prize.id).filter((id) => existing.has(id));
+  let removal = db.deleteFrom('prizes').where('experience_id', '=', experienceId);
+  if (keep.length > 0) removal = removal.where('id', 'not in', keep);
+  await removal.execute();
+  const added: { prize: PrizeWrite; position: number }[] = [];
+  for (const [position, prize] of prizes.entries()) {
+    if (!existing.has(prize.id)) {
+      added.push({ prize, position });
+      continue;
+    }
+    await db
+      .updateTable('prizes')
+      .set({ ...prizeColumns(prize), position, ...(prize.stock !== undefined ? { stock: prize.stock } : {}) })
+      .where('experience_id', '=', experienceId)
+      .where('id', '=', prize.id)
+      .execute();
+  }
+  await insertPrizes(db, experienceId, added);
+}
+
+/** Deletes the experience and (by cascade) its prizes; false when it is not the account's. */
+export async function deleteExperience(db: Executor, accountId: string, id: string): Promise<boolean> {
+  const result = await db.deleteFrom('experiences').where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}

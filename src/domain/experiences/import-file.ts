@@ -1,0 +1,36 @@
+import { validatorCompiler } from '../../http/validation.js';
+import { ExperienceCreateSchema, type ExperienceCreateInput } from './experience-schema.js';
+import { ExperienceError, type ExperienceFieldError } from './experiences-service.js';
+
+/** A file holds one experience object or an array of them, imported in one transaction. */
+const MAX_PER_FILE = 1000;
+
+// Compiled with the same validator (and options: strict types, defaults) as the admin API's bodies.
+let validate: ((value: unknown) => boolean) & { errors?: { instancePath: string; message?: string; params?: unknown }[] | null };
+
+/**
+ * Parses and validates the text of an import file. Error paths are the API's field paths prefixed
+ * with the entry's index (`0.prizes.1.value`; a single object is entry 0).
+ */
+export function parseImportFile(text: string): ExperienceCreateInput[] {
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch (error) {
+    throw new ExperienceError('invalid', `import file is not valid JSON: ${(error as Error).message}`);
+  }
+  const list = Array.isArray(document) ? document : [document];
+  if (list.length > MAX_PER_FILE) throw new ExperienceError('invalid', `import file holds ${list.length} experiences; at most ${MAX_PER_FILE} per file`);
+  validate ??= validatorCompiler({ schema: ExperienceCreateSchema, httpPart: 'body', method: 'POST', url: 'import' }) as typeof validate;
+  const errors: ExperienceFieldError[] = [];
+  for (const [index, entry] of list.entries()) {
+    if (validate(entry) || errors.length >= 20) continue;
+    for (const error of validate.errors ?? []) {
+      const missing = (error.params as { missingProperty?: string } | undefined)?.missingProperty;
+      const at = `${error.instancePath.replaceAll('/', '.')}${missing ? `.${missing}` : ''}`;
+      errors.push({ path: `${index}${at}`, message: error.message ?? 'is invalid' });
+    }
+  }
+  if (errors.length > 0) throw new ExperienceError('invalid', 'import file is invalid', errors);
+  return list as ExperienceCreateInput[];
+}

@@ -1,0 +1,151 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { Type } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { checkClientScopes, createClient, resolveScopes, rotateClientSecret } from '../../domain/accounts/accounts-service.js';
+import type { Executor } from '../../storage/database.js';
+import { findAccountById, type Account } from '../../storage/repositories/accounts.js';
+import { deleteOAuthClient, findOAuthClient, listOAuthClients, updateOAuthClient } from '../../storage/repositories/oauth-clients.js';
+import { notFound } from '../problem.js';
+import {
+  AccountParamsSchema,
+  ClientCreateSchema,
+  ClientParamsSchema,
+  ClientPatchSchema,
+  ClientSchema,
+  IssuedClientSchema,
+  RotatedSecretSchema,
+  clientToJson,
+} from '../schemas/admin.js';
+import { accountsProblem } from './admin-accounts.js';
+
+const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
+type ScopesInput = string[] | string;
+
+async function requireAccount(db: Executor, id: string): Promise<Account> {
+  const account = await findAccountById(db, id);
+  if (!account) throw notFound('account');
+  return account;
+}
+
+/** The client, only if it belongs to the account in the path: another account's client is a 404. */
+async function requireClient(db: Executor, accountId: string, clientId: string) {
+  const client = await findOAuthClient(db, clientId);
+  if (!client || client.accountId !== accountId) throw notFound('client');
+  return client;
+}
+
+/** Accepts `["a","b"]` or `"a b"`; checks every scope is known and allowed for the account. */
+function scopesFor(account: Account, input: ScopesInput | undefined): string[] {
+  try {
+    const scopes = resolveScopes(Array.isArray(input) ? input.join(' ') : input);
+    checkClientScopes(account, scopes);
+    return scopes;
+  } catch (error) {
+    throw accountsProblem(error, 'scopes');
+  }
+}
+
+/** A response carrying a plain secret must never be cached (RFC 6749 §5.1 does the same for tokens). */
+function noStore(reply: FastifyReply): FastifyReply {
+  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+}
+
+/** Operator only: the OAuth clients of an account. Secrets are shown once, at creation and rotation. */
+export async function adminClientsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get<{ Params: { id: string } }>(
+    '/admin/accounts/:id/clients',
+    {
+      config: { scope: 'admin' },
+      schema: { ...ADMIN, summary: "List an account's clients (never their secrets)", params: AccountParamsSchema, response: { 200: Type.Array(ClientSchema) } },
+    },
+    async (request) => {
+      const account = await requireAccount(deps.db, request.params.id);
+      return (await listOAuthClients(deps.db, account.id)).map(clientToJson);
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { scopes?: ScopesInput } }>(
+    '/admin/accounts/:id/clients',
+    {
+      config: { scope: 'admin' },
+      // The body is optional: no body at all means default scopes.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+      schema: {
+        ...ADMIN,
+        summary: 'Create a client; its secret is shown once',
+        description: 'Without `scopes` the client gets every scope except admin. Only operator-account clients may hold admin.',
+        params: AccountParamsSchema,
+        body: ClientCreateSchema,
+        response: { 201: IssuedClientSchema },
+      },
+    },
+    async (request, reply) => {
+      const account = await requireAccount(deps.db, request.params.id);
+      const scopes = scopesFor(account, request.body.scopes);
+      const issued = await createClient(deps.db, account.id, scopes, deps.clock());
+      return noStore(reply)
+        .code(201)
+        .header('location', `${request.url.split('?')[0]}/${issued.client.clientId}`)
+        .send({ accountId: account.id, client_id: issued.client.clientId, client_secret: issued.clientSecret, scopes: issued.client.scopes.join(' ') });
+    },
+  );
+
+  app.post<{ Params: { id: string; clientId: string } }>(
+    '/admin/accounts/:id/clients/:clientId/rotate-secret',
+    {
+      config: { scope: 'admin' },
+      schema: {
+        ...ADMIN,
+        summary: 'Issue a new secret; the previous one stays valid for 24 hours',
+        params: ClientParamsSchema,
+        response: { 200: RotatedSecretSchema },
+      },
+    },
+    async (request, reply) => {
+      await requireClient(deps.db, request.params.id, request.params.clientId);
+      const issued = await rotateClientSecret(deps.db, request.params.clientId, deps.clock());
+      return noStore(reply).send({
+        client_id: issued.client.clientId,
+        client_secret: issued.clientSecret,
+        previous_secret_valid_until: new Date(issued.client.previousSecretExpiresAt!).toISOString(),
+      });
+    },
+  );
+
+  app.patch<{ Params: { id: string; clientId: string }; Body: { active?: boolean; scopes?: ScopesInput } }>(
+    '/admin/accounts/:id/clients/:clientId',
+    {
+      config: { scope: 'admin' },
+      schema: {
+        ...ADMIN,
+        summary: "(De)activate a client or change its allowed scopes",
+        description: 'An inactive client gets invalid_client at the token endpoint; tokens already issued stay valid until they expire.',
+        params: ClientParamsSchema,
+        body: ClientPatchSchema,
+        response: { 200: ClientSchema },
+      },
+    },
+    async (request) => {
+      const account = await requireAccount(deps.db, request.params.id);
+      await requireClient(deps.db, account.id, request.params.clientId);
+      const scopes = request.body.scopes === undefined ? undefined : scopesFor(account, request.body.scopes);
+      const client = await updateOAuthClient(deps.db, request.params.clientId, { active: request.body.active, scopes }, deps.clock());
+      return clientToJson(client!);
+    },
+  );
+
+  app.delete<{ Params: { id: string; clientId: string } }>(
+    '/admin/accounts/:id/clients/:clientId',
+    {
+      config: { scope: 'admin' },
+      schema: { ...ADMIN, summary: 'Delete a client', params: ClientParamsSchema, response: { 204: Type.Null() } },
+    },
+    async (request, reply) => {
+      await requireClient(deps.db, request.params.id, request.params.clientId);
+      await deleteOAuthClient(deps.db, request.params.clientId);
+      return reply.code(204).send();
+    },
+  );
+}

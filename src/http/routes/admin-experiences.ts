@@ -1,0 +1,122 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import type { ExperienceCreateInput, ExperienceUpdateInput } from '../../domain/experiences/experience-schema.js';
+import { ExperienceError, createExperience, updateExperience } from '../../domain/experiences/experiences-service.js';
+import { isForeignKeyViolation } from '../../storage/constraint-errors.js';
+import { deleteExperience, findExperienceById, listExperiences } from '../../storage/repositories/experiences.js';
+import { HttpProblem, notFound } from '../problem.js';
+import {
+  ActingAccountQuerySchema,
+  ExperienceCreateSchema,
+  ExperienceParamsSchema,
+  ExperienceSchema,
+  ExperienceUpdateSchema,
+  experienceToJson,
+} from '../schemas/experience.js';
+
+const ADMIN = {
+  tags: ['admin'],
+  security: [{ bearerAuth: [] }],
+  querystring: ActingAccountQuerySchema,
+};
+const ACCOUNT_NOTE = 'Experiences belong to the account named by `?accountId=`; without it, to the operator\'s own account.';
+
+function experienceProblem(error: unknown): unknown {
+  if (!(error instanceof ExperienceError)) return error;
+  if (error.kind === 'not_found') return notFound('experience');
+  if (error.kind === 'conflict') return new HttpProblem(409, error.message);
+  return new HttpProblem(400, error.message, error.errors?.map((e) => ({ path: `body.${e.path}`, message: e.message })));
+}
+
+/** Where the new experience can be read back: keeps `?accountId=` when the operator acts for an account. */
+function locationOf(request: FastifyRequest, id: string): string {
+  const path = `${request.url.split('?')[0]}/${id}`;
+  const { accountId, tokenAccountId } = request.auth;
+  return accountId === tokenAccountId ? path : `${path}?accountId=${encodeURIComponent(accountId)}`;
+}
+
+/** Operator only: experiences (campaigns) and their prizes, per account. */
+export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get(
+    '/admin/experiences',
+    {
+      config: { scope: 'admin' },
+      schema: { ...ADMIN, summary: "List an account's experiences", description: ACCOUNT_NOTE, response: { 200: Type.Array(ExperienceSchema) } },
+    },
+    async (request) => (await listExperiences(deps.db, request.auth.accountId)).map(experienceToJson),
+  );
+
+  app.post<{ Body: ExperienceCreateInput }>(
+    '/admin/experiences',
+    {
+      config: { scope: 'admin' },
+      schema: {
+        ...ADMIN,
+        summary: 'Create an experience with its prizes',
+        description: `${ACCOUNT_NOTE} The name is unique per account (409). A prize without stock is unlimited.`,
+        body: ExperienceCreateSchema,
+        response: { 201: ExperienceSchema },
+      },
+    },
+    async (request, reply) => {
+      const experience = await createExperience(deps.db, request.auth.accountId, request.body, deps.clock()).catch((error) => {
+        throw experienceProblem(error);
+      });
+      return reply.code(201).header('location', locationOf(request, experience.id)).send(experienceToJson(experience));
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/admin/experiences/:id',
+    {
+      config: { scope: 'admin' },
+      schema: { ...ADMIN, summary: 'One experience', description: ACCOUNT_NOTE, params: ExperienceParamsSchema, response: { 200: ExperienceSchema } },
+    },
+    async (request) => {
+      const experience = await findExperienceById(deps.db, request.auth.accountId, request.params.id);
+      if (!experience) throw notFound('experience');
+      return experienceToJson(experience);
+    },
+  );
+
+  app.put<{ Params: { id: string }; Body: ExperienceUpdateInput }>(
+    '/admin/experiences/:id',
+    {
+      config: { scope: 'admin' },
+      schema: {
+        ...ADMIN,
+        summary: 'Replace the members given; keep the ones omitted',
+        description:
+          `${ACCOUNT_NOTE} \`prizes\`, when given, replaces the whole list. A prize whose id was already in the list and whose ` +
+          '`stock` is omitted keeps its remaining stock; a new prize without `stock` is unlimited.',
+        params: ExperienceParamsSchema,
+        body: ExperienceUpdateSchema,
+        response: { 200: ExperienceSchema },
+      },
+    },
+    async (request) => {
+      const experience = await updateExperience(deps.db, request.auth.accountId, request.params.id, request.body, deps.clock()).catch((error) => {
+        throw experienceProblem(error);
+      });
+      return experienceToJson(experience);
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/admin/experiences/:id',
+    {
+      config: { scope: 'admin' },
+      schema: { ...ADMIN, summary: 'Delete an experience and its prizes', description: ACCOUNT_NOTE, params: ExperienceParamsSchema, response: { 204: Type.Null() } },
+    },
+    async (request, reply) => {
+      const deleted = await deleteExperience(deps.db, request.auth.accountId, request.params.id).catch((error) => {
+        // Another table may still reference the experience; deactivating it (PUT active:false) is the way out.
+        if (isForeignKeyViolation(error)) throw new HttpProblem(409, 'the experience is still referenced; deactivate it instead (PUT {"active": false})');
+        throw error;
+      });
+      if (!deleted) throw notFound('experience');
+      return reply.code(204).send();
+    },
+  );
+}

@@ -1,0 +1,74 @@
+import { Type } from 'typebox';
+import type { Account } from '../../storage/repositories/accounts.js';
+import type { OAuthClient } from '../../storage/repositories/oauth-clients.js';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export const AccountSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  active: Type.Boolean({ description: 'false: the account\'s clients can no longer obtain tokens' }),
+  isOperator: Type.Boolean(),
+  createdAt: Type.String({ format: 'date-time' }),
+});
+
+export const AccountCreateSchema = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false });
+
+export const AccountPatchSchema = Type.Object(
+  { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), active: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+
+export const AccountParamsSchema = Type.Object({ id: Type.String({ maxLength: 200 }) });
+export const ClientParamsSchema = Type.Object({ id: Type.String({ maxLength: 200 }), clientId: Type.String({ maxLength: 200 }) });
+
+const ScopesInput = Type.Union([Type.Array(Type.String({ maxLength: 100 }), { maxItems: 20 }), Type.String({ maxLength: 1000 })], {
+  description: 'an array of scopes or one space-separated string',
+});
+
+export const ClientCreateSchema = Type.Object({ scopes: Type.Optional(ScopesInput) }, { additionalProperties: false });
+
+export const ClientPatchSchema = Type.Object(
+  { active: Type.Optional(Type.Boolean()), scopes: Type.Optional(ScopesInput) },
+  { additionalProperties: false },
+);
+
+/** A client as listed: never any secret, not even its hash. */
+export const ClientSchema = Type.Object({
+  client_id: Type.String(),
+  accountId: Type.String(),
+  scopes: Type.String({ description: 'space-separated' }),
+  active: Type.Boolean(),
+  previous_secret_valid_until: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+});
+
+export const IssuedClientSchema = Type.Object({
+  accountId: Type.String(),
+  client_id: Type.String(),
+  client_secret: Type.String({ description: 'shown once; only its hash is stored' }),
+  scopes: Type.String({ description: 'space-separated' }),
+});
+
+export const RotatedSecretSchema = Type.Object({
+  client_id: Type.String(),
+  client_secret: Type.String({ description: 'shown once' }),
+  previous_secret_valid_until: Type.String({ format: 'date-time' }),
+});
+
+export function accountToJson(account: Account) {
+  return { id: account.id, name: account.name, active: account.active, isOperator: account.isOperator, createdAt: iso(account.createdAt) };
+}
+
+export function clientToJson(client: OAuthClient) {
+  return {
+    client_id: client.clientId,
+    accountId: client.accountId,
+    scopes: client.scopes.join(' '),
+    active: client.active,
+    previous_secret_valid_until: client.previousSecretExpiresAt === null ? null : iso(client.previousSecretExpiresAt),
+    createdAt: iso(client.createdAt),
+    updatedAt: iso(client.updatedAt),
+  };
+}

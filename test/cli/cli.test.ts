@@ -1,0 +1,180 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { secretMatches } from '../../src/domain/tokens/client-secret.js';
+import { openStorage, type Storage } from '../../src/storage/database.js';
+import { findExperienceByName, takePrizeStock } from '../../src/storage/repositories/experiences.js';
+import { findOAuthClient } from '../../src/storage/repositories/oauth-clients.js';
+import { createPostgresSchema, postgresUrl, postgresUrlWithSchema, testDialects } from '../support/databases.js';
+
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'rewards.js');
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+  json: any;
+}
+
+for (const dialect of testDialects()) {
+  describe(`rewards CLI [${dialect}]`, () => {
+    let dir: string;
+    let env: Record<string, string>;
+    let storage: Storage;
+    let dropSchema: (() => Promise<void>) | undefined;
+
+    /** Runs `rewards …` as a child process, as an operator would. */
+    const rewards = (...args: string[]): Promise<Run> =>
+      new Promise((resolve) => {
+        execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) => {
+          let json: unknown;
+          try {
+            json = JSON.parse(stdout);
+          } catch {
+            json = undefined;
+          }
+          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr, json });
+        });
+      });
+
+    const writeJson = (name: string, value: unknown) => {
+      const file = join(dir, name);
+      writeFileSync(file, typeof value === 'string' ? value : JSON.stringify(value));
+      return file;
+    };
+
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'rewards-cli-'));
+      let databaseUrl = `sqlite:${join(dir, 'rewards.db')}`;
+      let schema: string | undefined;
+      if (dialect === 'postgres') {
+        const created = await createPostgresSchema();
+        schema = created.schema;
+        dropSchema = created.drop;
+        databaseUrl = postgresUrlWithSchema(schema);
+      }
+      env = { DATABASE_URL: databaseUrl, DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent' };
+      const migrated = await rewards('migrate');
+      assert.equal(migrated.code, 0, migrated.stderr);
+      storage = openStorage(dialect === 'postgres' ? postgresUrl() : databaseUrl, { schema });
+    });
+    after(async () => {
+      await storage?.close();
+      await dropSchema?.();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('--help lists every command group, and each command has its own help', async () => {
+      const help = await rewards('--help');
+      assert.equal(help.code, 0);
+      for (const command of ['serve', 'migrate', 'accounts', 'clients', 'experiences', 'keys']) assert.match(help.stdout, new RegExp(`\\b${command}\\b`));
+      const importHelp = await rewards('experiences', 'import', '--help');
+      assert.equal(importHelp.code, 0);
+      assert.match(importHelp.stdout, /--account <idOrName>/);
+      assert.match(importHelp.stdout, /<file>/);
+    });
+
+    it('accounts create prints {id, name}; a duplicate name fails with exit code 2', async () => {
+      const created = await rewards('accounts', 'create', '--name', 'acme');
+      assert.equal(created.code, 0, created.stderr);
+      assert.deepEqual(Object.keys(created.json).sort(), ['id', 'name']);
+      assert.match(created.json.id, /^acc_/);
+      assert.equal(created.json.name, 'acme');
+      const again = await rewards('accounts', 'create', '--name', 'acme');
+      assert.equal(again.code, 2);
+      assert.match(again.stderr, /already exists/);
+      assert.equal(again.stdout, '');
+    });
+
+    it('clients create prints the secret once; only its hash is stored', async () => {
+      const created = await rewards('clients', 'create', '--account', 'acme', '--scopes', 'events:read requests:write');
+      assert.equal(created.code, 0, created.stderr);
+      assert.deepEqual(Object.keys(created.json).sort(), ['accountId', 'client_id', 'client_secret', 'scopes']);
+      assert.equal(created.json.scopes, 'events:read requests:write');
+      const stored = await findOAuthClient(storage.db, created.json.client_id);
+      assert.equal(stored?.accountId, created.json.accountId);
+      assert.ok(secretMatches(created.json.client_secret, stored!.secretHash));
+      assert.notEqual(stored!.secretHash, created.json.client_secret);
+
+      const defaults = await rewards('clients', 'create', '--account', created.json.accountId);
+      assert.equal(defaults.code, 0, defaults.stderr);
+      assert.ok(!defaults.json.scopes.split(' ').includes('admin'));
+      const admin = await rewards('clients', 'create', '--account', 'acme', '--scopes', 'admin');
+      assert.equal(admin.code, 2);
+      assert.match(admin.stderr, /operator account/);
+      const unknown = await rewards('clients', 'create', '--account', 'nobody');
+      assert.equal(unknown.code, 2);
+      assert.match(unknown.stderr, /not found/);
+    });
+
+    it('clients rotate-secret prints the new secret and how long the previous one stays valid', async () => {
+      const created = await rewards('clients', 'create', '--account', 'acme');
+      const rotated = await rewards('clients', 'rotate-secret', created.json.client_id);
+      assert.equal(rotated.code, 0, rotated.stderr);
+      assert.equal(rotated.json.client_id, created.json.client_id);
+      assert.notEqual(rotated.json.client_secret, created.json.client_secret);
+      const graceMs = Date.parse(rotated.json.previous_secret_valid_until) - Date.now();
+      assert.ok(graceMs > 23 * 3_600_000 && graceMs <= 24 * 3_600_000, String(graceMs));
+      const stored = await findOAuthClient(storage.db, created.json.client_id);
+      assert.ok(secretMatches(rotated.json.client_secret, stored!.secretHash));
+      assert.ok(secretMatches(created.json.client_secret, stored!.previousSecretHash));
+      assert.equal((await rewards('clients', 'rotate-secret', 'cli_unknown')).code, 2);
+    });
+
+    it('keys rotate prints the new kid, which becomes the signing key', async () => {
+      const rotated = await rewards('keys', 'rotate');
+      assert.equal(rotated.code, 0, rotated.stderr);
+      assert.equal(typeof rotated.json.kid, 'string');
+      assert.ok(Date.parse(rotated.json.previous_keys_valid_until) > Date.now());
+      const signers = await storage.db.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).execute();
+      assert.deepEqual(signers.map((k) => k.kid), [rotated.json.kid]);
+    });
+
+    it('experiences import creates, then replaces by name with the file\'s definition, keeping the remaining stock of kept prizes', async () => {
+      const file = writeJson('campaigns.json', [
+        { name: 'summer', title: 'Summer', events: ['buy'], prizes: [{ id: 'c10', bucket: 'coupons', title: '10%', value: 10, kind: 'coupon', stock: 5 }] },
+        { name: 'winter', title: 'Winter' },
+      ]);
+      const first = await rewards('experiences', 'import', file, '--account', 'acme');
+      assert.equal(first.code, 0, first.stderr);
+      assert.deepEqual(first.json.imported.map((e: any) => e.name), ['summer', 'winter']);
+      const account = (await storage.db.selectFrom('accounts').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow()).id;
+      const summer = await findExperienceByName(storage.db, account, 'summer');
+      assert.equal(summer?.id, first.json.imported[0].id);
+      assert.deepEqual(summer?.prizes.map((p) => [p.id, p.stock, p.quantity, p.description]), [['c10', 5, 1, '']]);
+      assert.equal(await takePrizeStock(storage.db, summer!.id, 'c10'), true);
+
+      // A single object is accepted too; same name → same experience, replaced in place by the file's
+      // definition (omitted members take their defaults), keeping the stock already consumed.
+      const again = writeJson('summer.json', { name: 'summer', title: 'Summer 2', prizes: [{ id: 'c10', bucket: 'coupons', title: '10%', value: 12, kind: 'coupon' }] });
+      const second = await rewards('experiences', 'import', again, '--account', account);
+      assert.equal(second.code, 0, second.stderr);
+      assert.deepEqual(second.json, { imported: [{ id: summer!.id, name: 'summer' }] });
+      const replaced = await findExperienceByName(storage.db, account, 'summer');
+      assert.deepEqual([replaced?.title, replaced?.events, replaced?.prizes[0]?.value, replaced?.prizes[0]?.stock], ['Summer 2', [], 12, 4]);
+    });
+
+    it('experiences import refuses a bad file as a whole, naming the field, and changes nothing', async () => {
+      const file = writeJson('bad.json', [
+        { name: 'spring', title: 'Spring' },
+        { name: 'autumn', title: 'Autumn', prizes: [{ id: 'p', bucket: 'b', title: 't', value: -3, kind: 'coupon' }] },
+      ]);
+      const bad = await rewards('experiences', 'import', file, '--account', 'acme');
+      assert.equal(bad.code, 2);
+      assert.equal(bad.stdout, '');
+      assert.match(bad.stderr, /1\.prizes\.0\.value: must be >= 0/);
+      const duplicate = writeJson('dup.json', [{ name: 'x', title: 'X' }, { name: 'x', title: 'X' }]);
+      assert.match((await rewards('experiences', 'import', duplicate, '--account', 'acme')).stderr, /1\.name: .*more than once/);
+      assert.match((await rewards('experiences', 'import', writeJson('junk.json', '{oops'), '--account', 'acme')).stderr, /not valid JSON/);
+      assert.match((await rewards('experiences', 'import', join(dir, 'missing.json'), '--account', 'acme')).stderr, /cannot read/);
+      const unknownAccount = await rewards('experiences', 'import', writeJson('ok.json', { name: 'fine', title: 'Fine' }), '--account', 'nobody');
+      assert.equal(unknownAccount.code, 2);
+      const names = (await storage.db.selectFrom('experiences').select('name').execute()).map((r) => r.name).sort();
+      assert.deepEqual(names, ['summer', 'winter']);
+    });
+  });
+}
