@@ -19,6 +19,8 @@ export interface Config {
   mtlsKeyFile: string | undefined;
   mtlsCaFile: string | undefined;
   logLevel: string;
+  /** JOB_LEASE: how long a claimed job stays reserved for its worker; a crashed worker's jobs are retaken after it. */
+  jobLeaseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -105,6 +107,7 @@ export function loadConfig(env: Env = process.env): Config {
     mtlsCertFile: read<string | undefined>('MTLS_CERT_FILE', undefined, (raw) => raw),
     mtlsKeyFile: read<string | undefined>('MTLS_KEY_FILE', undefined, (raw) => raw),
     mtlsCaFile: read<string | undefined>('MTLS_CA_FILE', undefined, (raw) => raw),
+    jobLeaseMs: read('JOB_LEASE', 60_000, duration(100)),
     logLevel: read('LOG_LEVEL', 'info', (raw) => {
       if (!LOG_LEVELS.includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}`);
       return raw;

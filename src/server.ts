@@ -3,6 +3,7 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { createDeps, type Deps } from './deps.js';
 import { ensureOperator } from './domain/accounts/operator-bootstrap.js';
+import { startJobWorkerTask } from './worker/start-worker.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -13,7 +14,7 @@ export interface BackgroundTask {
 export type BackgroundStarter = (deps: Deps, app: FastifyInstance | undefined) => Promise<BackgroundTask>;
 
 /** Workers started by `serve --role all|worker`, in order. */
-export const BACKGROUND_TASKS: BackgroundStarter[] = [];
+export const BACKGROUND_TASKS: BackgroundStarter[] = [startJobWorkerTask];
 
 export interface RunningServer {
   deps: Deps;

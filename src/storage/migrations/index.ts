@@ -1,6 +1,10 @@
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { isPostgres } from './types.js';
 import * as m001 from './001_accounts_clients_keys.js';
+import * as m002 from './002_subscriptions.js';
 import * as m003 from './003_experiences.js';
+import * as m004 from './004_requests_jobs.js';
+import * as m005 from './005_notifications.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -8,7 +12,10 @@ import * as m003 from './003_experiences.js';
  */
 const MIGRATIONS: Record<string, Migration> = {
   '001_accounts_clients_keys': m001,
+  '002_subscriptions': m002,
   '003_experiences': m003,
+  '004_requests_jobs': m004,
+  '005_notifications': m005,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -19,7 +26,10 @@ export interface MigrationReport {
 
 /** Brings the schema up to date. Safe to run concurrently from several processes (Kysely locks). */
 export async function migrateToLatest(db: Kysely<any>): Promise<MigrationReport> {
-  const migrator = new Migrator({ db, provider });
+  // Kysely looks for its bookkeeping tables in every schema unless told which one: on a shared
+  // PostgreSQL database another schema's tables would make it skip creating this schema's.
+  const migrationTableSchema = isPostgres(db) ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
+  const migrator = new Migrator({ db, provider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };

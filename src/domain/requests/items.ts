@@ -1,0 +1,117 @@
+import type { Prize } from '../../storage/repositories/experiences.js';
+import { CANCEL_REASONS } from './error-codes.js';
+import { rewardValueOf, type ExperienceSnapshot } from './registration.js';
+import { iso } from './request.js';
+
+/** Delivered item: exactly the seed's table. Every member is always present; a string that does not apply is "". */
+export interface DeliveredItem {
+  value: number;
+  quantity: number;
+  name: string;
+  title: string;
+  deliveryDetail: {
+    timestamp: string;
+    info: {
+      name: 'delivered';
+      bucket: string;
+      coupon: string;
+      paymentId: string;
+      requestId: string;
+      triggerId: string;
+      rewardId: string;
+      description: string;
+    };
+    forwarded: boolean;
+  };
+}
+
+/** Canceled item: exactly the seed's table. */
+export interface CanceledItem {
+  value: number;
+  quantity: number;
+  priceless: boolean;
+  name: string;
+  title: string;
+  deliveryDetail: {
+    timestamp: string;
+    info: { name: 'canceled'; reason: string; reasonCode: number; description: string; paymentId: string };
+    forwarded: boolean;
+  };
+}
+
+/** What taking stock gave for one prize. */
+export type Allocation = 'taken' | 'out-of-stock' | 'unavailable';
+
+export interface ProcessingInput {
+  requestId: string;
+  event: string | null;
+  experience: ExperienceSnapshot;
+  /** One per prize of the snapshot, same order. */
+  allocations: Allocation[];
+  concludedAt: number;
+  /** Generates the coupon code / payment id of a delivered digital prize (random in production). */
+  codes: { coupon(prize: Prize): string; paymentId(prize: Prize): string };
+}
+
+export interface ProcessingResult {
+  delivered: DeliveredItem[];
+  canceled: CanceledItem[];
+  /** Over delivered items only; undefined when zero. */
+  rewardValue: number | undefined;
+  /** Digital prizes delivered now: each becomes a `pedido-entregue` event with this refId. */
+  digitalDeliveries: Array<{ refId: string; prize: Prize }>;
+}
+
+/** Builds the processed request's items from the stock allocations. Pure. */
+export function buildProcessingResult(input: ProcessingInput): ProcessingResult {
+  const { experience } = input;
+  const timestamp = iso(input.concludedAt);
+  const result: ProcessingResult = { delivered: [], canceled: [], rewardValue: undefined, digitalDeliveries: [] };
+  const deliveredPrizes: Prize[] = [];
+  experience.prizes.forEach((prize, index) => {
+    const allocation = input.allocations[index] ?? 'unavailable';
+    if (allocation === 'taken') {
+      const coupon = prize.kind === 'coupon' ? input.codes.coupon(prize) : '';
+      const paymentId = prize.kind === 'payment' ? input.codes.paymentId(prize) : '';
+      deliveredPrizes.push(prize);
+      if (prize.kind !== 'physical') result.digitalDeliveries.push({ refId: coupon || paymentId, prize });
+      result.delivered.push({
+        value: prize.value,
+        quantity: prize.quantity,
+        name: experience.name,
+        title: experience.title,
+        deliveryDetail: {
+          timestamp,
+          info: {
+            name: 'delivered',
+            bucket: prize.bucket,
+            coupon,
+            paymentId,
+            requestId: input.requestId,
+            triggerId: input.event ?? '',
+            rewardId: prize.id,
+            description: prize.description,
+          },
+          // Physical prizes are handed to a delivery partner, which reports back with events.
+          forwarded: prize.kind === 'physical',
+        },
+      });
+      return;
+    }
+    const { reason, reasonCode } = allocation === 'out-of-stock' ? CANCEL_REASONS.OUT_OF_STOCK : CANCEL_REASONS.PRIZE_UNAVAILABLE;
+    result.canceled.push({
+      value: prize.value,
+      quantity: prize.quantity,
+      priceless: prize.value === 0,
+      name: experience.name,
+      title: experience.title,
+      deliveryDetail: {
+        timestamp,
+        info: { name: 'canceled', reason, reasonCode, description: prize.description, paymentId: '' },
+        forwarded: false,
+      },
+    });
+  });
+  result.rewardValue = rewardValueOf(deliveredPrizes);
+  return result;
+}

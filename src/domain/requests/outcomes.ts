@@ -1,0 +1,66 @@
+import type { Tx } from '../../storage/database.js';
+import type { CanceledItem, DeliveredItem } from './items.js';
+import type { RewardRequest } from './request.js';
+import { iso } from './request.js';
+
+/** Body of a `registered-requests` notification: exactly the seed's table. */
+export interface RegisteredRequestsPayload {
+  id: string;
+  rewardValue?: number;
+  errorCode?: string;
+  message?: string;
+}
+
+/** Body of a `processed-requests` notification: exactly the seed's table. */
+export interface ProcessedRequestsPayload {
+  id: string;
+  rewardValue?: number;
+  concluded: string;
+  delivered: DeliveredItem[];
+  canceled: CanceledItem[];
+}
+
+/**
+ * A state change that the notification engine reports. `registered` and `rejected` both become
+ * `registered-requests`; `processed` becomes `processed-requests`. A `failed` request is never notified.
+ */
+export type RequestOutcome =
+  | { kind: 'registered'; request: RewardRequest; payload: RegisteredRequestsPayload }
+  | { kind: 'rejected'; request: RewardRequest; payload: RegisteredRequestsPayload }
+  | { kind: 'processed'; request: RewardRequest; payload: ProcessedRequestsPayload };
+
+/**
+ * THE NOTIFICATION HOOK. The worker calls it inside the transaction that changes the request's
+ * state, so whatever it writes (notification rows, delivery jobs via enqueueJobs(tx, …)) commits
+ * or rolls back together with that change. Throwing rolls the change back and retries the job.
+ */
+export type OutcomeRecorder = (tx: Tx, outcome: RequestOutcome) => Promise<void>;
+
+export const recordNoOutcome: OutcomeRecorder = async () => {};
+
+export function combineOutcomeRecorders(recorders: OutcomeRecorder[]): OutcomeRecorder {
+  if (recorders.length === 0) return recordNoOutcome;
+  if (recorders.length === 1) return recorders[0]!;
+  return async (tx, outcome) => {
+    for (const record of recorders) await record(tx, outcome);
+  };
+}
+
+export function registeredPayload(request: RewardRequest): RegisteredRequestsPayload {
+  return {
+    id: request.id,
+    ...(request.rewardValue !== null && request.rewardValue > 0 ? { rewardValue: request.rewardValue } : {}),
+    ...(request.errorCode !== null ? { errorCode: request.errorCode } : {}),
+    ...(request.message !== null ? { message: request.message } : {}),
+  };
+}
+
+export function processedPayload(request: RewardRequest): ProcessedRequestsPayload {
+  return {
+    id: request.id,
+    ...(request.rewardValue !== null && request.rewardValue > 0 ? { rewardValue: request.rewardValue } : {}),
+    concluded: iso(request.concludedAt ?? request.updatedAt),
+    delivered: request.delivered ?? [],
+    canceled: request.canceled ?? [],
+  };
+}

@@ -1,0 +1,51 @@
+import type { RequestStatus } from '../../storage/tables/requests-jobs.js';
+import type { CanceledItem, DeliveredItem } from './items.js';
+
+export type { RequestStatus };
+
+/** A reward request as the domain sees it (storage/repositories/requests.ts maps rows). */
+export interface RewardRequest {
+  id: string;
+  accountId: string;
+  /** Experience name as sent. */
+  experience: string;
+  event: string | null;
+  /** `data` as sent; undefined when the body had none. */
+  data: unknown;
+  registeredCallbackUrl: string | null;
+  processedCallbackUrl: string | null;
+  status: RequestStatus;
+  rewardValue: number | null;
+  errorCode: string | null;
+  message: string | null;
+  delivered: DeliveredItem[] | null;
+  canceled: CanceledItem[] | null;
+  createdAt: number;
+  updatedAt: number;
+  registeredAt: number | null;
+  concludedAt: number | null;
+}
+
+export const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The body of GET /requests/{id}: members without a value are left out. */
+export function toRequestView(request: RewardRequest): Record<string, unknown> {
+  return {
+    id: request.id,
+    status: request.status,
+    experience: request.experience,
+    ...(request.event !== null ? { event: request.event } : {}),
+    ...(request.data !== undefined ? { data: request.data } : {}),
+    ...(request.registeredCallbackUrl ? { registeredCallbackUrl: request.registeredCallbackUrl } : {}),
+    ...(request.processedCallbackUrl ? { processedCallbackUrl: request.processedCallbackUrl } : {}),
+    ...(request.rewardValue !== null && request.rewardValue > 0 ? { rewardValue: request.rewardValue } : {}),
+    ...(request.errorCode !== null ? { errorCode: request.errorCode } : {}),
+    ...(request.message !== null ? { message: request.message } : {}),
+    createdAt: iso(request.createdAt),
+    updatedAt: iso(request.updatedAt),
+    ...(request.registeredAt !== null ? { registeredAt: iso(request.registeredAt) } : {}),
+    ...(request.concludedAt !== null ? { concluded: iso(request.concludedAt) } : {}),
+    ...(request.delivered !== null ? { delivered: request.delivered } : {}),
+    ...(request.canceled !== null ? { canceled: request.canceled } : {}),
+  };
+}

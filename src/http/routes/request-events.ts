@@ -1,0 +1,84 @@
+import type { FastifyInstance } from 'fastify';
+import type { Static } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import type { RequestEventName } from '../../domain/requests/events.js';
+import { appendRequestEvent, listRequestEvents } from '../../storage/repositories/request-events.js';
+import { findRequest } from '../../storage/repositories/requests.js';
+import { badRequest, conflict, notFound, type ProblemFieldError } from '../problem.js';
+import { CreateRequestEventBody, RequestEventSchema, RequestIdParams } from '../schemas/requests.js';
+
+type CreateEvent = Static<typeof CreateRequestEventBody>;
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+/** What the schema cannot say: a route-to-delivery event carries its tracking code and link. */
+function checkPartnerEvent(body: CreateEvent): ProblemFieldError[] {
+  const errors: ProblemFieldError[] = [];
+  const data = body.data ?? {};
+  if (body.name === 'em-rota-de-entrega') {
+    if (data.trackingCode === undefined) errors.push({ path: 'body.data.trackingCode', message: 'is required for em-rota-de-entrega' });
+    if (data.trackingLink === undefined) errors.push({ path: 'body.data.trackingLink', message: 'is required for em-rota-de-entrega' });
+  }
+  if (data.trackingLink !== undefined && !isHttpUrl(data.trackingLink)) errors.push({ path: 'body.data.trackingLink', message: 'must be an http or https URL' });
+  return errors;
+}
+
+export async function requestEventRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  // The seed's path is singular: /request/{requestId}/events.
+  app.get(
+    '/request/:id/events',
+    {
+      config: { scope: 'events:read' },
+      schema: {
+        tags: ['events'],
+        summary: 'The events of a request, oldest first',
+        security: [{ bearerAuth: [] }],
+        params: RequestIdParams,
+        response: { 200: { type: 'array', items: RequestEventSchema } },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as Static<typeof RequestIdParams>;
+      const found = await findRequest(deps.db, request.auth.accountId, id);
+      if (!found) throw notFound('request');
+      return listRequestEvents(deps.db, id);
+    },
+  );
+
+  app.post(
+    '/request/:id/events',
+    {
+      config: { scope: 'events:write' },
+      schema: {
+        tags: ['events'],
+        summary: 'Append a fulfillment event from a delivery partner (idempotent on request, name and refId)',
+        security: [{ bearerAuth: [] }],
+        params: RequestIdParams,
+        body: CreateRequestEventBody,
+        response: { 200: RequestEventSchema, 201: RequestEventSchema },
+      },
+    },
+    async (request, reply) => {
+      const { id } = request.params as Static<typeof RequestIdParams>;
+      const body = request.body as CreateEvent;
+      const errors = checkPartnerEvent(body);
+      if (errors.length > 0) throw badRequest('request body is invalid', errors);
+      const found = await findRequest(deps.db, request.auth.accountId, id);
+      if (!found) throw notFound('request');
+      if (found.status !== 'processed') throw conflict(`the request is ${found.status}; fulfillment events are accepted once it is processed`);
+      const { created, event } = await appendRequestEvent(
+        deps.db,
+        { requestId: id, name: body.name as RequestEventName, refId: body.refId, experience: found.experience, title: body.title, data: body.data },
+        deps.clock(),
+      );
+      return reply.code(created ? 201 : 200).send(event);
+    },
+  );
+}

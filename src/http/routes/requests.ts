@@ -1,0 +1,127 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Static } from 'typebox';
+import type { AppDeps } from '../../app.js';
+import { newId } from '../../domain/ids.js';
+import { bodyHash, IDEMPOTENCY_TTL_MS } from '../../domain/requests/idempotency.js';
+import { toRequestView } from '../../domain/requests/request.js';
+import { CallbackUrlError, checkCallbackUrl } from '../../net/callback-url.js';
+import type { Db } from '../../storage/database.js';
+import { findIdempotentResponse, type StoredResponse } from '../../storage/repositories/idempotency-keys.js';
+import { findRequest, newRequestRow } from '../../storage/repositories/requests.js';
+import { RequestIngestWriter } from '../../storage/request-ingest-writer.js';
+import { badRequest, conflict, HttpProblem, notFound, type ProblemFieldError } from '../problem.js';
+import { CreateRequestBody, RequestAccepted, RequestIdParams, RequestView } from '../schemas/requests.js';
+
+type CreateRequest = Static<typeof CreateRequestBody>;
+
+// Printable ASCII, as the IETF Idempotency-Key draft's examples; long enough for a UUID or a hash.
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** One group-commit writer per database, shared by the /v1 and /v2 routes. */
+const writers = new WeakMap<Db, RequestIngestWriter>();
+function writerFor(deps: AppDeps): RequestIngestWriter {
+  let writer = writers.get(deps.db);
+  if (!writer) writers.set(deps.db, (writer = new RequestIngestWriter(deps.db, { clock: deps.clock })));
+  return writer;
+}
+
+async function checkCallbacks(body: CreateRequest, allowPrivate: boolean): Promise<void> {
+  const errors: ProblemFieldError[] = [];
+  for (const field of ['registeredCallbackUrl', 'processedCallbackUrl'] as const) {
+    const url = body[field];
+    if (url === undefined) continue;
+    try {
+      await checkCallbackUrl(url, allowPrivate);
+    } catch (error) {
+      if (!(error instanceof CallbackUrlError)) throw error;
+      errors.push({ path: `body.${field}`, message: error.message });
+    }
+  }
+  if (errors.length > 0) throw badRequest('request body is invalid', errors);
+}
+
+function replay(reply: FastifyReply, stored: StoredResponse, hash: string) {
+  if (stored.bodyHash !== hash) throw conflict('this Idempotency-Key was already used with a different request body');
+  if (stored.location) reply.header('location', stored.location);
+  return reply.code(stored.status).header('idempotent-replayed', 'true').send(stored.body);
+}
+
+export async function requestRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  const writer = writerFor(deps);
+  app.addHook('onClose', async () => writer.flush());
+
+  app.post(
+    '/requests',
+    {
+      config: { scope: 'requests:write' },
+      schema: {
+        tags: ['requests'],
+        summary: 'Send a reward request; it is stored durably, then registered and processed in the background',
+        security: [{ bearerAuth: [] }],
+        headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', description: 'replays the first response for 24 h' } } },
+        body: CreateRequestBody,
+        response: { 202: RequestAccepted },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as CreateRequest;
+      const accountId = request.auth.accountId;
+      const now = deps.clock();
+      const key = request.headers['idempotency-key'];
+      if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
+        throw badRequest('Idempotency-Key must be 1 to 255 printable ASCII characters', [{ path: 'headers.idempotency-key', message: 'is invalid' }]);
+      }
+      const hash = key ? bodyHash(body) : '';
+      if (key) {
+        const stored = await findIdempotentResponse(deps.db, accountId, key, now);
+        if (stored) return replay(reply, stored, hash);
+      }
+      await checkCallbacks(body, deps.config.callbackAllowPrivateNetworks);
+
+      const id = newId('req', now);
+      const location = `${deps.config.publicUrl}${app.prefix}/requests/${id}`;
+      const responseBody = { id, status: 'received' as const };
+      const row = newRequestRow({ id, accountId, ...body }, now);
+      const idempotency = key
+        ? {
+            account_id: accountId,
+            key,
+            body_hash: hash,
+            response_status: 202,
+            response_body: JSON.stringify(responseBody),
+            response_location: location,
+            created_at: now,
+            expires_at: now + IDEMPOTENCY_TTL_MS,
+          }
+        : undefined;
+      const result = await writer.submit({ row, idempotency });
+      if (result === 'key-taken') {
+        // A concurrent request with the same key won; answer as its replay would.
+        const stored = await findIdempotentResponse(deps.db, accountId, key!, now);
+        if (!stored) throw new HttpProblem(409, 'a request with this Idempotency-Key is being processed; retry');
+        return replay(reply, stored, hash);
+      }
+      return reply.code(202).header('location', location).send(responseBody);
+    },
+  );
+
+  app.get(
+    '/requests/:id',
+    {
+      config: { scope: 'requests:read' },
+      schema: {
+        tags: ['requests'],
+        summary: 'A reward request: status, reward value, error, and after processing its delivered and canceled prizes',
+        security: [{ bearerAuth: [] }],
+        params: RequestIdParams,
+        response: { 200: RequestView },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as Static<typeof RequestIdParams>;
+      const found = await findRequest(deps.db, request.auth.accountId, id);
+      if (!found) throw notFound('request');
+      return toRequestView(found);
+    },
+  );
+}

@@ -1,0 +1,106 @@
+import { Type } from 'typebox';
+
+/** JSON shapes of the request and request-event endpoints (seed tables, PRODUCT.md §6). */
+
+export const CreateRequestBody = Type.Object(
+  {
+    experience: Type.String({ minLength: 1, maxLength: 200, description: 'name of one of the account\'s experiences' }),
+    event: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'campaign event; must be one of the experience\'s events when it lists any' })),
+    data: Type.Optional(Type.Unknown({ description: 'order data: a JSON object (anything else is rejected at registration with INVALID_DATA)' })),
+    registeredCallbackUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'notified with registered-requests for this request only' })),
+    processedCallbackUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'notified with processed-requests for this request only' })),
+  },
+  { additionalProperties: false },
+);
+
+export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Literal('received') });
+
+export const RequestIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+const DeliveryTimestamp = Type.String({ format: 'date-time' });
+
+export const DeliveredItemSchema = Type.Object({
+  value: Type.Number(),
+  quantity: Type.Number(),
+  name: Type.String({ description: 'experience name' }),
+  title: Type.String({ description: 'experience title' }),
+  deliveryDetail: Type.Object({
+    timestamp: DeliveryTimestamp,
+    info: Type.Object({
+      name: Type.Literal('delivered'),
+      bucket: Type.String(),
+      coupon: Type.String({ description: 'coupon code of a coupon prize, else ""' }),
+      paymentId: Type.String({ description: 'payment id of a payment prize, else ""' }),
+      requestId: Type.String(),
+      triggerId: Type.String({ description: 'the request\'s event ("" when none)' }),
+      rewardId: Type.String({ description: 'prize id' }),
+      description: Type.String(),
+    }),
+    forwarded: Type.Boolean({ description: 'true for physical prizes, handed to a delivery partner' }),
+  }),
+});
+
+export const CanceledItemSchema = Type.Object({
+  value: Type.Number(),
+  quantity: Type.Number(),
+  priceless: Type.Boolean({ description: 'true when the prize has value 0' }),
+  name: Type.String(),
+  title: Type.String(),
+  deliveryDetail: Type.Object({
+    timestamp: DeliveryTimestamp,
+    info: Type.Object({
+      name: Type.Literal('canceled'),
+      reason: Type.String(),
+      reasonCode: Type.Integer({ description: '1 out of stock, 2 prize no longer offered' }),
+      description: Type.String(),
+      paymentId: Type.String(),
+    }),
+    forwarded: Type.Boolean(),
+  }),
+});
+
+export const RequestView = Type.Object({
+  id: Type.String(),
+  status: Type.String({ enum: ['received', 'registered', 'rejected', 'processed', 'failed'] }),
+  experience: Type.String(),
+  event: Type.Optional(Type.String()),
+  data: Type.Optional(Type.Unknown()),
+  registeredCallbackUrl: Type.Optional(Type.String()),
+  processedCallbackUrl: Type.Optional(Type.String()),
+  rewardValue: Type.Optional(Type.Integer()),
+  errorCode: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String()),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+  registeredAt: Type.Optional(Type.String({ format: 'date-time', description: 'when registration decided (registered or rejected)' })),
+  concluded: Type.Optional(Type.String({ format: 'date-time' })),
+  delivered: Type.Optional(Type.Array(DeliveredItemSchema)),
+  canceled: Type.Optional(Type.Array(CanceledItemSchema)),
+});
+
+export const RequestEventSchema = Type.Object({
+  name: Type.String(),
+  title: Type.String(),
+  date: Type.String({ format: 'date-time' }),
+  refId: Type.String(),
+  experience: Type.String(),
+  data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+
+export const CreateRequestEventBody = Type.Object(
+  {
+    name: Type.String({ enum: ['em-rota-de-entrega', 'pedido-entregue'] }),
+    refId: Type.String({ minLength: 1, maxLength: 200, description: 'the partner\'s transaction id; (request, name, refId) makes the post idempotent' }),
+    title: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    data: Type.Optional(
+      Type.Object(
+        {
+          trackingCode: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+          trackingLink: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+        },
+        { description: 'required with trackingCode and trackingLink for em-rota-de-entrega; other members are kept' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { isPostgres } from '../migrations/types.js';
+import type { Executor } from '../database.js';
+import { toClaimedJob, type ClaimedJob } from './job.js';
+
+export interface ClaimOptions {
+  workerId: string;
+  kinds: string[];
+  limit: number;
+  leaseMs: number;
+  now?: number;
+}
+
+let claimCounter = 0;
+
+/**
+ * Leases up to `limit` due jobs of the given kinds in one statement: `run_at` moves to the end of
+ * the lease (so an abandoned job is simply due again later), `attempts` counts the claim, and
+ * `locked_by` gets a token unique to this claim. PostgreSQL skips rows another worker is claiming
+ * (FOR UPDATE SKIP LOCKED); SQLite has a single writer, so the plain subquery is already exclusive.
+ * The literal `state = 'pending'` lets both planners use the partial index on run_at.
+ */
+export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
+  if (options.kinds.length === 0 || options.limit <= 0) return [];
+  const now = options.now ?? Date.now();
+  claimCounter = (claimCounter + 1) % 1_000_000_000;
+  const lease = `${options.workerId}:${claimCounter}:${randomBytes(3).toString('hex')}`;
+  const postgres = isPostgres(db as never);
+  const rows = await db
+    .updateTable('jobs')
+    .set((eb) => ({
+      locked_by: lease,
+      locked_at: now,
+      run_at: now + options.leaseMs,
+      attempts: eb('attempts', '+', 1),
+      updated_at: now,
+    }))
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('jobs')
+        .select('id')
+        .where(sql<boolean>`state = 'pending'`)
+        .where('run_at', '<=', now)
+        .where('kind', 'in', options.kinds)
+        .orderBy('run_at')
+        .limit(options.limit)
+        .$if(postgres, (qb) => qb.forUpdate().skipLocked()),
+    )
+    .returningAll()
+    .execute();
+  return rows.map(toClaimedJob).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+}

@@ -1,0 +1,10 @@
+/** The durable job queue: one file per operation (see docs/requests.md, "Job queue"). */
+export { claimDueJobs, type ClaimOptions } from './claimDueJobs.js';
+export { completeJob, completeJobs } from './completeJob.js';
+export { enqueueJob, enqueueJobs, type EnqueueOptions, type NewJob } from './enqueueJob.js';
+export { extendJobLease } from './extendJobLease.js';
+export { failJob, type FailOptions } from './failJob.js';
+export { LeaseLostError, retryDelayMs, type ClaimedJob, type Job } from './job.js';
+export { lockClaimedJobs } from './lockClaimedJobs.js';
+export { releaseJobs } from './releaseJobs.js';
+export { JOBS_CHANNEL, listenForJobs, notifyOtherProcesses, onJobsEnqueued, signalJobsEnqueued } from './wakeups.js';

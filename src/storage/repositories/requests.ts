@@ -1,0 +1,165 @@
+import { sql } from 'kysely';
+import type { Executor } from '../database.js';
+import type { RequestsTable } from '../tables/index.js';
+import type { CanceledItem, DeliveredItem } from '../../domain/requests/items.js';
+import type { ExperienceSnapshot } from '../../domain/requests/registration.js';
+import type { RewardRequest } from '../../domain/requests/request.js';
+
+const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+export function toRewardRequest(row: RequestsTable): RewardRequest {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    experience: row.experience,
+    event: row.event,
+    data: row.data === null ? undefined : (JSON.parse(row.data) as unknown),
+    registeredCallbackUrl: row.registered_callback_url,
+    processedCallbackUrl: row.processed_callback_url,
+    status: row.status,
+    rewardValue: row.reward_value === null ? null : Number(row.reward_value),
+    errorCode: row.error_code,
+    message: row.message,
+    delivered: parse<DeliveredItem[]>(row.delivered),
+    canceled: parse<CanceledItem[]>(row.canceled),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    registeredAt: row.registered_at,
+    concludedAt: row.concluded_at,
+  };
+}
+
+export function experienceSnapshotOf(row: RequestsTable): ExperienceSnapshot | null {
+  return parse<ExperienceSnapshot>(row.experience_snapshot);
+}
+
+export interface NewRequest {
+  id: string;
+  accountId: string;
+  experience: string;
+  event?: string;
+  data?: unknown;
+  registeredCallbackUrl?: string;
+  processedCallbackUrl?: string;
+}
+
+export function newRequestRow(input: NewRequest, now: number): RequestsTable {
+  return {
+    id: input.id,
+    account_id: input.accountId,
+    experience: input.experience,
+    event: input.event ?? null,
+    data: input.data === undefined ? null : JSON.stringify(input.data),
+    registered_callback_url: input.registeredCallbackUrl ?? null,
+    processed_callback_url: input.processedCallbackUrl ?? null,
+    status: 'received',
+    reward_value: null,
+    error_code: null,
+    message: null,
+    experience_snapshot: null,
+    delivered: null,
+    canceled: null,
+    created_at: now,
+    updated_at: now,
+    registered_at: null,
+    concluded_at: null,
+  };
+}
+
+/** Multi-row insert: the ingest writer stores a whole group commit in one statement. */
+export async function insertRequestRows(db: Executor, rows: RequestsTable[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('requests').values(rows).execute();
+}
+
+/** A request of one account: another account's request does not exist for the caller. */
+export async function findRequest(db: Executor, accountId: string, id: string): Promise<RewardRequest | undefined> {
+  const row = await db.selectFrom('requests').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+  return row && toRewardRequest(row);
+}
+
+/** Rows by id for the worker (not tenant-scoped: jobs carry ids the service itself created). */
+export async function findRequestRows(db: Executor, ids: string[]): Promise<Map<string, RequestsTable>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('requests').selectAll().where('id', 'in', ids).execute();
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
+type StatusChange = Partial<Omit<RequestsTable, 'id' | 'account_id' | 'created_at'>> & Pick<RequestsTable, 'status' | 'updated_at'>;
+
+/**
+ * Moves a request from `from` to a new status; undefined when it was not in `from` any more
+ * (a duplicate or stale job), so each transition happens once.
+ */
+export async function changeRequestStatus(
+  db: Executor,
+  id: string,
+  from: RequestsTable['status'][],
+  change: StatusChange,
+): Promise<RewardRequest | undefined> {
+  const row = await db.updateTable('requests').set(change).where('id', '=', id).where('status', 'in', from).returningAll().executeTakeFirst();
+  return row && toRewardRequest(row);
+}
+
+export function registeredChange(input: { rewardValue: number | undefined; snapshot: ExperienceSnapshot; now: number }): StatusChange {
+  return {
+    status: 'registered',
+    reward_value: input.rewardValue ?? null,
+    experience_snapshot: JSON.stringify(input.snapshot),
+    registered_at: input.now,
+    updated_at: input.now,
+  };
+}
+
+export function rejectedChange(input: { errorCode: string; message: string; now: number }): StatusChange {
+  return { status: 'rejected', error_code: input.errorCode, message: input.message, registered_at: input.now, updated_at: input.now };
+}
+
+export function processedChange(input: { delivered: DeliveredItem[]; canceled: CanceledItem[]; rewardValue: number | undefined; now: number }): StatusChange {
+  return {
+    status: 'processed',
+    delivered: JSON.stringify(input.delivered),
+    canceled: JSON.stringify(input.canceled),
+    reward_value: input.rewardValue ?? null,
+    concluded_at: input.now,
+    updated_at: input.now,
+  };
+}
+
+export function failedChange(input: { errorCode: string; message: string; now: number }): StatusChange {
+  return { status: 'failed', error_code: input.errorCode, message: input.message, updated_at: input.now };
+}
+
+/** One status change for many requests; returns the ids that were still in `from` (and changed). */
+export async function changeRequestsStatus(db: Executor, ids: string[], from: RequestsTable['status'][], change: StatusChange): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.updateTable('requests').set(change).where('id', 'in', ids).where('status', 'in', from).returning('id').execute();
+  return new Set(rows.map((row) => row.id));
+}
+
+export interface ProcessedRequestUpdate {
+  id: string;
+  delivered: DeliveredItem[];
+  canceled: CanceledItem[];
+  rewardValue: number | undefined;
+}
+
+/**
+ * Marks a batch of registered requests processed in ONE statement (UPDATE … FROM a VALUES list,
+ * valid on SQLite ≥ 3.33 and PostgreSQL): one statement per request cost the worker more than
+ * half of its time in statement preparation. Returns the ids that changed.
+ */
+export async function markRequestsProcessed(db: Executor, updates: ProcessedRequestUpdate[], now: number): Promise<Set<string>> {
+  if (updates.length === 0) return new Set();
+  const values = sql.join(
+    updates.map((u) => sql`(${u.id}, ${JSON.stringify(u.delivered)}, ${JSON.stringify(u.canceled)}, cast(${u.rewardValue ?? null} as integer))`),
+  );
+  const result = await sql<{ id: string }>`
+    with v(rid, delivered, canceled, reward_value) as (values ${values})
+    update requests
+    set status = 'processed', delivered = v.delivered, canceled = v.canceled, reward_value = v.reward_value,
+        concluded_at = ${now}, updated_at = ${now}
+    from v
+    where requests.id = v.rid and requests.status = 'registered'
+    returning id`.execute(db);
+  return new Set(result.rows.map((row) => row.id));
+}

@@ -1,0 +1,42 @@
+import type { Logger } from '../logger.js';
+import type { Db, Dialect, Tx } from '../storage/database.js';
+import type { ClaimedJob } from '../storage/queue/index.js';
+
+/** What a handler may use besides its transaction. */
+export interface JobContext {
+  db: Db;
+  dialect: Dialect;
+  log: Logger;
+  clock: () => number;
+  workerId: string;
+}
+
+/**
+ * A handler whose whole effect is database writes. The worker runs a batch of its jobs in ONE
+ * transaction, together with the lease check and the jobs' completion: the effects happen
+ * exactly once (a crash before commit redoes them all, after commit never). If the batch throws,
+ * each job is retried alone so one bad job cannot hold back the others.
+ */
+export interface TransactionalJobHandler {
+  mode: 'transactional';
+  handle(tx: Tx, jobs: ClaimedJob[], ctx: JobContext): Promise<void>;
+  /** Runs in the transaction that marks the job failed after its last attempt. */
+  onExhausted?(tx: Tx, job: ClaimedJob, error: unknown, ctx: JobContext): Promise<void>;
+}
+
+/**
+ * A handler with effects outside the database (an HTTP call): it runs alone, outside any
+ * transaction, with up to `concurrency` jobs in flight. It may settle its job itself with
+ * completeJob / failJob(…, { retryAt }) inside its own transaction; if it returns without doing
+ * so the worker completes the job, and if it throws the worker records a failed attempt.
+ */
+export interface StandaloneJobHandler {
+  mode: 'standalone';
+  handle(job: ClaimedJob, ctx: JobContext): Promise<void>;
+  onExhausted?(tx: Tx, job: ClaimedJob, error: unknown, ctx: JobContext): Promise<void>;
+}
+
+export type JobHandler = TransactionalJobHandler | StandaloneJobHandler;
+
+/** Job kind → handler. */
+export type JobHandlers = Record<string, JobHandler>;

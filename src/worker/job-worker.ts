@@ -1,0 +1,246 @@
+import { randomBytes } from 'node:crypto';
+import type pg from 'pg';
+import type { Logger } from '../logger.js';
+import type { Db, Dialect, Tx } from '../storage/database.js';
+import {
+  claimDueJobs,
+  completeJob,
+  completeJobs,
+  failJob,
+  LeaseLostError,
+  listenForJobs,
+  lockClaimedJobs,
+  onJobsEnqueued,
+  type ClaimedJob,
+} from '../storage/queue/index.js';
+import type { JobContext, JobHandlers, StandaloneJobHandler, TransactionalJobHandler } from './job-handlers.js';
+
+export interface JobWorkerDeps {
+  db: Db;
+  dialect: Dialect;
+  log: Logger;
+  clock: () => number;
+  /** PostgreSQL pool: the worker LISTENs for jobs enqueued by other processes. */
+  pool?: pg.Pool | undefined;
+}
+
+export interface JobWorkerOptions {
+  handlers: JobHandlers;
+  /** How long a claimed job stays reserved for this worker (JOB_LEASE). */
+  leaseMs: number;
+  /**
+   * Transactional jobs claimed and committed together. One SQLite commit (fsync) costs ~0.5 ms
+   * here, so batching 256 jobs per commit is what lets the worker keep up with ingest.
+   */
+  batchSize?: number;
+  /** Standalone jobs (HTTP calls) in flight at once. */
+  concurrency?: number;
+  /** Polling interval: the safety net behind the wake-ups. */
+  pollIntervalMs?: number;
+  /** Pause after a part-full transactional batch so the next one gathers more jobs (default 10 ms). */
+  gatherMs?: number;
+  /** false: no background loops; call runUntilIdle() (tests). */
+  autoStart?: boolean;
+  workerId?: string;
+}
+
+export interface JobWorker {
+  readonly workerId: string;
+  /** Processes due jobs until none is left; returns how many were claimed. */
+  runUntilIdle(): Promise<number>;
+  /** Graceful: finishes the batch and the standalone jobs in flight, claims nothing more. */
+  stop(): Promise<void>;
+}
+
+/** A wake-up flag plus a waiter, so a signal arriving while busy is not lost. */
+class Wakeup {
+  private pending = false;
+  private resolve: (() => void) | undefined;
+  signal = (): void => {
+    this.pending = true;
+    this.resolve?.();
+  };
+  wait(ms: number): Promise<void> {
+    if (this.pending) {
+      this.pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.resolve = undefined;
+        self.pending = false;
+        resolve();
+      }
+      this.resolve = done;
+    });
+  }
+}
+
+export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): JobWorker {
+  const workerId = options.workerId ?? `w-${randomBytes(6).toString('hex')}`;
+  const batchSize = options.batchSize ?? 256;
+  const concurrency = options.concurrency ?? 16;
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const gatherMs = options.gatherMs ?? 10;
+  const log = deps.log.child({ component: 'job-worker', workerId });
+  const ctx: JobContext = { db: deps.db, dialect: deps.dialect, log, clock: deps.clock, workerId };
+  const kindsOf = (mode: 'transactional' | 'standalone') =>
+    Object.entries(options.handlers)
+      .filter(([, handler]) => handler.mode === mode)
+      .map(([kind]) => kind);
+  const transactionalKinds = kindsOf('transactional');
+  const standaloneKinds = kindsOf('standalone');
+  const claim = (kinds: string[], limit: number) =>
+    claimDueJobs(deps.db, { workerId, kinds, limit, leaseMs: options.leaseMs, now: Date.now() });
+
+  /** Records a failed attempt; after the last one the handler's onExhausted runs in the same transaction. */
+  async function recordFailure(job: ClaimedJob, error: unknown): Promise<void> {
+    try {
+      await deps.db.transaction().execute(async (tx) => {
+        const state = await failJob(tx, job, error);
+        if (state === 'failed') await options.handlers[job.kind]?.onExhausted?.(tx, job, error, ctx);
+        log.warn({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempts, state }, 'job attempt failed');
+      });
+    } catch (failure) {
+      if (failure instanceof LeaseLostError) return log.warn({ jobId: job.id }, 'lease lost before the failure was recorded');
+      log.error({ err: failure, jobId: job.id }, 'could not record a job failure; its lease will expire');
+    }
+  }
+
+  async function handleInTransaction(tx: Tx, jobs: ClaimedJob[]): Promise<void> {
+    const byKind = new Map<string, ClaimedJob[]>();
+    for (const job of jobs) byKind.set(job.kind, [...(byKind.get(job.kind) ?? []), job]);
+    for (const [kind, group] of byKind) await (options.handlers[kind] as TransactionalJobHandler).handle(tx, group, ctx);
+  }
+
+  /** One transaction for jobs leased earlier: lease check, the handlers' effects, completion. */
+  async function runTransaction(jobs: ClaimedJob[]): Promise<void> {
+    await deps.db.transaction().execute(async (tx) => {
+      const held = await lockClaimedJobs(tx, jobs);
+      await handleInTransaction(tx, held);
+      await completeJobs(tx, held);
+    });
+  }
+
+  /**
+   * The fast path claims INSIDE the batch transaction: the claim, the handlers' effects and the
+   * completion commit together, so the row locks (PostgreSQL) or the write lock (SQLite) are the
+   * lease, and a crash rolls everything back with the jobs still pending. That is one commit per
+   * batch instead of two; each commit is an fsync (~0.5 ms) that blocks the event loop on SQLite.
+   * If the batch throws, nothing happened: its jobs are then claimed with committed leases and
+   * run one by one, so a failing job is counted and retried on its own schedule.
+   */
+  async function runTransactionalBatch(): Promise<number> {
+    let claimed = 0;
+    const started = Date.now();
+    try {
+      await deps.db.transaction().execute(async (tx) => {
+        const jobs = await claimDueJobs(tx, { workerId, kinds: transactionalKinds, limit: batchSize, leaseMs: options.leaseMs, now: Date.now() });
+        claimed = jobs.length;
+        await handleInTransaction(tx, jobs);
+        await completeJobs(tx, jobs);
+      });
+      if (claimed > 0) log.debug({ jobs: claimed, ms: Date.now() - started }, 'batch committed');
+      return claimed;
+    } catch (batchError) {
+      log.debug({ err: batchError, jobs: claimed }, 'batch failed; running its jobs one by one');
+    }
+    const jobs = await claim(transactionalKinds, Math.max(claimed, 1));
+    for (const job of jobs) {
+      await runTransaction([job]).catch((error) => recordFailure(job, error));
+    }
+    return jobs.length;
+  }
+
+  const inFlight = new Set<Promise<void>>();
+  async function runStandalone(job: ClaimedJob): Promise<void> {
+    try {
+      await (options.handlers[job.kind] as StandaloneJobHandler).handle(job, ctx);
+      // A handler that settled its job itself (complete or reschedule) has released the lease.
+      await completeJob(deps.db, job).catch((error) => {
+        if (!(error instanceof LeaseLostError)) throw error;
+      });
+    } catch (error) {
+      await recordFailure(job, error);
+    }
+  }
+
+  async function startStandaloneJobs(): Promise<number> {
+    const free = concurrency - inFlight.size;
+    if (standaloneKinds.length === 0 || free <= 0) return 0;
+    const jobs = await claim(standaloneKinds, free);
+    for (const job of jobs) {
+      const running = runStandalone(job).finally(() => {
+        inFlight.delete(running);
+        standaloneWake.signal();
+      });
+      inFlight.add(running);
+    }
+    return jobs.length;
+  }
+
+  let stopping = false;
+  const transactionalWake = new Wakeup();
+  const standaloneWake = new Wakeup();
+  const wakeAll = () => {
+    transactionalWake.signal();
+    standaloneWake.signal();
+  };
+
+  async function loop(name: string, kinds: string[], step: () => Promise<number>, wake: Wakeup, gatherMs: number): Promise<void> {
+    if (kinds.length === 0) return;
+    while (!stopping) {
+      let claimed = 0;
+      try {
+        claimed = await step();
+      } catch (error) {
+        log.error({ err: error, loop: name }, 'job loop step failed');
+      }
+      if (claimed === 0 && !stopping) await wake.wait(pollIntervalMs);
+      // A part-full batch means jobs trickle in: wait a moment so the next batch is bigger. Waking
+      // on every ingest commit gave batches of a few jobs, each paying a commit and ~8 round trips
+      // behind the busy HTTP side: 52 requests/s processed on PostgreSQL while ingesting 875/s.
+      // Between full batches, setImmediate lets the HTTP side run (shared event loop and, on
+      // SQLite, one shared connection).
+      else if (claimed < batchSize && gatherMs > 0) await new Promise((resolve) => setTimeout(resolve, gatherMs));
+      else await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
+  const unsubscribe = onJobsEnqueued(deps.db, wakeAll);
+  const stopListening =
+    deps.dialect === 'postgres' && deps.pool && options.autoStart !== false
+      ? listenForJobs(deps.pool, wakeAll, (error) => log.warn({ err: error }, 'LISTEN connection failed; polling meanwhile'))
+      : undefined;
+  const loops =
+    options.autoStart === false
+      ? []
+      : [
+          loop('transactional', transactionalKinds, runTransactionalBatch, transactionalWake, gatherMs),
+          loop('standalone', standaloneKinds, startStandaloneJobs, standaloneWake, 0),
+        ];
+
+  return {
+    workerId,
+    async runUntilIdle() {
+      let total = 0;
+      for (;;) {
+        const claimed = (transactionalKinds.length ? await runTransactionalBatch() : 0) + (await startStandaloneJobs());
+        await Promise.all(inFlight);
+        total += claimed;
+        if (claimed === 0) return total;
+      }
+    },
+    async stop() {
+      stopping = true;
+      wakeAll();
+      unsubscribe();
+      await Promise.all(loops);
+      await Promise.all(inFlight);
+      await stopListening?.();
+    },
+  };
+}

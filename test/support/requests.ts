@@ -1,0 +1,28 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { api } from './test-app.js';
+
+/**
+ * Polls GET /v2/requests/{id} until its status is one of `statuses`. The deadline only bounds a
+ * broken run; nothing asserts on how long it took.
+ */
+export async function waitForStatus(base: string, token: string, id: string, statuses: string[], deadlineMs = 30_000): Promise<any> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const response = await api(base, 'GET', `/v2/requests/${id}`, { token });
+    if (response.status !== 200) throw new Error(`GET request ${id}: ${response.status} ${JSON.stringify(response.body)}`);
+    if (statuses.includes(response.body.status)) return response.body;
+    if (Date.now() > until) throw new Error(`request ${id} stayed ${response.body.status}, expected ${statuses.join('|')}`);
+    await sleep(20);
+  }
+}
+
+/** Polls `check` until it returns a value other than undefined. */
+export async function eventually<T>(check: () => Promise<T | undefined>, what: string, deadlineMs = 60_000): Promise<T> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}

@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import {
+  claimDueJobs,
+  completeJob,
+  enqueueJob,
+  enqueueJobs,
+  extendJobLease,
+  failJob,
+  LeaseLostError,
+  releaseJobs,
+  retryDelayMs,
+} from '../../src/storage/queue/index.js';
+import { openStorage, type Storage } from '../../src/storage/database.js';
+import { migrateToLatest } from '../../src/storage/migrations/index.js';
+import { testDialects } from '../support/databases.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+describe('retry schedule of a failed job (pure)', () => {
+  it('doubles from 1 s and caps at 10 minutes', () => {
+    assert.deepEqual([1, 2, 3, 4].map(retryDelayMs), [1000, 2000, 4000, 8000]);
+    assert.equal(retryDelayMs(30), 600_000);
+  });
+});
+
+for (const dialect of testDialects()) {
+  describe(`job queue operations [${dialect}]`, () => {
+    let t: TestApp;
+    const claim = (workerId: string, now: number, limit = 10, kinds = ['test']) => claimDueJobs(t.deps.db, { workerId, kinds, limit, leaseMs: 1000, now });
+
+    before(async () => {
+      t = await startTestApp(dialect);
+    });
+    beforeEach(async () => {
+      await t.deps.db.deleteFrom('jobs').execute();
+    });
+    after(() => t.close());
+
+    it('claims due jobs oldest run_at first, only the asked kinds, and leases them', async () => {
+      await enqueueJobs(t.deps.db, [
+        { kind: 'test', payload: { n: 2 }, runAt: 200 },
+        { kind: 'test', payload: { n: 1 }, runAt: 100 },
+        { kind: 'test', payload: { n: 3 }, runAt: 5_000 },
+        { kind: 'other', payload: { n: 4 }, runAt: 100 },
+      ]);
+      const claimed = await claim('a', 1_000);
+      assert.deepEqual(claimed.map((j) => (j.payload as { n: number }).n).sort(), [1, 2]);
+      assert.ok(claimed.every((j) => j.attempts === 1 && j.leaseUntil === 2_000));
+      assert.deepEqual(await claim('b', 1_500), [], 'leased jobs are not claimed again before the lease ends');
+      const retaken = await claim('b', 2_000);
+      assert.equal(retaken.length, 2, 'an expired lease makes the job due again');
+      assert.ok(retaken.every((j) => j.attempts === 2));
+    });
+
+    it('only the current lease holder completes, fails or extends a job', async () => {
+      await enqueueJob(t.deps.db, { kind: 'test', payload: {}, runAt: 0 });
+      const [first] = await claim('a', 1_000);
+      const [second] = await claim('b', 2_500);
+      await assert.rejects(completeJob(t.deps.db, first!), LeaseLostError);
+      await assert.rejects(failJob(t.deps.db, first!, new Error('x')), LeaseLostError);
+      await assert.rejects(extendJobLease(t.deps.db, first!, 10_000), LeaseLostError);
+      await completeJob(t.deps.db, second!);
+      assert.deepEqual(await t.deps.db.selectFrom('jobs').select('id').execute(), []);
+    });
+
+    it('a failed attempt is retried on the schedule; after max attempts the job is kept as failed and never claimed', async () => {
+      await enqueueJob(t.deps.db, { kind: 'test', payload: {}, runAt: 0, maxAttempts: 2 });
+      const [job] = await claim('a', 1_000);
+      assert.equal(await failJob(t.deps.db, job!, new Error('boom'), { now: 1_000 }), 'retrying');
+      assert.deepEqual(await claim('a', 1_000 + retryDelayMs(1) - 1), []);
+      const [again] = await claim('a', 1_000 + retryDelayMs(1));
+      assert.equal(again!.attempts, 2);
+      assert.equal(again!.lastError, 'boom');
+      assert.equal(await failJob(t.deps.db, again!, new Error('boom twice')), 'failed');
+      assert.deepEqual(await claim('a', Number.MAX_SAFE_INTEGER), []);
+      const row = await t.deps.db.selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
+      assert.deepEqual([row.state, row.last_error, row.locked_by], ['failed', 'boom twice', null]);
+    });
+
+    it('failJob with retryAt schedules the next attempt exactly then (notification retry interval)', async () => {
+      await enqueueJob(t.deps.db, { kind: 'test', payload: {}, runAt: 0, maxAttempts: 5 });
+      const [job] = await claim('a', 1_000);
+      await failJob(t.deps.db, job!, 'callback answered 500', { retryAt: 1_000 + 3 * 3_600_000 });
+      assert.deepEqual(await claim('a', 1_000 + 3 * 3_600_000 - 1), []);
+      assert.equal((await claim('a', 1_000 + 3 * 3_600_000)).length, 1);
+    });
+
+    it('released jobs are due at once and the claim does not count as an attempt', async () => {
+      await enqueueJob(t.deps.db, { kind: 'test', payload: {}, runAt: 0 });
+      const [job] = await claim('a', 1_000);
+      await releaseJobs(t.deps.db, [job!], 1_000);
+      const [again] = await claim('b', 1_000);
+      assert.equal(again!.attempts, 1);
+    });
+
+    it('a dedupe key enqueues once', async () => {
+      assert.ok(await enqueueJob(t.deps.db, { kind: 'test', payload: 1, dedupeKey: 'k' }));
+      assert.equal(await enqueueJob(t.deps.db, { kind: 'test', payload: 2, dedupeKey: 'k' }), undefined);
+      assert.equal((await t.deps.db.selectFrom('jobs').select('id').execute()).length, 1);
+    });
+
+    it('concurrent claimers never get the same job', async () => {
+      await enqueueJobs(t.deps.db, Array.from({ length: 300 }, (_, i) => ({ kind: 'test', payload: i, runAt: 0 })));
+      // A second connection pool on PostgreSQL makes the claims truly concurrent (SKIP LOCKED).
+      const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => claimDueJobs(t.deps.db, { workerId: `w${i}`, kinds: ['test'], limit: 40, leaseMs: 60_000, now: 1_000 })));
+      const ids = claims.flat().map((j) => j.id);
+      assert.equal(ids.length, 240);
+      assert.equal(new Set(ids).size, 240);
+    });
+
+    it('claiming uses the partial index on run_at, with a large backlog of future jobs', async () => {
+      const now = Date.now();
+      if (dialect === 'sqlite') {
+        await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 50000)
+          insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, created_at, updated_at)
+          select 'job_bulk_' || i, 'test', '{}', 'pending', ${now} + 3600000 + i, 0, 5, ${now}, ${now} from n`.execute(t.deps.db);
+        const plan = await sql<{ detail: string }>`explain query plan select id from jobs where state = 'pending' and run_at <= ${now} and kind in ('test') order by run_at limit 10`.execute(t.deps.db);
+        assert.match(plan.rows.map((r) => r.detail).join('\n'), /jobs_pending_run_at_idx/);
+      } else {
+        await sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, created_at, updated_at)
+          select 'job_bulk_' || i, 'test', '{}', 'pending', ${now}::bigint + 3600000 + i, 0, 5, ${now}::bigint, ${now}::bigint from generate_series(1, 50000) i`.execute(t.deps.db);
+        await sql`analyze jobs`.execute(t.deps.db);
+        const plan = await sql<{ 'QUERY PLAN': string }>`explain select id from jobs where state = 'pending' and run_at <= ${now}::bigint and kind in ('test') order by run_at limit 10`.execute(t.deps.db);
+        assert.match(plan.rows.map((r) => r['QUERY PLAN']).join('\n'), /jobs_pending_run_at_idx/);
+      }
+      await enqueueJob(t.deps.db, { kind: 'test', payload: 'due', runAt: now - 1 });
+      const claimed = await claim('a', now);
+      assert.deepEqual(claimed.map((j) => j.payload), ['due']);
+    });
+  });
+}
+
+/** Cross-process claiming on PostgreSQL: two pools behave like two worker processes. */
+for (const dialect of testDialects().filter((d) => d === 'postgres')) {
+  describe('FOR UPDATE SKIP LOCKED across connection pools [postgres]', () => {
+    let t: TestApp;
+    let other: Storage;
+    before(async () => {
+      t = await startTestApp(dialect);
+      const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(t.deps.db)).rows[0]!.s;
+      other = openStorage(t.config.databaseUrl, { schema });
+      await migrateToLatest(other.db);
+    });
+    after(async () => {
+      await other.close();
+      await t.close();
+    });
+
+    it('two pools claiming at once split the due jobs without overlap', async () => {
+      await enqueueJobs(t.deps.db, Array.from({ length: 200 }, (_, i) => ({ kind: 'test', payload: i, runAt: 0 })));
+      const claims = await Promise.all([
+        ...Array.from({ length: 4 }, (_, i) => claimDueJobs(t.deps.db, { workerId: `a${i}`, kinds: ['test'], limit: 30, leaseMs: 60_000 })),
+        ...Array.from({ length: 4 }, (_, i) => claimDueJobs(other.db, { workerId: `b${i}`, kinds: ['test'], limit: 30, leaseMs: 60_000 })),
+      ]);
+      const ids = claims.flat().map((j) => j.id);
+      assert.equal(ids.length, 200);
+      assert.equal(new Set(ids).size, 200);
+    });
+  });
+}

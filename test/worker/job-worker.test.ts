@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import { openStorage, type Storage } from '../../src/storage/database.js';
+import { claimDueJobs, enqueueJob, enqueueJobs, signalJobsEnqueued, type ClaimedJob } from '../../src/storage/queue/index.js';
+import type { JobHandlers } from '../../src/worker/job-handlers.js';
+import { startJobWorker, type JobWorkerOptions } from '../../src/worker/job-worker.js';
+import { testDialects } from '../support/databases.js';
+import { insertExperience, prizeStock } from '../support/experiences.js';
+import { eventually } from '../support/requests.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+for (const dialect of testDialects()) {
+  describe(`job worker [${dialect}]`, () => {
+    let t: TestApp;
+    let experienceId: string;
+    const HOUR = 3_600_000;
+    const worker = (handlers: JobHandlers, options: Partial<JobWorkerOptions> = {}) =>
+      startJobWorker({ db: t.deps.db, dialect, log: t.deps.log, clock: Date.now, pool: t.deps.storage.pool }, { handlers, leaseMs: 60_000, ...options });
+    // Observable effect of a job: one unit of a prize's stock.
+    const takeUnit: JobHandlers = {
+      take: {
+        mode: 'transactional',
+        async handle(tx, jobs) {
+          for (const job of jobs) {
+            if (job.payload === 'poison') throw new Error('poisoned job');
+            await tx.updateTable('prizes').set((eb) => ({ stock: eb('stock', '-', 1) })).where('experience_id', '=', experienceId).execute();
+          }
+        },
+        async onExhausted(tx) {
+          await tx.updateTable('prizes').set({ stock: -1000 }).where('experience_id', '=', experienceId).execute();
+        },
+      },
+    };
+    const stock = () => prizeStock(t.deps.db, experienceId, 'p');
+
+    before(async () => {
+      t = await startTestApp(dialect);
+      const account = await t.createClientAccount();
+      experienceId = (await insertExperience(t.deps.db, account.accountId, { prizes: [{ id: 'p', stock: 1000 }] })).id;
+    });
+    beforeEach(async () => {
+      await t.deps.db.deleteFrom('jobs').execute();
+      await t.deps.db.updateTable('prizes').set({ stock: 1000 }).execute();
+    });
+    after(() => t.close());
+
+    it('a batch with one poisoned job still completes the others; the poisoned one is retried, then exhausted', async () => {
+      await enqueueJobs(t.deps.db, [
+        { kind: 'take', payload: 1 },
+        { kind: 'take', payload: 'poison', maxAttempts: 2 },
+        { kind: 'take', payload: 3 },
+      ]);
+      const w = worker(takeUnit, { autoStart: false });
+      await w.runUntilIdle();
+      assert.equal(await stock(), 998, 'the two good jobs took one unit each, once');
+      const [poisoned] = await t.deps.db.selectFrom('jobs').selectAll().execute();
+      assert.deepEqual([poisoned!.attempts, poisoned!.state, poisoned!.last_error], [1, 'pending', 'poisoned job']);
+      await t.deps.db.updateTable('jobs').set({ run_at: 0 }).execute();
+      await w.runUntilIdle();
+      assert.equal((await t.deps.db.selectFrom('jobs').select('state').executeTakeFirstOrThrow()).state, 'failed');
+      assert.equal(await stock(), -1000, 'onExhausted ran in the transaction that failed the job');
+      await w.stop();
+    });
+
+    it('a job abandoned by a dead worker is taken over once its lease ends, and done once', async () => {
+      await enqueueJob(t.deps.db, { kind: 'take', payload: 1 });
+      const abandoned = await claimDueJobs(t.deps.db, { workerId: 'dead', kinds: ['take'], limit: 10, leaseMs: 200 });
+      assert.equal(abandoned.length, 1);
+      const w = worker(takeUnit, { autoStart: false });
+      assert.equal(await w.runUntilIdle(), 0, 'the lease still protects it');
+      await sleep(250);
+      assert.equal(await w.runUntilIdle(), 1);
+      assert.equal(await stock(), 999);
+      await w.stop();
+    });
+
+    it('wakes up in-process as soon as jobs are enqueued (polling set to an hour)', async () => {
+      const w = worker(takeUnit, { pollIntervalMs: HOUR });
+      await sleep(50); // let the loop reach its idle wait
+      await enqueueJob(t.deps.db, { kind: 'take', payload: 1 });
+      signalJobsEnqueued(t.deps.db);
+      await eventually(async () => ((await stock()) === 999 ? true : undefined), 'the woken worker');
+      await w.stop();
+    });
+
+    it('standalone jobs run outside transactions, settle themselves or are completed; stop() waits for them', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const seen: unknown[] = [];
+      const handlers: JobHandlers = {
+        call: {
+          mode: 'standalone',
+          async handle(job: ClaimedJob) {
+            seen.push(job.payload);
+            if (job.payload === 'slow') await gate;
+            if (job.payload === 'fails') throw new Error('callback refused');
+          },
+        },
+      };
+      await enqueueJobs(t.deps.db, [
+        { kind: 'call', payload: 'ok' },
+        { kind: 'call', payload: 'fails' },
+        { kind: 'call', payload: 'slow' },
+      ]);
+      signalJobsEnqueued(t.deps.db);
+      const w = worker(handlers, { pollIntervalMs: HOUR, concurrency: 4 });
+      await eventually(async () => (seen.length === 3 ? true : undefined), 'all three to start');
+      let stopped = false;
+      const stopping = w.stop().then(() => (stopped = true));
+      await sleep(50);
+      assert.equal(stopped, false, 'stop waits for the job in flight');
+      release();
+      await stopping;
+      const left = await t.deps.db.selectFrom('jobs').select(['payload', 'last_error']).execute();
+      assert.deepEqual(left, [{ payload: '"fails"', last_error: 'callback refused' }]);
+    });
+  });
+}
+
+for (const dialect of testDialects().filter((d) => d === 'postgres')) {
+  describe('job worker across processes [postgres]', () => {
+    let t: TestApp;
+    let other: Storage;
+    let experienceId: string;
+    before(async () => {
+      t = await startTestApp(dialect);
+      const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(t.deps.db)).rows[0]!.s;
+      other = openStorage(t.config.databaseUrl, { schema });
+      const account = await t.createClientAccount();
+      experienceId = (await insertExperience(t.deps.db, account.accountId, { prizes: [{ id: 'p', stock: 10 }] })).id;
+    });
+    after(async () => {
+      await other.close();
+      await t.close();
+    });
+    const handlers = (gate?: Promise<void>): JobHandlers => ({
+      take: {
+        mode: 'transactional',
+        async handle(tx) {
+          await tx.updateTable('prizes').set((eb) => ({ stock: eb('stock', '-', 1) })).where('experience_id', '=', experienceId).execute();
+          await gate;
+        },
+      },
+    });
+    const start = (storage: Storage, h: JobHandlers, options: Partial<JobWorkerOptions> = {}) =>
+      startJobWorker({ db: storage.db, dialect: 'postgres', log: t.deps.log, clock: Date.now, pool: storage.pool }, { handlers: h, leaseMs: 60_000, ...options });
+
+    it('LISTEN/NOTIFY wakes a worker of another process (polling set to an hour)', async () => {
+      const w = start(t.deps.storage, handlers(), { pollIntervalMs: 3_600_000 });
+      await sleep(300); // LISTEN is established
+      await enqueueJob(other.db, { kind: 'take', payload: 1 }); // another pool: no in-process signal
+      await eventually(async () => ((await prizeStock(t.deps.db, experienceId, 'p')) === 9 ? true : undefined), 'the NOTIFY wake-up');
+      await w.stop();
+    });
+
+    it('a worker whose lease expired mid-transaction keeps its row lock: nobody steals the job, it takes effect once', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      await enqueueJob(t.deps.db, { kind: 'take', payload: 1 });
+      const slow = start(t.deps.storage, handlers(gate), { autoStart: false, leaseMs: 100 });
+      const slowRun = slow.runUntilIdle();
+      await sleep(300); // the slow worker holds its row lock, its lease has expired
+      const fast = start(other, handlers(), { autoStart: false });
+      assert.equal(await fast.runUntilIdle(), 0, 'a row locked by a live transaction is skipped, not stolen');
+      release();
+      await slowRun;
+      assert.equal(await prizeStock(t.deps.db, experienceId, 'p'), 8, 'done exactly once (9 → 8)');
+      await slow.stop();
+      await fast.stop();
+    });
+  });
+}
