@@ -1,11 +1,12 @@
 // `npm run bench [-- --quick] [-- --only NAME]`: every entry prints its figure, the baseline it was
 // measured against in this same run, and the ratio. Machines are shared and noisy: compare ratios.
 import { benchTokenEndpoint } from './token.js';
+import { benchIngest } from './ingest.js';
 import type { BenchOptions, BenchRow } from './lib.js';
 
 type Entry = { name: string; run: (options: BenchOptions) => Promise<BenchRow[]> };
 
-const ENTRIES: Entry[] = [{ name: 'token', run: benchTokenEndpoint }];
+const ENTRIES: Entry[] = [{ name: 'token', run: benchTokenEndpoint }, { name: 'ingest', run: benchIngest }];
 
 const args = process.argv.slice(2);
 const options: BenchOptions = { quick: args.includes('--quick'), postgresUrl: process.env.BENCH_POSTGRES_URL };

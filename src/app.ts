@@ -9,13 +9,23 @@ import type { FailureLimiter } from './domain/tokens/failure-limiter.js';
 import type { KeyStore } from './domain/tokens/key-store.js';
 import type { SecretBox } from './domain/crypto/secret-box.js';
 import type { Db, Dialect } from './storage/database.js';
-import { errorsPlugin } from './http/plugins/errors.js';
+import { errorsPlugin, formatSchemaErrors } from './http/plugins/errors.js';
 import { protectRoutes } from './http/plugins/auth.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './http/routes/health.js';
 import { jwksRoute } from './http/routes/jwks.js';
 import { meRoute } from './http/routes/me.js';
+import { requestRoutes } from './http/routes/requests.js';
+import { requestEventRoutes } from './http/routes/request-events.js';
 import { tokenRouteV1, tokenRouteV2 } from './http/routes/oauth-token.js';
+import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
+import { adminClientsRoutes } from './http/routes/admin-clients.js';
+import { adminExperiencesRoutes } from './http/routes/admin-experiences.js';
+import { subscriptionRoutes } from './http/routes/subscriptions.js';
+import { signingSecretRoutes } from './http/routes/signing-secrets.js';
+import { notificationRoutes } from './http/routes/notifications.js';
+import { metricsRoute } from './http/routes/metrics.js';
+import type { Metrics } from './metrics.js';
 
 /** Everything a route may use, built once in the composition root (deps.ts). */
 export interface AppDeps {
@@ -28,12 +38,13 @@ export interface AppDeps {
   failures: FailureLimiter;
   clock: () => number;
   log: Logger;
+  metrics: Metrics;
 }
 
 type RouteModule = (app: FastifyInstance, deps: AppDeps) => Promise<void>;
 
 /** Bearer-protected resource routes, served identically under /v1 and /v2. */
-const API_ROUTES: RouteModule[] = [meRoute];
+const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes];
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -43,6 +54,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log,
     bodyLimit: 1024 * 1024,
+    // Every validation error names the member at fault: `body.callback.url is required`.
+    schemaErrorFormatter: formatSchemaErrors,
     trustProxy: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -51,6 +64,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true },
   });
   app.setValidatorCompiler(validatorCompiler);
+  // Only JSON bodies are accepted (the token endpoint adds its form parser in its own scope): text/plain is a 415.
+  app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -81,6 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (root) => {
     await healthRoutes(root, deps);
     await jwksRoute(root, deps);
+    await metricsRoute(root, deps);
     root.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   });
 

@@ -11,9 +11,13 @@ import { KeyStore } from './domain/tokens/key-store.js';
 import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
 import { migrateToLatest } from './storage/migrations/index.js';
+import { createMetrics } from './metrics.js';
+import { createOutbound, type Outbound } from './worker/outbound/create-outbound.js';
 
 export interface Deps extends AppDeps {
   storage: Storage;
+  /** Outbound notification delivery (HTTP client, OAuth2 token cache, concurrency limits). */
+  outbound: Outbound;
   close(): Promise<void>;
 }
 
@@ -49,6 +53,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     const tokens = new AccessTokens(keys, config.publicUrl, config.tokenTtlMs, clock);
     // 10 failed authentications per client id or source address per minute, then 429.
     const failures = new FailureLimiter(10, 60_000, clock);
+    const outbound = createOutbound(config);
     const log =
       options.log ??
       pino({
@@ -66,7 +71,12 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       tokens,
       failures,
       clock,
-      close: () => storage.close(),
+      metrics: createMetrics(storage.db, clock),
+      outbound,
+      close: async () => {
+        await outbound.close();
+        await storage.close();
+      },
     };
   } catch (error) {
     await storage.close();

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { createDeps, type Deps } from '../deps.js';
@@ -5,10 +6,13 @@ import {
   AccountsError,
   createAccount,
   createClient,
+  checkClientScopes,
   resolveScopes,
   rotateClientSecret,
 } from '../domain/accounts/accounts-service.js';
 import { findAccountByIdOrName } from '../storage/repositories/accounts.js';
+import { ExperienceError, importExperiences } from '../domain/experiences/experiences-service.js';
+import { parseImportFile } from '../domain/experiences/import-file.js';
 import { migrateToLatest } from '../storage/migrations/index.js';
 import { openStorage } from '../storage/database.js';
 import { startServer, type Role } from '../server.js';
@@ -92,7 +96,9 @@ clients
   .action((options: { account: string; scopes?: string }) =>
     withDeps(async (deps) => {
       const account = await requireAccount(deps, options.account);
-      const issued = await createClient(deps.db, account.id, resolveScopes(options.scopes));
+      const scopes = resolveScopes(options.scopes);
+      checkClientScopes(account, scopes);
+      const issued = await createClient(deps.db, account.id, scopes);
       return { accountId: account.id, client_id: issued.client.clientId, client_secret: issued.clientSecret, scopes: issued.client.scopes.join(' ') };
     }),
   );
@@ -111,6 +117,24 @@ clients
     }),
   );
 
+const experiences = program.command('experiences').description('manage experiences (campaigns) and their prizes');
+experiences
+  .command('import')
+  .description('create or replace (by name) the experiences in a JSON file: one experience object or an array; all or nothing')
+  .argument('<file>', 'JSON file, same shape as the admin API body (docs/operators.md)')
+  .requiredOption('--account <idOrName>', 'account id or name the experiences belong to')
+  .action((file: string, options: { account: string }) =>
+    withDeps(async (deps) => {
+      const text = await readFile(file, 'utf8').catch((error: Error) => {
+        throw new ExperienceError('invalid', `cannot read ${file}: ${error.message}`);
+      });
+      const inputs = parseImportFile(text);
+      const account = await requireAccount(deps, options.account);
+      const imported = await importExperiences(deps.db, account.id, inputs, deps.clock());
+      return { imported: imported.map(({ id, name }) => ({ id, name })) };
+    }),
+  );
+
 const keys = program.command('keys').description('manage token signing keys');
 keys
   .command('rotate')
@@ -126,12 +150,15 @@ export async function main(argv = process.argv): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof AccountsError) {
-      process.stderr.write(`rewards: ${error.message}\n`);
+    if (error instanceof ConfigError || error instanceof AccountsError || error instanceof ExperienceError) {
+      const details = error instanceof ExperienceError ? (error.errors ?? []).map((e) => `\n  ${e.path}: ${e.message}`).join('') : '';
+      process.stderr.write(`rewards: ${error.message}${details}\n`);
       process.exitCode = 2;
       return;
     }
-    process.stderr.write(`rewards: ${(error as Error).stack ?? String(error)}\n`);
+    // Operators get the message; the stack only when they ask for it with LOG_LEVEL=debug.
+    const verbose = ['debug', 'trace'].includes(process.env.LOG_LEVEL ?? '');
+    process.stderr.write(`rewards: ${verbose ? ((error as Error).stack ?? String(error)) : ((error as Error).message ?? String(error))}\n`);
     process.exitCode = 1;
   }
 }

@@ -67,10 +67,55 @@ export interface PrizesTable {
   stock: number | null;
 }
 
+export interface SubscriptionsTable {
+  id: string;
+  account_id: string;
+  /** Singular form: `registered-request` or `processed-request`. */
+  event: string;
+  description: string;
+  active: number;
+  /** JSON array of experience names; empty = every experience. */
+  experiences: string;
+  callback_url: string;
+  /** The callback's authorization object as JSON, encrypted with SECRET_KEY; null = none. */
+  callback_authorization_encrypted: string | null;
+  /** JSON object of header name → value. */
+  callback_custom_headers: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Standard Webhooks secrets of a subscription, or of an account's default (subscription_id null). */
+export interface WebhookSigningSecretsTable {
+  id: string;
+  account_id: string;
+  subscription_id: string | null;
+  /** `whsec_…`, encrypted with SECRET_KEY. */
+  secret_encrypted: string;
+  created_at: number;
+  /** null while current; set by rotation, after which the secret stops signing. */
+  expires_at: number | null;
+}
+
+import type { IdempotencyKeysTable, JobsTable, RequestEventsTable, RequestsTable } from './requests-jobs.js';
+
+export type { IdempotencyKeysTable, JobsTable, RequestEventsTable, RequestsTable } from './requests-jobs.js';
+import type { NotificationAttemptsTable, NotificationsTable } from './notifications.js';
+
+export type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from './notifications.js';
+
 export interface Database {
   accounts: AccountsTable;
   oauth_clients: OAuthClientsTable;
   signing_keys: SigningKeysTable;
   experiences: ExperiencesTable;
   prizes: PrizesTable;
+  requests: RequestsTable;
+  request_events: RequestEventsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  jobs: JobsTable;
+  subscriptions: SubscriptionsTable;
+  webhook_signing_secrets: WebhookSigningSecretsTable;
+  notifications: NotificationsTable;
+  notification_attempts: NotificationAttemptsTable;
 }

@@ -1,0 +1,49 @@
+// A webhook receiver for the delivery benchmark, in its own process so it never shares an event
+// loop with the service it measures: every POST is answered 204 (keep-alive) and its arrival time
+// recorded by webhook-id. GET /stats → {count, first, last}; GET /arrivals → [[webhookId, ms], …]
+// (first arrival per id); POST /reset clears. Times are wall-clock milliseconds with sub-ms
+// precision (comparable with the service's Date.now()).
+import { createServer } from 'node:http';
+import { performance } from 'node:perf_hooks';
+
+const now = () => performance.timeOrigin + performance.now();
+let count = 0;
+let first = 0;
+let last = 0;
+let arrivals = new Map<string, number>();
+
+const server = createServer((request, response) => {
+  if (request.method === 'POST' && request.url !== '/reset') {
+    // Drain the body (the service sends it in full) before answering.
+    request.resume();
+    request.on('end', () => {
+      const at = now();
+      count += 1;
+      if (count === 1) first = at;
+      last = at;
+      const id = request.headers['webhook-id'];
+      if (typeof id === 'string' && !arrivals.has(id)) arrivals.set(id, at);
+      response.writeHead(204).end();
+    });
+    return;
+  }
+  let body: unknown = { ok: true };
+  if (request.url === '/stats') body = { count, first, last };
+  else if (request.url === '/arrivals') body = [...arrivals];
+  else if (request.url === '/reset') {
+    count = 0;
+    first = 0;
+    last = 0;
+    arrivals = new Map();
+  }
+  request.resume();
+  response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+});
+server.keepAliveTimeout = 30_000;
+server.listen(Number(process.env.PORT), '127.0.0.1');
+process.on('SIGTERM', () => {
+  process.stderr.write(`receiver: ${count} calls\n`);
+  server.close();
+  server.closeAllConnections();
+  process.exit(0);
+});

@@ -1,0 +1,36 @@
+import type { NotificationAttemptRow, NotificationRow } from '../../storage/repositories/notifications.js';
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A delivery-log entry as the API shows it. `id` is also the `webhook-id` header of every attempt. */
+export function toNotificationResource(row: NotificationRow) {
+  return {
+    id: row.id,
+    requestId: row.request_id,
+    subscriptionId: row.subscription_id,
+    event: row.event,
+    url: row.url,
+    status: row.status,
+    attemptCount: row.attempt_count,
+    nextAttemptAt: iso(row.next_attempt_at),
+    lastStatusCode: row.last_status_code,
+    lastError: row.last_error,
+    createdAt: iso(row.created_at)!,
+    updatedAt: iso(row.updated_at)!,
+    completedAt: iso(row.completed_at),
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+  };
+}
+
+export function toAttemptResource(row: NotificationAttemptRow) {
+  return {
+    attempt: row.attempt,
+    at: new Date(row.started_at).toISOString(),
+    url: row.url,
+    statusCode: row.status_code,
+    latencyMs: row.latency_ms,
+    responseBody: row.response_body,
+    error: row.error,
+    outcome: row.outcome,
+  };
+}

@@ -1,0 +1,10 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../../app.js';
+
+/** Prometheus exposition. Public like the health checks: restrict it at the network edge. */
+export async function metricsRoute(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get('/metrics', { schema: { tags: ['operations'], summary: 'Prometheus metrics' }, logLevel: 'warn' }, async (_request, reply) => {
+    reply.type(deps.metrics.registry.contentType);
+    return deps.metrics.registry.metrics();
+  });
+}

@@ -1,0 +1,75 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppDeps } from '../../app.js';
+import { toAttemptResource, toNotificationResource } from '../../domain/notifications/notification-view.js';
+import { scheduleManualRetry } from '../../worker/notifications/schedule-delivery.js';
+import { findNotification, listAttempts, listNotifications } from '../../storage/repositories/notifications.js';
+import { notFound } from '../problem.js';
+import {
+  NotificationDetailSchema,
+  NotificationListQuerySchema,
+  NotificationListSchema,
+  NotificationParamsSchema,
+  NotificationSchema,
+} from '../schemas/notification.js';
+
+const TAGS = ['notifications'];
+const SECURITY = [{ bearerAuth: [] }];
+
+/**
+ * The delivery log: every notification of the account with its attempts, and manual retry.
+ * Reading needs `subscriptions:read`, retrying `subscriptions:write` (both are webhook management).
+ */
+export async function notificationRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+  app.get<{ Querystring: { requestId?: string; subscriptionId?: string; status?: 'pending' | 'succeeded' | 'failed'; limit?: number; cursor?: string } }>(
+    '/notifications',
+    {
+      config: { scope: 'subscriptions:read' },
+      schema: {
+        tags: TAGS,
+        security: SECURITY,
+        summary: 'The delivery log, newest first, with cursor paging',
+        querystring: NotificationListQuerySchema,
+        response: { 200: NotificationListSchema },
+      },
+    },
+    async (request) => {
+      const { requestId, subscriptionId, status, cursor } = request.query;
+      const limit = request.query.limit ?? 50;
+      const { rows, more } = await listNotifications(deps.db, { accountId: request.auth.accountId, requestId, subscriptionId, status, before: cursor, limit });
+      return { data: rows.map(toNotificationResource), nextCursor: more ? rows[rows.length - 1]!.id : null };
+    },
+  );
+
+  app.get<{ Params: { notificationId: string } }>(
+    '/notifications/:notificationId',
+    {
+      config: { scope: 'subscriptions:read' },
+      schema: { tags: TAGS, security: SECURITY, summary: 'One notification with every attempt', params: NotificationParamsSchema, response: { 200: NotificationDetailSchema } },
+    },
+    async (request) => {
+      const row = await findNotification(deps.db, request.params.notificationId, request.auth.accountId);
+      if (!row) throw notFound('notification');
+      return { ...toNotificationResource(row), attempts: (await listAttempts(deps.db, row.id)).map(toAttemptResource) };
+    },
+  );
+
+  app.post<{ Params: { notificationId: string } }>(
+    '/notifications/:notificationId/retry',
+    {
+      config: { scope: 'subscriptions:write' },
+      schema: {
+        tags: TAGS,
+        security: SECURITY,
+        summary: 'Send one more attempt now (also for a failed or delivered notification)',
+        params: NotificationParamsSchema,
+        response: { 202: NotificationSchema },
+      },
+    },
+    async (request, reply) => {
+      const row = await findNotification(deps.db, request.params.notificationId, request.auth.accountId);
+      if (!row) throw notFound('notification');
+      const updated = await scheduleManualRetry(deps.db, row.id, deps.clock());
+      return reply.code(202).send(toNotificationResource(updated));
+    },
+  );
+}

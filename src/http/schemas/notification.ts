@@ -1,0 +1,51 @@
+import { Type } from 'typebox';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const NotificationStatusSchema = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')]);
+
+export const NotificationSchema = Type.Object({
+  id: Type.String({ description: 'also the webhook-id header of every attempt' }),
+  requestId: Type.String(),
+  subscriptionId: Nullable(Type.String()),
+  event: Type.String(),
+  url: Type.String(),
+  status: NotificationStatusSchema,
+  attemptCount: Type.Integer(),
+  nextAttemptAt: Nullable(Type.String({ format: 'date-time' })),
+  lastStatusCode: Nullable(Type.Integer()),
+  lastError: Nullable(Type.String()),
+  createdAt: Type.String({ format: 'date-time' }),
+  updatedAt: Type.String({ format: 'date-time' }),
+  completedAt: Nullable(Type.String({ format: 'date-time' })),
+  payload: Type.Object({}, { additionalProperties: true }),
+});
+
+export const NotificationAttemptSchema = Type.Object({
+  attempt: Type.Integer(),
+  at: Type.String({ format: 'date-time' }),
+  url: Type.String(),
+  statusCode: Nullable(Type.Integer()),
+  latencyMs: Type.Integer(),
+  responseBody: Nullable(Type.String({ description: 'first 1 KiB of the response body' })),
+  error: Nullable(Type.String()),
+  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('retry'), Type.Literal('failed')]),
+});
+
+export const NotificationDetailSchema = Type.Intersect([NotificationSchema, Type.Object({ attempts: Type.Array(NotificationAttemptSchema) })]);
+
+export const NotificationListQuerySchema = Type.Object({
+  requestId: Type.Optional(Type.String({ maxLength: 64 })),
+  subscriptionId: Type.Optional(Type.String({ maxLength: 64 })),
+  status: Type.Optional(NotificationStatusSchema),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+  cursor: Type.Optional(Type.String({ maxLength: 64, description: 'nextCursor of the previous page' })),
+  accountId: Type.Optional(Type.String({ description: 'operator only: act for this account' })),
+});
+
+export const NotificationListSchema = Type.Object({
+  data: Type.Array(NotificationSchema),
+  nextCursor: Nullable(Type.String()),
+});
+
+export const NotificationParamsSchema = Type.Object({ notificationId: Type.String({ maxLength: 64 }) });

@@ -1,0 +1,66 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { sql } from 'kysely';
+import type { Db } from './storage/database.js';
+
+/** Prometheus metrics of one process, exposed at /metrics (see docs/operations.md). */
+export interface Metrics {
+  registry: Registry;
+  deliveryAttempts: Counter<'event' | 'outcome'>;
+  deliveryLatency: Histogram<'event'>;
+}
+
+export function createMetrics(db: Db, clock: () => number): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'rewards_' });
+  const deliveryAttempts = new Counter({
+    name: 'rewards_webhook_attempts_total',
+    help: 'Notification delivery attempts by outcome (succeeded, retry, failed)',
+    labelNames: ['event', 'outcome'] as const,
+    registers: [registry],
+  });
+  const deliveryLatency = new Histogram({
+    name: 'rewards_webhook_delivery_seconds',
+    help: 'Duration of one delivery attempt, connect to last byte',
+    labelNames: ['event'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  // Queue gauges are read from the database at scrape time, so every process reports the same truth.
+  new Gauge({
+    name: 'rewards_jobs_pending',
+    help: 'Jobs waiting or running, by kind (deliver-notification is the notification queue)',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    async collect() {
+      const rows = await db.selectFrom('jobs').select(['kind', sql<number | string>`count(*)`.as('n')]).where('state', '=', 'pending').groupBy('kind').execute();
+      this.reset();
+      for (const row of rows) this.set({ kind: row.kind }, Number(row.n));
+    },
+  });
+  new Gauge({
+    name: 'rewards_jobs_oldest_due_age_seconds',
+    help: 'Age of the oldest job that is due and not yet claimed (0 when the worker keeps up)',
+    registers: [registry],
+    async collect() {
+      const now = clock();
+      const row = await db
+        .selectFrom('jobs')
+        .select(sql<number | string | null>`min(run_at)`.as('oldest'))
+        .where('state', '=', 'pending')
+        .where('locked_by', 'is', null)
+        .where('run_at', '<=', now)
+        .executeTakeFirst();
+      this.set(row?.oldest == null ? 0 : (now - Number(row.oldest)) / 1000);
+    },
+  });
+  new Gauge({
+    name: 'rewards_notifications_pending',
+    help: 'Notifications not yet delivered nor failed',
+    registers: [registry],
+    async collect() {
+      const row = await db.selectFrom('notifications').select(sql<number | string>`count(*)`.as('n')).where('status', '=', 'pending').executeTakeFirst();
+      this.set(Number(row?.n ?? 0));
+    },
+  });
+  return { registry, deliveryAttempts, deliveryLatency };
+}

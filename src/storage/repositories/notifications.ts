@@ -1,0 +1,67 @@
+import type { Executor } from '../database.js';
+import type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
+
+export type NotificationRow = NotificationsTable;
+export type NotificationAttemptRow = NotificationAttemptsTable;
+
+export async function insertNotifications(db: Executor, rows: NotificationsTable[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('notifications').values(rows).execute();
+}
+
+export async function findNotification(db: Executor, id: string, accountId?: string): Promise<NotificationsTable | undefined> {
+  let query = db.selectFrom('notifications').selectAll().where('id', '=', id);
+  if (accountId !== undefined) query = query.where('account_id', '=', accountId);
+  return query.executeTakeFirst();
+}
+
+export interface NotificationFilter {
+  accountId: string;
+  requestId?: string;
+  subscriptionId?: string;
+  status?: NotificationStatus;
+  /** Id of the last notification of the previous page (ids sort by creation time). */
+  before?: string;
+  limit: number;
+}
+
+/** Newest first; one extra row tells whether another page follows. */
+export async function listNotifications(db: Executor, filter: NotificationFilter): Promise<{ rows: NotificationsTable[]; more: boolean }> {
+  let query = db.selectFrom('notifications').selectAll().where('account_id', '=', filter.accountId);
+  if (filter.requestId) query = query.where('request_id', '=', filter.requestId);
+  if (filter.subscriptionId) query = query.where('subscription_id', '=', filter.subscriptionId);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.before) query = query.where('id', '<', filter.before);
+  const rows = await query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+  return { rows: rows.slice(0, filter.limit), more: rows.length > filter.limit };
+}
+
+export async function listAttempts(db: Executor, notificationId: string): Promise<NotificationAttemptsTable[]> {
+  return db.selectFrom('notification_attempts').selectAll().where('notification_id', '=', notificationId).orderBy('attempt').execute();
+}
+
+/** Records one attempt and the notification's new state, in the caller's transaction. */
+export async function recordAttempt(
+  db: Executor,
+  attempt: NotificationAttemptsTable,
+  next: { status: NotificationStatus; nextAttemptAt: number | null; now: number },
+): Promise<void> {
+  await db.insertInto('notification_attempts').values(attempt).execute();
+  await db
+    .updateTable('notifications')
+    .set({
+      status: next.status,
+      attempt_count: attempt.attempt,
+      next_attempt_at: next.nextAttemptAt,
+      last_status_code: attempt.status_code,
+      last_error: attempt.error,
+      updated_at: next.now,
+      completed_at: next.status === 'pending' ? null : next.now,
+    })
+    .where('id', '=', attempt.notification_id)
+    .execute();
+}
+
+/** A manual retry puts a finished notification back in the queue for one more attempt. */
+export async function markNotificationPending(db: Executor, id: string, at: number): Promise<void> {
+  await db.updateTable('notifications').set({ status: 'pending', next_attempt_at: at, updated_at: at, completed_at: null }).where('id', '=', id).execute();
+}

@@ -1,0 +1,37 @@
+/** One notification: a payload bound for one callback URL; its id is the Standard Webhooks `webhook-id`. */
+export type NotificationStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface NotificationsTable {
+  id: string;
+  account_id: string;
+  request_id: string;
+  /** The subscription that routed it; null for a request's own callback URL. */
+  subscription_id: string | null;
+  event: 'registered-requests' | 'processed-requests';
+  /** The callback URL when the notification was written (a subscription's current URL is used at send time). */
+  url: string;
+  /** The exact body sent, JSON text. */
+  payload: string;
+  status: NotificationStatus;
+  attempt_count: number;
+  next_attempt_at: number | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  completed_at: number | null;
+}
+
+export interface NotificationAttemptsTable {
+  notification_id: string;
+  attempt: number;
+  started_at: number;
+  url: string;
+  status_code: number | null;
+  latency_ms: number;
+  /** First 1 KiB of the response body. */
+  response_body: string | null;
+  error: string | null;
+  /** 'succeeded', 'retry' (another attempt is scheduled) or 'failed' (no more attempts). */
+  outcome: 'succeeded' | 'retry' | 'failed';
+}

@@ -1,0 +1,50 @@
+import type { Db, Executor } from '../../storage/database.js';
+import { enqueueJobs, signalJobsEnqueued } from '../../storage/queue/index.js';
+import { findNotification, markNotificationPending, type NotificationRow } from '../../storage/repositories/notifications.js';
+
+export const DELIVER_NOTIFICATION = 'deliver-notification';
+
+export interface DeliverNotificationPayload {
+  notificationId: string;
+}
+
+/** At most one delivery job per notification exists at a time (it is deleted when it completes). */
+export const deliveryJobKey = (notificationId: string) => `deliver:${notificationId}`;
+
+/** Inside the caller's transaction: one delivery job per notification, due at `runAt` (default now). */
+export async function enqueueDeliveries(tx: Executor, notificationIds: string[], options: { runAt?: number; now: number; wakeOtherProcesses?: boolean }): Promise<void> {
+  await enqueueJobs(
+    tx,
+    notificationIds.map((notificationId) => ({
+      kind: DELIVER_NOTIFICATION,
+      payload: { notificationId } satisfies DeliverNotificationPayload,
+      runAt: options.runAt ?? options.now,
+      dedupeKey: deliveryJobKey(notificationId),
+      // The notification keeps its own attempt count; job-level retries only cover crashes of the handler.
+      maxAttempts: 20,
+    })),
+    { now: options.now, wakeOtherProcesses: options.wakeOtherProcesses },
+  );
+}
+
+/**
+ * Manual retry: one more attempt now. A waiting delivery job is moved to now; a finished
+ * notification gets a new job. An attempt already in flight is left alone (no duplicate).
+ */
+export async function scheduleManualRetry(db: Db, notificationId: string, now: number): Promise<NotificationRow> {
+  const row = await db.transaction().execute(async (tx) => {
+    const key = deliveryJobKey(notificationId);
+    await tx.deleteFrom('jobs').where('dedupe_key', '=', key).where('state', '=', 'failed').execute();
+    const moved = await tx
+      .updateTable('jobs')
+      .set({ run_at: now, updated_at: now })
+      .where('dedupe_key', '=', key)
+      .where('locked_by', 'is', null)
+      .executeTakeFirst();
+    if (Number(moved.numUpdatedRows) === 0) await enqueueDeliveries(tx, [notificationId], { now });
+    await markNotificationPending(tx, notificationId, now);
+    return findNotification(tx, notificationId);
+  });
+  signalJobsEnqueued(db);
+  return row!;
+}
