@@ -66,6 +66,11 @@ export class KeyStore {
     return keys.verifiers.get(kid);
   }
 
+  /** Whether `kid` is still a verifying key, from what is loaded (no database read). */
+  isLoadedVerifier(kid: string): boolean {
+    return this.#loaded?.verifiers.has(kid) ?? false;
+  }
+
   async jwks(): Promise<{ keys: JWK[] }> {
     const keys = await this.#current();
     return { keys: [...keys.verifiers.values()].map((entry) => entry.jwk) };
