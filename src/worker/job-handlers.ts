@@ -32,7 +32,8 @@ export interface TransactionalJobHandler {
  */
 export interface StandaloneJobHandler {
   mode: 'standalone';
-  handle(job: ClaimedJob, ctx: JobContext): Promise<void>;
+  /** Resolves 'settled' when the handler completed or rescheduled the job itself. */
+  handle(job: ClaimedJob, ctx: JobContext): Promise<void | 'settled'>;
   onExhausted?(tx: Tx, job: ClaimedJob, error: unknown, ctx: JobContext): Promise<void>;
 }
 

@@ -5,6 +5,7 @@ import type { Db, Dialect, Tx } from '../storage/database.js';
 import {
   claimDueJobs,
   completeJob,
+  extendJobLeases,
   completeJobs,
   failJob,
   LeaseLostError,
@@ -143,7 +144,11 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
         await handleInTransaction(tx, jobs);
         await completeJobs(tx, jobs);
       });
-      if (claimed > 0) log.debug({ jobs: claimed, ms: Date.now() - started }, 'batch committed');
+      if (claimed > 0) {
+        log.debug({ jobs: claimed, ms: Date.now() - started }, 'batch committed');
+        // The batch may have enqueued standalone work (notification deliveries): start it now.
+        standaloneWake.signal();
+      }
       return claimed;
     } catch (batchError) {
       log.debug({ err: batchError, jobs: claimed }, 'batch failed; running its jobs one by one');
@@ -156,21 +161,46 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   }
 
   const inFlight = new Set<Promise<void>>();
+  const runningJobs = new Map<string, ClaimedJob>();
+  /**
+   * Standalone jobs wait for slow receivers and for concurrency slots; renewing their leases while
+   * this process lives means only a dead process's jobs are ever taken over, however short JOB_LEASE.
+   */
+  const heartbeat = setInterval(() => {
+    if (runningJobs.size === 0) return;
+    extendJobLeases(deps.db, [...runningJobs.values()], Date.now() + options.leaseMs).catch((error) =>
+      log.warn({ err: error }, 'could not renew job leases'),
+    );
+  }, Math.max(50, Math.floor(options.leaseMs / 3)));
+  heartbeat.unref();
+
   async function runStandalone(job: ClaimedJob): Promise<void> {
+    runningJobs.set(job.id, job);
     try {
-      await (options.handlers[job.kind] as StandaloneJobHandler).handle(job, ctx);
+      const outcome = await (options.handlers[job.kind] as StandaloneJobHandler).handle(job, ctx);
       // A handler that settled its job itself (complete or reschedule) has released the lease.
-      await completeJob(deps.db, job).catch((error) => {
-        if (!(error instanceof LeaseLostError)) throw error;
-      });
+      if (outcome !== 'settled') {
+        await completeJob(deps.db, job).catch((error) => {
+          if (!(error instanceof LeaseLostError)) throw error;
+        });
+      }
     } catch (error) {
       await recordFailure(job, error);
+    } finally {
+      runningJobs.delete(job.id);
     }
   }
 
+  /**
+   * Each claim is a commit (an fsync on SQLite). Claiming as soon as one slot frees up made it
+   * one claim per delivery; waiting for a quarter of the slots (or an idle worker) makes it one
+   * claim per many deliveries without letting the pipeline run dry.
+   */
+  const claimWhenFree = Math.max(1, Math.floor(concurrency / 4));
   async function startStandaloneJobs(): Promise<number> {
     const free = concurrency - inFlight.size;
     if (standaloneKinds.length === 0 || free <= 0) return 0;
+    if (free < claimWhenFree && inFlight.size > 0) return 0;
     const jobs = await claim(standaloneKinds, free);
     for (const job of jobs) {
       const running = runStandalone(job).finally(() => {
@@ -240,6 +270,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
       unsubscribe();
       await Promise.all(loops);
       await Promise.all(inFlight);
+      clearInterval(heartbeat);
       await stopListening?.();
     },
   };

@@ -12,3 +12,17 @@ export async function extendJobLease(db: Executor, job: ClaimedJob, until: numbe
   if (Number(result.numUpdatedRows) !== 1) throw new LeaseLostError(job.id);
   job.leaseUntil = until;
 }
+
+/**
+ * Heartbeat for jobs still running in this process: one statement renews every lease that is
+ * still ours. Jobs another worker took over are left alone (their handler will find the lease lost).
+ */
+export async function extendJobLeases(db: Executor, jobs: ClaimedJob[], until: number, now = Date.now()): Promise<void> {
+  if (jobs.length === 0) return;
+  await db
+    .updateTable('jobs')
+    .set({ run_at: until, updated_at: now })
+    .where((eb) => eb.or(jobs.map((job) => eb.and([eb('id', '=', job.id), eb('locked_by', '=', job.lease)]))))
+    .execute();
+  for (const job of jobs) job.leaseUntil = until;
+}

@@ -2,7 +2,7 @@
 export { claimDueJobs, type ClaimOptions } from './claimDueJobs.js';
 export { completeJob, completeJobs } from './completeJob.js';
 export { enqueueJob, enqueueJobs, type EnqueueOptions, type NewJob } from './enqueueJob.js';
-export { extendJobLease } from './extendJobLease.js';
+export { extendJobLease, extendJobLeases } from './extendJobLease.js';
 export { failJob, type FailOptions } from './failJob.js';
 export { LeaseLostError, retryDelayMs, type ClaimedJob, type Job } from './job.js';
 export { lockClaimedJobs } from './lockClaimedJobs.js';

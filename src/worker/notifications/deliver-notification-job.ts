@@ -1,46 +1,102 @@
 import type { Deps } from '../../deps.js';
 import { decideAfterAttempt } from '../../domain/notifications/retry-policy.js';
-import { loadDeliveryTarget } from '../../domain/subscriptions/delivery.js';
+import { loadDeliveryTarget, type DeliveryTarget } from '../../domain/subscriptions/delivery.js';
 import { loadSigningSecrets } from '../../domain/subscriptions/signing-secrets.js';
 import { completeJob, type ClaimedJob } from '../../storage/queue/index.js';
-import { findNotification, recordAttempt, type NotificationRow } from '../../storage/repositories/notifications.js';
+import type { NotificationRow } from '../../storage/repositories/notifications.js';
 import type { JobHandlers } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
-import { DELIVER_NOTIFICATION, enqueueDeliveries, type DeliverNotificationPayload } from './schedule-delivery.js';
+import { AttemptLogWriter } from './attempt-log-writer.js';
+import { DELIVER_NOTIFICATION, type DeliverNotificationPayload } from './schedule-delivery.js';
 
 type Prepared = { input: DeliveryAttemptInput } | { refused: string; url: string };
 
+/**
+ * Subscriptions and signing secrets change rarely and are read for every attempt: a per-process
+ * cache saves two queries and two decryptions per delivery. A subscription is cached under its
+ * `updated_at` (read with the notification), so an edit applies to the very next attempt; signing
+ * secrets for one second (a rotated-out secret keeps signing for 24 h anyway).
+ */
+const TARGET_CACHE_MS = 1_000;
+
+class TargetCache {
+  readonly #entries = new Map<string, { at: number; value: Promise<unknown> }>();
+  constructor(private readonly clock: () => number) {}
+
+  get<T>(key: string, load: () => Promise<T>): Promise<T> {
+    const now = this.clock();
+    const hit = this.#entries.get(key);
+    if (hit && now - hit.at < TARGET_CACHE_MS) return hit.value as Promise<T>;
+    if (this.#entries.size > 10_000) this.#entries.clear();
+    const value = load();
+    this.#entries.set(key, { at: now, value });
+    value.catch(() => this.#entries.delete(key));
+    return value;
+  }
+}
+
+type NotificationWithSubscription = NotificationRow & { subscription_updated_at: number | null };
+
+/** The notification and, in the same query, when its subscription last changed (the cache key). */
+function findNotificationForDelivery(deps: Deps, id: string): Promise<NotificationWithSubscription | undefined> {
+  return deps.db
+    .selectFrom('notifications')
+    .leftJoin('subscriptions', 'subscriptions.id', 'notifications.subscription_id')
+    .selectAll('notifications')
+    .select('subscriptions.updated_at as subscription_updated_at')
+    .where('notifications.id', '=', id)
+    .executeTakeFirst();
+}
+
+interface DeliveryContext {
+  deps: Deps;
+  cache: TargetCache;
+  log: AttemptLogWriter;
+}
+
 /** Reads what this attempt sends and where: a subscription's callback as it is now, or the request's own URL. */
-async function prepareAttempt(deps: Deps, row: NotificationRow): Promise<Prepared> {
+async function prepareAttempt({ deps, cache }: DeliveryContext, row: NotificationWithSubscription): Promise<Prepared> {
   const now = deps.clock();
   const base = { body: row.payload, eventType: row.event, msgId: row.id };
+  const secretsOf = (owner: { subscriptionId: string } | { accountId: string }, key: string) =>
+    cache.get(`secrets:${key}`, async () => (await loadSigningSecrets(deps.db, deps.box, owner, now)).map((s) => s.secret));
   if (row.subscription_id === null) {
-    const secrets = await loadSigningSecrets(deps.db, deps.box, { accountId: row.account_id }, now);
-    return { input: { ...base, url: row.url, secrets: secrets.map((s) => s.secret) } };
+    return { input: { ...base, url: row.url, secrets: await secretsOf({ accountId: row.account_id }, row.account_id) } };
   }
-  const target = await loadDeliveryTarget(deps.db, deps.box, row.subscription_id);
+  const subscriptionId = row.subscription_id;
+  if (row.subscription_updated_at === null) return { refused: 'the subscription was deleted', url: row.url };
+  const target = await cache.get<DeliveryTarget | undefined>(`target:${subscriptionId}:${row.subscription_updated_at}`, () =>
+    loadDeliveryTarget(deps.db, deps.box, subscriptionId),
+  );
   if (!target) return { refused: 'the subscription was deleted', url: row.url };
   if (!target.active) return { refused: 'the subscription is inactive', url: target.url };
-  const secrets = await loadSigningSecrets(deps.db, deps.box, { subscriptionId: target.subscriptionId }, now);
   return {
-    input: { ...base, url: target.url, secrets: secrets.map((s) => s.secret), authorization: target.authorization, customHeaders: target.customHeaders },
+    input: {
+      ...base,
+      url: target.url,
+      secrets: await secretsOf({ subscriptionId }, subscriptionId),
+      authorization: target.authorization,
+      customHeaders: target.customHeaders,
+    },
   };
 }
 
 /**
  * One delivery attempt of one notification. The HTTP call runs outside any transaction; then,
- * in one transaction under the job's lease, the attempt is logged, the notification moves on and
- * the next attempt (if any) is scheduled. A crash in between repeats the attempt with the same
- * webhook-id, which receivers use to drop duplicates (at-least-once delivery).
+ * under the job's lease and together with other attempts finishing at the same time, the attempt
+ * is logged, the notification moves on and the next attempt (if any) is scheduled. A crash in
+ * between repeats the attempt with the same webhook-id, which receivers use to drop duplicates
+ * (at-least-once delivery).
  */
-export async function deliverNotification(deps: Deps, job: ClaimedJob<DeliverNotificationPayload>): Promise<void> {
-  const row = await findNotification(deps.db, job.payload.notificationId);
+export async function deliverNotification(context: DeliveryContext, job: ClaimedJob<DeliverNotificationPayload>): Promise<'settled'> {
+  const { deps } = context;
+  const row = await findNotificationForDelivery(deps, job.payload.notificationId);
   if (!row || row.status !== 'pending') {
     await completeJob(deps.db, job);
-    return;
+    return 'settled';
   }
   const startedAt = deps.clock();
-  const prepared = await prepareAttempt(deps, row);
+  const prepared = await prepareAttempt(context, row);
   const result: AttemptResult = 'input' in prepared ? await deps.outbound.deliverAttempt(prepared.input) : { ok: false, latencyMs: 0, error: prepared.refused };
   const attempt = row.attempt_count + 1;
   const now = deps.clock();
@@ -55,36 +111,36 @@ export async function deliverNotification(deps: Deps, job: ClaimedJob<DeliverNot
           retryAfter: result.retryAfter,
           now: new Date(now),
         });
-  const nextAttemptAt = decision.kind === 'retry' ? decision.at.getTime() : null;
-
-  await deps.db.transaction().execute(async (tx) => {
-    await completeJob(tx, job);
-    await recordAttempt(
-      tx,
-      {
-        notification_id: row.id,
-        attempt,
-        started_at: startedAt,
-        url: 'input' in prepared ? prepared.input.url : prepared.url,
-        status_code: result.statusCode ?? null,
-        latency_ms: Math.round(result.latencyMs),
-        response_body: result.responseBody ?? null,
-        error: result.error ?? null,
-        outcome: decision.kind,
-      },
-      { status: decision.kind === 'retry' ? 'pending' : decision.kind, nextAttemptAt, now },
-    );
-    if (nextAttemptAt !== null) await enqueueDeliveries(tx, [row.id], { runAt: nextAttemptAt, now, wakeOtherProcesses: false });
+  const recorded = await context.log.settle({
+    job,
+    attempt: {
+      notification_id: row.id,
+      attempt,
+      started_at: startedAt,
+      url: 'input' in prepared ? prepared.input.url : prepared.url,
+      status_code: result.statusCode ?? null,
+      latency_ms: Math.round(result.latencyMs),
+      response_body: result.responseBody ?? null,
+      error: result.error ?? null,
+      outcome: decision.kind,
+    },
+    status: decision.kind === 'retry' ? 'pending' : decision.kind,
+    nextAttemptAt: decision.kind === 'retry' ? decision.at.getTime() : null,
+    now,
   });
-  deps.metrics.deliveryAttempts.inc({ event: row.event, outcome: decision.kind });
-  deps.metrics.deliveryLatency.observe({ event: row.event }, result.latencyMs / 1000);
+  if (recorded) {
+    deps.metrics.deliveryAttempts.inc({ event: row.event, outcome: decision.kind });
+    deps.metrics.deliveryLatency.observe({ event: row.event }, result.latencyMs / 1000);
+  }
+  return 'settled';
 }
 
 export function notificationJobHandlers(deps: Deps): JobHandlers {
+  const context: DeliveryContext = { deps, cache: new TargetCache(deps.clock), log: new AttemptLogWriter(deps.db) };
   return {
     [DELIVER_NOTIFICATION]: {
       mode: 'standalone',
-      handle: (job) => deliverNotification(deps, job as ClaimedJob<DeliverNotificationPayload>),
+      handle: (job) => deliverNotification(context, job as ClaimedJob<DeliverNotificationPayload>),
     },
   };
 }
