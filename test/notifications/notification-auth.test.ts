@@ -213,7 +213,8 @@ for (const dialect of testDialects()) {
         assert.equal(secondCalls[0]!.status, 204);
         const secondToken = bearerOf(secondCalls[0]!.request);
         assert.notEqual(secondToken, firstToken);
-        assert.equal((await as.verifyAccessToken(secondToken)).aud, as.audience);
+        // The receiver verified it when it arrived (the 204); its 2 s lifetime may be over by now.
+        assert.equal(decodeJwt(secondToken).aud, as.audience);
         await deleteSubscription(sub._id);
       } finally {
         await receiver.close();
