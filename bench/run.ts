@@ -2,11 +2,20 @@
 // measured against in this same run, and the ratio. Machines are shared and noisy: compare ratios.
 import { benchTokenEndpoint } from './token.js';
 import { benchIngest } from './ingest.js';
+import { benchDelivery } from './delivery.js';
+import { benchBacklog } from './backlog.js';
+import { benchScaleOut } from './scale-out.js';
 import type { BenchOptions, BenchRow } from './lib.js';
 
 type Entry = { name: string; run: (options: BenchOptions) => Promise<BenchRow[]> };
 
-const ENTRIES: Entry[] = [{ name: 'token', run: benchTokenEndpoint }, { name: 'ingest', run: benchIngest }];
+const ENTRIES: Entry[] = [
+  { name: 'token', run: benchTokenEndpoint },
+  { name: 'ingest', run: benchIngest },
+  { name: 'delivery', run: benchDelivery },
+  { name: 'backlog', run: benchBacklog },
+  { name: 'scale-out', run: benchScaleOut },
+]; 
 
 const args = process.argv.slice(2);
 const options: BenchOptions = { quick: args.includes('--quick'), postgresUrl: process.env.BENCH_POSTGRES_URL };

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describeLoad, freePort, load, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
 
 /**
- * Entry 1: the v2 token endpoint and an authenticated no-op route (GET /v2/me) against a bare
+ * Entry 1: the v2 token endpoint, an authenticated no-op (GET /v2/me) and GET /v2/subscriptions against a bare
  * Fastify hello-world measured in the same run. Goal: token endpoint ≥ 50 % of hello-world.
  */
 export async function benchTokenEndpoint(options: BenchOptions): Promise<BenchRow[]> {
@@ -23,9 +23,11 @@ export async function benchTokenEndpoint(options: BenchOptions): Promise<BenchRo
     });
     const bearer = await token(service.url, client_id, client_secret, 'subscriptions:read');
     const meResult = await load({ url: `${service.url}/v2/me`, headers: { authorization: `Bearer ${bearer}` }, duration });
+    const listResult = await load({ url: `${service.url}/v2/subscriptions`, headers: { authorization: `Bearer ${bearer}` }, duration });
     const rows: BenchRow[] = [
       { entry: 'POST /v2/oauth/token', figure: describeLoad(tokenResult), baseline: `hello-world ${describeLoad(baseline)}`, ratio: tokenResult.rps / baseline.rps, goal: '≥ 0.50', met: tokenResult.rps / baseline.rps >= 0.5 },
       { entry: 'GET /v2/me (bearer-verified no-op)', figure: describeLoad(meResult), baseline: `hello-world ${describeLoad(baseline)}`, ratio: meResult.rps / baseline.rps },
+      { entry: 'GET /v2/subscriptions (authenticated list)', figure: describeLoad(listResult), baseline: `hello-world ${describeLoad(baseline)}`, ratio: listResult.rps / baseline.rps, goal: '≥ 0.50', met: listResult.rps / baseline.rps >= 0.5 },
     ];
     return rows;
   } finally {
