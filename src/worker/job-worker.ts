@@ -83,7 +83,7 @@ class Wakeup {
 export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): JobWorker {
   const workerId = options.workerId ?? `w-${randomBytes(6).toString('hex')}`;
   const batchSize = options.batchSize ?? 256;
-  const concurrency = options.concurrency ?? 16;
+  const concurrency = options.concurrency ?? 64;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const gatherMs = options.gatherMs ?? 10;
   const log = deps.log.child({ component: 'job-worker', workerId });

@@ -4,6 +4,8 @@ import { recordAttempt, type NotificationAttemptRow } from '../../storage/reposi
 import type { NotificationStatus } from '../../storage/tables/index.js';
 import { enqueueDeliveries } from './schedule-delivery.js';
 
+const GATHER_MS = 5;
+
 export interface AttemptSettlement {
   job: ClaimedJob;
   attempt: NotificationAttemptRow;
@@ -34,8 +36,10 @@ export class AttemptLogWriter {
       this.#queue.push({ settlement, resolve, reject });
       if (!this.#flushing) {
         this.#flushing = true;
-        // Let attempts finishing in the same turn of the event loop join this batch.
-        setImmediate(() => void this.#drain());
+        // A commit blocks the event loop (SQLite), so nothing joins a batch while one is written:
+        // a 5 ms window lets the attempts finishing meanwhile share the next commit. It delays
+        // only the bookkeeping, not the call to the receiver.
+        setTimeout(() => void this.#drain(), GATHER_MS);
       }
     });
   }
