@@ -49,6 +49,18 @@ const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRou
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 
+/**
+ * The operations endpoints alone (/health/*, /metrics) for a `--role worker` process, so its
+ * delivery counters and liveness can be scraped like the API's (METRICS_PORT).
+ */
+export async function buildOpsApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({ loggerInstance: deps.log });
+  await app.register(errorsPlugin);
+  await healthRoutes(app as unknown as FastifyInstance, deps);
+  await metricsRoute(app as unknown as FastifyInstance, deps);
+  return app as unknown as FastifyInstance;
+}
+
 /** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({

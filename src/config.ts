@@ -21,6 +21,8 @@ export interface Config {
   logLevel: string;
   /** JOB_LEASE: how long a claimed job stays reserved for its worker; a crashed worker's jobs are retaken after it. */
   jobLeaseMs: number;
+  /** METRICS_PORT: a `--role worker` process serves /metrics and /health/* there (unset: none). */
+  metricsPort: number | undefined;
 }
 
 export class ConfigError extends Error {
@@ -108,6 +110,7 @@ export function loadConfig(env: Env = process.env): Config {
     mtlsKeyFile: read<string | undefined>('MTLS_KEY_FILE', undefined, (raw) => raw),
     mtlsCaFile: read<string | undefined>('MTLS_CA_FILE', undefined, (raw) => raw),
     jobLeaseMs: read('JOB_LEASE', 60_000, duration(100)),
+    metricsPort: read<number | undefined>('METRICS_PORT', undefined, integer(0, 65535)),
     logLevel: read('LOG_LEVEL', 'info', (raw) => {
       if (!LOG_LEVELS.includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}`);
       return raw;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.js';
+import { buildApp, buildOpsApp } from './app.js';
 import type { Config } from './config.js';
 import { createDeps, type Deps } from './deps.js';
 import { ensureOperator } from './domain/accounts/operator-bootstrap.js';
@@ -26,12 +26,13 @@ export interface RunningServer {
 
 export async function startServer(config: Config, role: Role = 'all'): Promise<RunningServer> {
   const deps = await createDeps(config);
-  const app = role === 'worker' ? undefined : await buildApp(deps);
+  const app =
+    role !== 'worker' ? await buildApp(deps) : config.metricsPort !== undefined ? await buildOpsApp(deps) : undefined;
   const operator = await ensureOperator(deps.db, config.dataDir, `${config.publicUrl}/v2/oauth/token`);
   if (operator.created) deps.log.info({ file: operator.credentialsFile }, 'created the operator account; its client credentials are in this file');
 
   let address: string | undefined;
-  if (app) address = await app.listen({ port: config.port, host: config.host });
+  if (app) address = await app.listen({ port: role === 'worker' ? config.metricsPort! : config.port, host: config.host });
   const tasks: BackgroundTask[] = [];
   if (role !== 'api') for (const start of BACKGROUND_TASKS) tasks.push(await start(deps, app));
 
