@@ -7,9 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { newId } from '../src/domain/ids.js';
 import { openStorage, type Storage } from '../src/storage/database.js';
-import { insertNotifications, type NotificationRow } from '../src/storage/repositories/notifications.js';
+import { insertNotifications, newNotificationRow, type NotificationRow } from '../src/storage/repositories/notifications.js';
 import { enqueueDeliveries } from '../src/worker/notifications/schedule-delivery.js';
 import { freePort, REWARDS_BIN, ROOT_DIR, startProcess, token, type Child } from './lib.js';
 
@@ -156,23 +155,7 @@ export async function preloadNotifications(storage: Storage, tenant: Tenant, cou
     for (let start = 0; start < count; start += 500) {
       const rows: NotificationRow[] = [];
       for (let i = start; i < Math.min(count, start + 500); i++) {
-        rows.push({
-          id: newId('msg', now),
-          account_id: tenant.accountId,
-          request_id: `req_${tag}_${i}`,
-          subscription_id: tenant.subscriptionId,
-          event: 'registered-requests',
-          url: tenant.callbackUrl,
-          payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }),
-          status: 'pending',
-          attempt_count: 0,
-          next_attempt_at: now,
-          last_status_code: null,
-          last_error: null,
-          created_at: now,
-          updated_at: now,
-          completed_at: null,
-        });
+        rows.push(newNotificationRow({ accountId: tenant.accountId, requestId: `req_${tag}_${i}`, subscriptionId: tenant.subscriptionId, event: 'registered-requests', url: tenant.callbackUrl, payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }) }, now));
       }
       await insertNotifications(tx, rows);
       await enqueueDeliveries(

@@ -4,9 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Agent, request } from 'undici';
 import autocannon from 'autocannon';
-import { newId } from '../src/domain/ids.js';
 import { openStorage, type Storage } from '../src/storage/database.js';
-import { insertNotifications, type NotificationRow } from '../src/storage/repositories/notifications.js';
+import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
 import { enqueueDeliveries } from '../src/worker/notifications/schedule-delivery.js';
 import { freePort, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow, type Child } from './lib.js';
 
@@ -180,23 +179,7 @@ async function setUpTenant(service: Awaited<ReturnType<typeof startRewards>>, re
 /** Commits `count` pending notifications and their delivery jobs, as the request pipeline would. */
 async function preload(storage: Storage, tenant: { accountId: string; subscriptionId: string; callbackUrl: string }, count: number): Promise<void> {
   const now = Date.now();
-  const rows: NotificationRow[] = Array.from({ length: count }, (_, i) => ({
-    id: newId('msg', now),
-    account_id: tenant.accountId,
-    request_id: `req_bench_${i}`,
-    subscription_id: tenant.subscriptionId,
-    event: 'registered-requests',
-    url: tenant.callbackUrl,
-    payload: JSON.stringify({ id: `req_bench_${i}`, rewardValue: 10 }),
-    status: 'pending',
-    attempt_count: 0,
-    next_attempt_at: now,
-    last_status_code: null,
-    last_error: null,
-    created_at: now,
-    updated_at: now,
-    completed_at: null,
-  }));
+  const rows = Array.from({ length: count }, (_, i) => newNotificationRow({ accountId: tenant.accountId, requestId: `req_bench_${i}`, subscriptionId: tenant.subscriptionId, event: 'registered-requests', url: tenant.callbackUrl, payload: JSON.stringify({ id: `req_bench_${i}`, rewardValue: 10 }) }, now));
   await storage.db.transaction().execute(async (tx) => {
     for (let i = 0; i < rows.length; i += 500) {
       const batch = rows.slice(i, i + 500);

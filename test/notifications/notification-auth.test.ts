@@ -7,7 +7,7 @@ import { startAuthorizationServer, type AuthorizationServer } from '../support/a
 import { testDialects } from '../support/databases.js';
 import { insertExperience } from '../support/experiences.js';
 import { eventually, verifyWebhook } from '../support/notifications.js';
-import { startHttpReceiver, startHttpsReceiver, type RecordedRequest, type Receiver, type Reply, type Responder } from '../support/receivers.js';
+import { startHttpReceiver, startHttpsReceiver, type RecordedRequest, type Reply, type Responder } from '../support/receivers.js';
 import { testPki, writePkiFiles, type TestPki } from '../support/test-pki.js';
 import { api, startTestApp, type TestApp } from '../support/test-app.js';
 

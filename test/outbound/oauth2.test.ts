@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { createOutbound, type Outbound, type OutboundConfig } from '../../src/worker/outbound/create-outbound.js';
+import { createOutbound, type OutboundConfig } from '../../src/worker/outbound/create-outbound.js';
 import type { OAuth2ClientCredentials } from '../../src/worker/outbound/callback-auth.js';
 import type { DeliveryAttemptInput } from '../../src/worker/outbound/deliver.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../support/authorization-server.js';

@@ -15,7 +15,7 @@ import {
 } from '../../domain/subscriptions/subscriptions-service.js';
 import type { SubscriptionBody } from '../../domain/subscriptions/types.js';
 import { ACCEPTED_EVENT_NAMES, normalizeEvent } from '../../domain/subscriptions/validation.js';
-import { badRequest, conflict, HttpProblem, notFound } from '../problem.js';
+import { badRequest, conflict, notFound } from '../problem.js';
 import {
   CreatedSubscriptionSchema,
   OperatorQuerySchema,

@@ -1,3 +1,4 @@
+import { newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
 import type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
 
@@ -64,4 +65,28 @@ export async function recordAttempt(
 /** A manual retry puts a finished notification back in the queue for one more attempt. */
 export async function markNotificationPending(db: Executor, id: string, at: number): Promise<void> {
   await db.updateTable('notifications').set({ status: 'pending', next_attempt_at: at, updated_at: at, completed_at: null }).where('id', '=', id).execute();
+}
+
+/** A new notification, pending and due now; its id (`msg_…`) becomes the `webhook-id`. */
+export function newNotificationRow(
+  input: { accountId: string; requestId: string; subscriptionId: string | null; event: NotificationsTable['event']; url: string; payload: string },
+  now: number,
+): NotificationsTable {
+  return {
+    id: newId('msg', now),
+    account_id: input.accountId,
+    request_id: input.requestId,
+    subscription_id: input.subscriptionId,
+    event: input.event,
+    url: input.url,
+    payload: input.payload,
+    status: 'pending',
+    attempt_count: 0,
+    next_attempt_at: now,
+    last_status_code: null,
+    last_error: null,
+    created_at: now,
+    updated_at: now,
+    completed_at: null,
+  };
 }

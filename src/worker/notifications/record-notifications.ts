@@ -1,9 +1,8 @@
 import type { Deps } from '../../deps.js';
-import { newId } from '../../domain/ids.js';
 import type { OutcomeRecorder, RequestOutcome } from '../../domain/requests/outcomes.js';
 import { routeNotification, type NotificationEvent } from '../../domain/notifications/routing.js';
 import type { Tx } from '../../storage/database.js';
-import { insertNotifications, type NotificationRow } from '../../storage/repositories/notifications.js';
+import { insertNotifications, newNotificationRow } from '../../storage/repositories/notifications.js';
 import { listSubscriptionsForEvent, type SubscriptionRoute } from '../../storage/repositories/subscriptions.js';
 import { enqueueDeliveries } from './schedule-delivery.js';
 
@@ -66,23 +65,19 @@ export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder
     const now = deps.clock();
     const urlOf = new Map(subscriptions.map((s) => [s.id, s.url]));
     const payload = JSON.stringify(outcome.payload);
-    const rows: NotificationRow[] = targets.map((target) => ({
-      id: newId('msg', now),
-      account_id: request.accountId,
-      request_id: request.id,
-      subscription_id: target.kind === 'subscription' ? target.subscriptionId : null,
-      event,
-      url: target.kind === 'subscription' ? (urlOf.get(target.subscriptionId) ?? '') : target.url,
-      payload,
-      status: 'pending',
-      attempt_count: 0,
-      next_attempt_at: now,
-      last_status_code: null,
-      last_error: null,
-      created_at: now,
-      updated_at: now,
-      completed_at: null,
-    }));
+    const rows = targets.map((target) =>
+      newNotificationRow(
+        {
+          accountId: request.accountId,
+          requestId: request.id,
+          subscriptionId: target.kind === 'subscription' ? target.subscriptionId : null,
+          event,
+          url: target.kind === 'subscription' ? (urlOf.get(target.subscriptionId) ?? '') : target.url,
+          payload,
+        },
+        now,
+      ),
+    );
     await insertNotifications(tx, rows);
     await enqueueDeliveries(tx, rows.map((row) => row.id), { now, wakeOtherProcesses: !notifiedTransactions.has(tx) });
     notifiedTransactions.add(tx);

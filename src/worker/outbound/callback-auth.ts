@@ -1,26 +1,12 @@
+// The subscription's own type: the outbound side takes exactly what subscriptions store.
+import type { CallbackAuthorization, OAuth2Credentials as OAuth2ClientCredentials } from '../../domain/subscriptions/types.js';
+
 /**
  * The authorization forms of a subscription's callback (seed "Authentication", PRODUCT.md §5),
  * with secrets already decrypted, turned into what one call needs: an Authorization header value
  * (or an OAuth2 client to fetch a token for) and whether the service certificate is presented.
  */
-
-export interface OAuth2ClientCredentials {
-  client_id: string;
-  client_secret: string;
-  /** Token endpoint URL. */
-  url: string;
-  audience?: string;
-}
-
-export interface CallbackAuthorization {
-  /** base64 `user:password`, optionally with the `Basic ` prefix. */
-  Basic?: string;
-  /** The token, optionally with the `Bearer ` prefix. */
-  Bearer?: string;
-  oauth2?: OAuth2ClientCredentials;
-  /** Present (even empty) = present the service's client certificate in the TLS handshake. */
-  mtls?: { twoFactor?: { oauth2?: OAuth2ClientCredentials } };
-}
+export type { CallbackAuthorization, OAuth2ClientCredentials };
 
 export type CallbackCredential =
   | { kind: 'none' }
