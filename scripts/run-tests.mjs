@@ -21,6 +21,21 @@ if (!process.env.TEST_POSTGRES_URL && wanted.includes('postgres')) {
   console.log('PostgreSQL tests SKIPPED: set TEST_POSTGRES_URL=postgres://user:pass@127.0.0.1:5432/db to run them (.ci/run does).');
 }
 
+/** Drops the per-test schemas (t_ + 12 hex) left by earlier or finished runs. */
+async function dropTestSchemas() {
+  if (!process.env.TEST_POSTGRES_URL || !dialects.includes('postgres')) return;
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: process.env.TEST_POSTGRES_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query("select nspname from pg_namespace where nspname ~ '^t_[0-9a-f]{12}$'");
+    for (const { nspname } of rows) await client.query(`drop schema if exists ${nspname} cascade`);
+  } finally {
+    await client.end();
+  }
+}
+
+await dropTestSchemas();
 const result = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, ...files],
@@ -29,4 +44,5 @@ const result = spawnSync(
 if (!process.env.TEST_POSTGRES_URL && wanted.includes('postgres')) {
   console.log('\nNote: PostgreSQL tests were SKIPPED (TEST_POSTGRES_URL not set); only SQLite was tested.');
 }
+await dropTestSchemas();
 process.exit(result.status ?? 1);
