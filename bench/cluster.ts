@@ -121,7 +121,8 @@ export async function waitForReceiverCount(receiverUrl: string, count: number, w
   }
 }
 
-async function call(url: string, method: string, path: string, bearer: string, body?: unknown): Promise<any> {
+/** One JSON call to the service with a bearer token; throws on a non-2xx answer. */
+export async function call(url: string, method: string, path: string, bearer: string, body?: unknown): Promise<any> {
   const response = await fetch(`${url}${path}`, {
     method,
     headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },

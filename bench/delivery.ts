@@ -7,6 +7,7 @@ import autocannon from 'autocannon';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
 import { enqueueDeliveries } from '../src/worker/notifications/schedule-delivery.js';
+import { call } from './cluster.js';
 import { freePort, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow, type Child } from './lib.js';
 
 /**
@@ -150,29 +151,19 @@ const sqliteBackend: Backend = {
   cleanup: async () => {},
 };
 
-async function api(url: string, method: string, path: string, bearer: string, body?: unknown): Promise<any> {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
 
 /** An account with a client, an unlimited experience and one registered-request subscription to the receiver. */
 async function setUpTenant(service: Awaited<ReturnType<typeof startRewards>>, receiverUrl: string) {
   const admin = await token(service.url, service.operator.client_id, service.operator.client_secret, 'admin');
-  const account = await api(service.url, 'POST', '/v2/admin/accounts', admin, { name: `bench-${randomBytes(3).toString('hex')}` });
-  const client = await api(service.url, 'POST', `/v2/admin/accounts/${account.id}/clients`, admin, {});
-  await api(service.url, 'POST', `/v2/admin/experiences?accountId=${account.id}`, admin, {
+  const account = await call(service.url, 'POST', '/v2/admin/accounts', admin, { name: `bench-${randomBytes(3).toString('hex')}` });
+  const client = await call(service.url, 'POST', `/v2/admin/accounts/${account.id}/clients`, admin, {});
+  await call(service.url, 'POST', `/v2/admin/experiences?accountId=${account.id}`, admin, {
     name: 'bench',
     title: 'Benchmark',
     prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }],
   });
   const bearer = await token(service.url, client.client_id, client.client_secret, client.scopes);
-  const subscription = await api(service.url, 'POST', '/v2/subscriptions', bearer, { event: 'registered-request', callback: { url: `${receiverUrl}/hook` } });
+  const subscription = await call(service.url, 'POST', '/v2/subscriptions', bearer, { event: 'registered-request', callback: { url: `${receiverUrl}/hook` } });
   return { accountId: account.id as string, bearer, subscriptionId: subscription._id as string, callbackUrl: `${receiverUrl}/hook` };
 }
 

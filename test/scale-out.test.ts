@@ -10,6 +10,7 @@ import { childEnvironment, runCli, startChildService, type ChildService } from '
 import { testDialects } from './support/databases.js';
 import { eventually, verifyWebhook } from './support/notifications.js';
 import { api } from './support/test-app.js';
+import { sendRequests } from './support/requests.js';
 
 /**
  * Scale-out on PostgreSQL with the real binary: one `rewards serve --role api` and three
@@ -161,21 +162,6 @@ function checkCalls(tenant: Tenant, calls: Call[], requestIds: string[]): { repe
   return { repeats };
 }
 
-/** POSTs `count` requests, `parallel` at a time; returns their ids. */
-async function sendRequests(url: string, token: string, count: number, parallel = 50): Promise<string[]> {
-  const ids: string[] = [];
-  let next = 0;
-  const sender = async () => {
-    while (next < count) {
-      next += 1;
-      const response = await api(url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } });
-      assert.equal(response.status, 202, JSON.stringify(response.body));
-      ids.push(response.body.id);
-    }
-  };
-  await Promise.all(Array.from({ length: parallel }, sender));
-  return ids;
-}
 
 const dialectAvailable = testDialects().includes('postgres');
 

@@ -8,6 +8,7 @@ import { testDialects, type TestDialect } from '../support/databases.js';
 import { eventually, verifyWebhook } from '../support/notifications.js';
 import { startHttpReceiver, type Receiver } from '../support/receivers.js';
 import { api } from '../support/test-app.js';
+import { sendRequests } from '../support/requests.js';
 
 /**
  * Crash safety of the delivery engine, with the real `rewards serve` binary as a child process:
@@ -120,21 +121,6 @@ async function prepare(dialect: TestDialect): Promise<Scenario> {
   }
 }
 
-/** POSTs `count` requests, 16 at a time; returns their ids. */
-async function sendRequests(url: string, token: string, count: number): Promise<string[]> {
-  const ids: string[] = [];
-  let next = 0;
-  const sender = async () => {
-    while (next < count) {
-      next += 1;
-      const response = await api(url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } });
-      assert.equal(response.status, 202, JSON.stringify(response.body));
-      ids.push(response.body.id);
-    }
-  };
-  await Promise.all(Array.from({ length: 16 }, sender));
-  return ids;
-}
 
 /**
  * Checks what the receiver got: every (request, event) pair at least once, every webhook-id always

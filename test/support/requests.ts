@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import assert from 'node:assert/strict';
 import { api } from './test-app.js';
 
 /**
@@ -25,4 +26,20 @@ export async function eventually<T>(check: () => Promise<T | undefined>, what: s
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
+}
+
+/** POSTs `count` reward requests for the `summer` experience, `parallel` at a time; returns their ids. */
+export async function sendRequests(url: string, token: string, count: number, parallel = 16): Promise<string[]> {
+  const ids: string[] = [];
+  let next = 0;
+  const sender = async () => {
+    while (next < count) {
+      next += 1;
+      const response = await api(url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } });
+      assert.equal(response.status, 202, JSON.stringify(response.body));
+      ids.push(response.body.id);
+    }
+  };
+  await Promise.all(Array.from({ length: parallel }, sender));
+  return ids;
 }
