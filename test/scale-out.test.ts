@@ -302,6 +302,9 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     const inFlightAtKill = new Set(receiver.calls.filter((c) => c.pid === victimPid).map((c) => String(c.headers['webhook-id'])));
     victim.process.kill('SIGKILL');
     await victim.exited;
+    // Calls the victim sent just before dying may no longer be traceable to its (closed) sockets.
+    await sleep(200);
+    const callsAtKill = receiver.calls.length;
     workerPids = survivors.map((w) => w.process.pid!);
     receiver.open();
     t.diagnostic(`killed worker pid ${victimPid} with ${inFlightAtKill.size} unanswered deliveries; ${receiver.calls.length} calls so far`);
@@ -318,8 +321,9 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
       const retaken = receiver.calls.filter((c) => c.headers['webhook-id'] === webhookId && c.pid !== undefined && survivorPids.has(c.pid));
       assert.ok(retaken.length > 0, `${webhookId}, in flight at the killed worker, was never sent by another worker`);
     }
-    // Nothing was sent by the dead worker after its death (its calls all predate the kill).
-    assert.equal(receiver.calls.filter((c) => c.pid === undefined).length, 0, 'every call was sent by a worker process');
+    // After the kill every call comes from a surviving worker process.
+    const later = receiver.calls.slice(callsAtKill);
+    assert.equal(later.filter((c) => c.pid === undefined || !survivorPids.has(c.pid)).length, 0, 'every call after the kill was sent by a surviving worker');
 
     await stopGracefully(survivors);
     await sleep(0);
