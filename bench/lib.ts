@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { unusedPort } from '../test/support/receivers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
@@ -32,16 +32,8 @@ export interface BenchRow {
 const ROOT = new URL('..', import.meta.url).pathname;
 export const REWARDS_BIN = join(ROOT, 'bin/rewards.js');
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
+/** A free loopback port (the one helper shared by tests and benchmarks). */
+export const freePort = unusedPort;
 
 export interface Child {
   process: ChildProcess;

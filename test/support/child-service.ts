@@ -1,23 +1,15 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { unusedPort } from './receivers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createPostgresSchema, postgresUrlWithSchema, type TestDialect } from './databases.js';
 
 const BIN = new URL('../../bin/rewards.js', import.meta.url).pathname;
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
+/** A free loopback port (the one helper shared by tests and benchmarks). */
+export const freePort = unusedPort;
 
 /** Environment for running the real `rewards` binary against a fresh database. */
 export async function childEnvironment(dialect: TestDialect): Promise<{ env: Record<string, string>; dataDir: string; cleanup(): Promise<void> }> {

@@ -17,17 +17,6 @@ export async function waitForStatus(base: string, token: string, id: string, sta
   }
 }
 
-/** Polls `check` until it returns a value other than undefined. */
-export async function eventually<T>(check: () => Promise<T | undefined>, what: string, deadlineMs = 60_000): Promise<T> {
-  const until = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 /** POSTs `count` reward requests for the `summer` experience, `parallel` at a time; returns their ids. */
 export async function sendRequests(url: string, token: string, count: number, parallel = 16): Promise<string[]> {
   const ids: string[] = [];

@@ -8,7 +8,7 @@ import type { JobHandlers } from '../../src/worker/job-handlers.js';
 import { startJobWorker, type JobWorkerOptions } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
 import { insertExperience, prizeStock } from '../support/experiences.js';
-import { eventually } from '../support/requests.js';
+import { eventually } from '../support/notifications.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
 for (const dialect of testDialects()) {
@@ -81,7 +81,7 @@ for (const dialect of testDialects()) {
       await sleep(50); // let the loop reach its idle wait
       await enqueueJob(t.deps.db, { kind: 'take', payload: 1 });
       signalJobsEnqueued(t.deps.db);
-      await eventually(async () => ((await stock()) === 999 ? true : undefined), 'the woken worker');
+      await eventually(async () => ((await stock()) === 999 ? true : undefined), 60_000, 'the woken worker');
       await w.stop();
     });
 
@@ -106,7 +106,7 @@ for (const dialect of testDialects()) {
       ]);
       signalJobsEnqueued(t.deps.db);
       const w = worker(handlers, { pollIntervalMs: HOUR, concurrency: 4 });
-      await eventually(async () => (seen.length === 3 ? true : undefined), 'all three to start');
+      await eventually(async () => (seen.length === 3 ? true : undefined), 60_000, 'all three to start');
       let stopped = false;
       const stopping = w.stop().then(() => (stopped = true));
       await sleep(50);
@@ -151,7 +151,7 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       const w = start(t.deps.storage, handlers(), { pollIntervalMs: 3_600_000 });
       await sleep(300); // LISTEN is established
       await enqueueJob(other.db, { kind: 'take', payload: 1 }); // another pool: no in-process signal
-      await eventually(async () => ((await prizeStock(t.deps.db, experienceId, 'p')) === 9 ? true : undefined), 'the NOTIFY wake-up');
+      await eventually(async () => ((await prizeStock(t.deps.db, experienceId, 'p')) === 9 ? true : undefined), 60_000, 'the NOTIFY wake-up');
       await w.stop();
     });
 

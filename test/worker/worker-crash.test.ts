@@ -7,7 +7,7 @@ import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import { childEnvironment, startChildService, type ChildService } from '../support/child-service.js';
 import { testDialects } from '../support/databases.js';
 import { insertExperience } from '../support/experiences.js';
-import { eventually } from '../support/requests.js';
+import { eventually } from '../support/notifications.js';
 
 const STOCK = 1_000_000;
 
@@ -69,7 +69,7 @@ for (const dialect of testDialects()) {
       const posters = Array.from({ length: 32 }, poster);
       const processedCount = async () =>
         Number((await storage.db.selectFrom('requests').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'processed').executeTakeFirstOrThrow()).n);
-      await eventually(async () => ((await processedCount()) >= 100 ? true : undefined), 'the worker to process some requests');
+      await eventually(async () => ((await processedCount()) >= 100 ? true : undefined), 60_000, 'the worker to process some requests');
       service.process.kill('SIGKILL');
       killed = true;
       await service.exited;
@@ -84,7 +84,7 @@ for (const dialect of testDialects()) {
         const pending = await storage.db.selectFrom('jobs').select('id').execute();
         const open = await storage.db.selectFrom('requests').select('id').where('status', '!=', 'processed').execute();
         return pending.length === 0 && open.length === 0 ? true : undefined;
-      }, 'every job to finish after the restart');
+      }, 60_000, 'every job to finish after the restart');
       service.process.kill('SIGTERM');
       assert.equal(await service.exited, 0);
       service = undefined;
