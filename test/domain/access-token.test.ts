@@ -44,4 +44,24 @@ describe('AccessTokens verification cache', () => {
     const last = token.at(-2) === 'A' ? 'B' : 'A';
     await assert.rejects(tokens.verify(`${token.slice(0, -2)}${last}${token.at(-1)}`), InvalidTokenError);
   });
+
+  it('the same grant within one second gets the same token; a new second, key, scope or client a new one', async () => {
+    const tokens = new AccessTokens(keys, 'https://issuer.test', 60_000, clock);
+    now = Math.ceil(now / 1000) * 1000;
+    const grant = { clientId: 'c', accountId: 'a', scopes: ['requests:read'] };
+    const first = await tokens.issue(grant);
+    assert.equal(await tokens.issue({ ...grant }), first);
+    assert.notEqual(await tokens.issue({ ...grant, scopes: ['requests:read', 'requests:write'] }), first);
+    assert.notEqual(await tokens.issue({ ...grant, clientId: 'd' }), first);
+    now += 999;
+    assert.equal(await tokens.issue(grant), first, 'same second');
+    now += 1;
+    const next = await tokens.issue(grant);
+    assert.notEqual(next, first);
+    await keys.rotate(60_000);
+    const rotated = await tokens.issue(grant);
+    assert.notEqual(rotated, next);
+    const kid = (t: string) => JSON.parse(Buffer.from(t.split('.')[0]!, 'base64url').toString()).kid;
+    assert.notEqual(kid(rotated), kid(next));
+  });
 });

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Prefix that makes a leaked secret recognisable to secret scanners and people. */
 export const CLIENT_SECRET_PREFIX = 'rrs_cs_';
@@ -8,14 +8,17 @@ export function generateClientSecret(): string {
   return CLIENT_SECRET_PREFIX + randomBytes(32).toString('base64url');
 }
 
-/** Secrets are high-entropy, so a plain SHA-256 is enough (no password stretching needed). */
+/**
+ * Secrets are high-entropy, so a plain SHA-256 is enough (no password stretching needed). The
+ * one-shot `hash` is 2.5× faster than a Hash object, and this runs on every token request.
+ */
 export function hashClientSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export function secretMatches(secret: string, storedHash: string | null): boolean {
   if (!storedHash) return false;
-  const candidate = Buffer.from(hashClientSecret(secret), 'hex');
+  const candidate = hash('sha256', secret, 'buffer');
   const stored = Buffer.from(storedHash, 'hex');
   return candidate.length === stored.length && timingSafeEqual(candidate, stored);
 }

@@ -1,5 +1,6 @@
 import type { Executor } from '../database.js';
 import type { OAuthClientsTable } from '../tables/index.js';
+import { precompiled } from '../precompiled.js';
 import { newId } from '../../domain/ids.js';
 import { hashClientSecret } from '../../domain/tokens/client-secret.js';
 
@@ -49,18 +50,21 @@ export async function insertOAuthClient(
   return toOAuthClient(row);
 }
 
+const clientForAuthentication = precompiled((db, clientId: string) =>
+  db
+    .selectFrom('oauth_clients')
+    .innerJoin('accounts', 'accounts.id', 'oauth_clients.account_id')
+    .selectAll('oauth_clients')
+    .select('accounts.active as account_active')
+    .where('oauth_clients.client_id', '=', clientId),
+);
+
 /** Looks up the client together with its account's state, in one query (token endpoint hot path). */
 export async function findClientForAuthentication(
   db: Executor,
   clientId: string,
 ): Promise<(OAuthClient & { accountActive: boolean }) | undefined> {
-  const row = await db
-    .selectFrom('oauth_clients')
-    .innerJoin('accounts', 'accounts.id', 'oauth_clients.account_id')
-    .selectAll('oauth_clients')
-    .select('accounts.active as account_active')
-    .where('oauth_clients.client_id', '=', clientId)
-    .executeTakeFirst();
+  const [row] = await clientForAuthentication(db, clientId);
   if (!row) return undefined;
   return { ...toOAuthClient(row), accountActive: Boolean(row.account_active) };
 }
