@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Executor } from '../database.js';
+import type { Db, Executor } from '../database.js';
+import { precompiled } from '../precompiled.js';
 import { isPostgres } from '../migrations/types.js';
 import type { SubscriptionsTable } from '../tables/index.js';
 
@@ -25,12 +26,20 @@ export async function findSubscriptionById(db: Executor, id: string): Promise<Su
   return db.selectFrom('subscriptions').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** The account's subscriptions, oldest first (ids sort by creation time). */
-export async function listSubscriptionRows(db: Executor, accountId: string, filter: SubscriptionRowFilter = {}): Promise<SubscriptionRow[]> {
+function listQuery(db: Db, accountId: string, active: boolean | undefined) {
   let query = db.selectFrom('subscriptions').selectAll().where('account_id', '=', accountId);
-  if (filter.event !== undefined) query = query.where('event', '=', filter.event);
-  if (filter.active !== undefined) query = query.where('active', '=', filter.active ? 1 : 0);
-  return query.orderBy('created_at').orderBy('id').execute();
+  if (active !== undefined) query = query.where('active', '=', active ? 1 : 0);
+  return query.orderBy('created_at').orderBy('id');
+}
+const ACTIVE_FILTERS = [undefined, true, false] as const;
+const listAll = new Map(ACTIVE_FILTERS.map((active) => [active, precompiled((db, accountId: string) => listQuery(db, accountId, active))]));
+const listForEvent = new Map(
+  ACTIVE_FILTERS.map((active) => [active, precompiled((db, accountId: string, event: string) => listQuery(db, accountId, active).where('event', '=', event))]),
+);
+
+/** The account's subscriptions, oldest first (ids sort by creation time); precompiled, a hot read. */
+export async function listSubscriptionRows(db: Executor, accountId: string, filter: SubscriptionRowFilter = {}): Promise<SubscriptionRow[]> {
+  return filter.event === undefined ? listAll.get(filter.active)!(db, accountId) : listForEvent.get(filter.active)!(db, accountId, filter.event);
 }
 
 export async function countSubscriptions(db: Executor, accountId: string): Promise<number> {
