@@ -3,12 +3,11 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Agent, request } from 'undici';
-import autocannon from 'autocannon';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
 import { enqueueDeliveries } from '../src/worker/notifications/schedule-delivery.js';
 import { call } from './cluster.js';
-import { freePort, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow, type Child } from './lib.js';
+import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow, type Child } from './lib.js';
 
 /**
  * Entry 5: the notification delivery engine.
@@ -98,17 +97,16 @@ async function latencyPhase(serviceUrl: string, receiverUrl: string, storage: St
   }
   await reset(receiverUrl);
   const startedAt = Date.now();
-  const load = await autocannon({
+  const load = await pacedLoad({
     url: `${serviceUrl}/v2/requests`,
     method: 'POST',
     headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
     body: JSON.stringify({ experience: 'bench', event: 'purchase' }),
-    connections: 16,
-    overallRate: rate,
-    duration: seconds,
+    rate,
+    seconds,
   });
-  if (load.non2xx > 0 || load.errors > 0) throw new Error(`latency load: ${load.non2xx} non-2xx, ${load.errors} errors`);
-  await waitForCount(receiverUrl, load['2xx'], `${what} latency at ${rate}/s`);
+  if (load.failed > 0) throw new Error(`latency load: ${load.failed} of ${load.sent} requests failed`);
+  await waitForCount(receiverUrl, load.ok, `${what} latency at ${rate}/s`);
   const arrivals = new Map(await get<[string, number][]>(`${receiverUrl}/arrivals`));
   const created = await storage.db.selectFrom('notifications').select(['id', 'created_at']).where('created_at', '>=', startedAt).execute();
   const latencies = created.flatMap((row) => (arrivals.has(row.id) ? [arrivals.get(row.id)! - Number(row.created_at)] : [])).sort((a, b) => a - b);

@@ -5,6 +5,7 @@ import { unusedPort } from '../test/support/receivers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { Pool } from 'undici';
 
 export interface BenchOptions {
   quick: boolean;
@@ -93,6 +94,43 @@ export async function load(options: autocannon.Options): Promise<LoadResult> {
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
   };
+}
+
+/**
+ * Open-loop load at a steady rate: request i is sent at start + i/rate, whether or not earlier
+ * ones were answered, so a slow service shows up as latency rather than as a lower send rate.
+ * (autocannon's `overallRate` sends each second's quota back to back at the start of the second:
+ * bursts of `rate` requests, which measures burst queueing, not latency at that rate.)
+ */
+export async function pacedLoad(options: { url: string; method: 'POST' | 'GET'; headers: Record<string, string>; body?: string; rate: number; seconds: number; connections?: number }): Promise<{ sent: number; ok: number; failed: number }> {
+  const target = new URL(options.url);
+  const pool = new Pool(target.origin, { connections: options.connections ?? 64, pipelining: 1, keepAliveTimeout: 10_000 });
+  const total = Math.round(options.rate * options.seconds);
+  const calls: Promise<void>[] = [];
+  let ok = 0;
+  let failed = 0;
+  const started = performance.now();
+  for (let sent = 0; sent < total; ) {
+    const due = Math.min(total, Math.floor(((performance.now() - started) * options.rate) / 1000) + 1);
+    for (; sent < due; sent++) {
+      calls.push(
+        pool
+          .request({ path: target.pathname + target.search, method: options.method, headers: options.headers, body: options.body })
+          .then(async (response) => {
+            await response.body.dump();
+            if (response.statusCode >= 200 && response.statusCode < 300) ok += 1;
+            else failed += 1;
+          })
+          .catch(() => {
+            failed += 1;
+          }),
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  await Promise.all(calls);
+  await pool.close();
+  return { sent: total, ok, failed };
 }
 
 export function describeLoad(result: LoadResult): string {

@@ -22,10 +22,13 @@ const options: BenchOptions = { quick: args.includes('--quick'), postgresUrl: pr
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1]?.split(',') : undefined;
 
 const rows: BenchRow[] = [];
+const suiteStarted = performance.now();
 for (const entry of ENTRIES) {
   if (only && !only.includes(entry.name)) continue;
   process.stderr.write(`running ${entry.name}…\n`);
+  const started = performance.now();
   const produced = await entry.run(options);
+  process.stderr.write(`${entry.name} took ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
   for (const row of produced) {
     rows.push(row);
     const goal = row.goal ? ` goal ${row.goal} ${row.met ? 'MET' : 'MISSED'}` : '';
@@ -34,4 +37,5 @@ for (const entry of ENTRIES) {
 }
 console.log('\n| entry | figure | baseline | ratio | goal |\n|---|---|---|---|---|');
 for (const row of rows) console.log(`| ${row.entry} | ${row.figure} | ${row.baseline} | ${row.ratio.toFixed(2)} | ${row.goal ? `${row.goal} ${row.met ? '✅' : '❌'}` : ''} |`);
+console.log(`\nwhole suite: ${((performance.now() - suiteStarted) / 1000).toFixed(0)} s`);
 process.exit(0);
