@@ -151,7 +151,7 @@ const sqliteBackend: Backend = {
 
 
 /** An account with a client, an unlimited experience and one registered-request subscription to the receiver. */
-async function setUpTenant(service: Awaited<ReturnType<typeof startRewards>>, receiverUrl: string) {
+export async function setUpTenant(service: Awaited<ReturnType<typeof startRewards>>, receiverUrl: string) {
   const admin = await token(service.url, service.operator.client_id, service.operator.client_secret, 'admin');
   const account = await call(service.url, 'POST', '/v2/admin/accounts', admin, { name: `bench-${randomBytes(3).toString('hex')}` });
   const client = await call(service.url, 'POST', `/v2/admin/accounts/${account.id}/clients`, admin, {});
@@ -166,7 +166,7 @@ async function setUpTenant(service: Awaited<ReturnType<typeof startRewards>>, re
 }
 
 /** Commits `count` pending notifications and their delivery jobs, as the request pipeline would. */
-async function preload(storage: Storage, tenant: { accountId: string; subscriptionId: string; callbackUrl: string }, count: number): Promise<void> {
+export async function preload(storage: Storage, tenant: { accountId: string; subscriptionId: string; callbackUrl: string }, count: number): Promise<void> {
   const now = Date.now();
   const rows = Array.from({ length: count }, (_, i) => newNotificationRow({ accountId: tenant.accountId, requestId: `req_bench_${i}`, subscriptionId: tenant.subscriptionId, event: 'registered-requests', url: tenant.callbackUrl, payload: JSON.stringify({ id: `req_bench_${i}`, rewardValue: 10 }) }, now));
   await storage.db.transaction().execute(async (tx) => {

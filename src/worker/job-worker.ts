@@ -14,6 +14,7 @@ import {
   onJobsEnqueued,
   type ClaimedJob,
 } from '../storage/queue/index.js';
+import { lightTransaction } from '../storage/light-transaction.js';
 import type { JobContext, JobHandlers, StandaloneJobHandler, TransactionalJobHandler } from './job-handlers.js';
 
 export interface JobWorkerDeps {
@@ -94,8 +95,9 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
       .map(([kind]) => kind);
   const transactionalKinds = kindsOf('transactional');
   const standaloneKinds = kindsOf('standalone');
+  // A lease lost in a power failure only lets the job run again: no need to wait for the disk.
   const claim = (kinds: string[], limit: number) =>
-    claimDueJobs(deps.db, { workerId, kinds, limit, leaseMs: options.leaseMs, now: Date.now() });
+    lightTransaction(deps.db, (tx) => claimDueJobs(tx, { workerId, kinds, limit, leaseMs: options.leaseMs, now: Date.now() }));
 
   /** Records a failed attempt; after the last one the handler's onExhausted runs in the same transaction. */
   async function recordFailure(job: ClaimedJob, error: unknown): Promise<void> {
@@ -168,7 +170,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
    */
   const heartbeat = setInterval(() => {
     if (runningJobs.size === 0) return;
-    extendJobLeases(deps.db, [...runningJobs.values()], Date.now() + options.leaseMs).catch((error) =>
+    lightTransaction(deps.db, (tx) => extendJobLeases(tx, [...runningJobs.values()], Date.now() + options.leaseMs)).catch((error) =>
       log.warn({ err: error }, 'could not renew job leases'),
     );
   }, Math.max(50, Math.floor(options.leaseMs / 3)));

@@ -1,6 +1,7 @@
 import type { Db } from '../../storage/database.js';
+import { lightTransaction } from '../../storage/light-transaction.js';
 import type { ClaimedJob } from '../../storage/queue/index.js';
-import { recordAttempt, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
+import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../storage/tables/index.js';
 import { enqueueDeliveries } from './schedule-delivery.js';
 
@@ -48,17 +49,19 @@ export class AttemptLogWriter {
     while (this.#queue.length > 0) {
       const batch = this.#queue.splice(0, this.maxBatch);
       try {
-        const held = await this.db.transaction().execute(async (tx) => {
+        const held = await lightTransaction(this.db, async (tx) => {
           const deleted = await tx
             .deleteFrom('jobs')
             .where((eb) => eb.or(batch.map(({ settlement: { job } }) => eb.and([eb('id', '=', job.id), eb('locked_by', '=', job.lease)]))))
             .returning('id')
             .execute();
           const heldIds = new Set(deleted.map((row) => row.id));
+          const recorded = batch.map((entry) => entry.settlement).filter((settlement) => heldIds.has(settlement.job.id));
+          // One time for the whole group commit, so that the same outcome is one UPDATE.
+          const now = Math.max(...recorded.map((settlement) => settlement.now));
+          await recordAttempts(tx, recorded.map((settlement) => ({ ...settlement, now })));
           const retries = new Map<number, string[]>();
-          for (const { settlement } of batch) {
-            if (!heldIds.has(settlement.job.id)) continue;
-            await recordAttempt(tx, settlement.attempt, { status: settlement.status, nextAttemptAt: settlement.nextAttemptAt, now: settlement.now });
+          for (const settlement of recorded) {
             if (settlement.nextAttemptAt !== null) {
               retries.set(settlement.nextAttemptAt, [...(retries.get(settlement.nextAttemptAt) ?? []), settlement.attempt.notification_id]);
             }

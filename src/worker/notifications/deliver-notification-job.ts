@@ -37,19 +37,51 @@ class TargetCache {
 
 type NotificationWithSubscription = NotificationRow & { subscription_updated_at: number | null };
 
-/** The notification and, in the same query, when its subscription last changed (the cache key). */
-function findNotificationForDelivery(deps: Deps, id: string): Promise<NotificationWithSubscription | undefined> {
-  return deps.db
-    .selectFrom('notifications')
-    .leftJoin('subscriptions', 'subscriptions.id', 'notifications.subscription_id')
-    .selectAll('notifications')
-    .select('subscriptions.updated_at as subscription_updated_at')
-    .where('notifications.id', '=', id)
-    .executeTakeFirst();
+/**
+ * The notification and, in the same query, when its subscription last changed (the cache key).
+ * The worker starts every job of a claim in the same tick, so lookups made within one tick are
+ * answered by one `in (…)` query: one read per claim instead of one per delivery.
+ */
+class NotificationLoader {
+  #waiting = new Map<string, Array<{ resolve: (row: NotificationWithSubscription | undefined) => void; reject: (error: unknown) => void }>>();
+
+  constructor(private readonly db: Deps['db']) {}
+
+  load(id: string): Promise<NotificationWithSubscription | undefined> {
+    return new Promise((resolve, reject) => {
+      if (this.#waiting.size === 0) queueMicrotask(() => void this.#flush());
+      this.#waiting.set(id, [...(this.#waiting.get(id) ?? []), { resolve, reject }]);
+    });
+  }
+
+  async #flush(): Promise<void> {
+    const waiting = this.#waiting;
+    this.#waiting = new Map();
+    const ids = [...waiting.keys()];
+    try {
+      const rows: NotificationWithSubscription[] = [];
+      for (let i = 0; i < ids.length; i += 500) {
+        rows.push(
+          ...(await this.db
+            .selectFrom('notifications')
+            .leftJoin('subscriptions', 'subscriptions.id', 'notifications.subscription_id')
+            .selectAll('notifications')
+            .select('subscriptions.updated_at as subscription_updated_at')
+            .where('notifications.id', 'in', ids.slice(i, i + 500))
+            .execute()),
+        );
+      }
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      for (const [id, callers] of waiting) for (const { resolve } of callers) resolve(byId.get(id));
+    } catch (error) {
+      for (const callers of waiting.values()) for (const { reject } of callers) reject(error);
+    }
+  }
 }
 
 interface DeliveryContext {
   deps: Deps;
+  notifications: NotificationLoader;
   cache: TargetCache;
   log: AttemptLogWriter;
 }
@@ -90,7 +122,7 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
  */
 export async function deliverNotification(context: DeliveryContext, job: ClaimedJob<DeliverNotificationPayload>): Promise<'settled'> {
   const { deps } = context;
-  const row = await findNotificationForDelivery(deps, job.payload.notificationId);
+  const row = await context.notifications.load(job.payload.notificationId);
   if (!row || row.status !== 'pending') {
     await completeJob(deps.db, job);
     return 'settled';
@@ -136,7 +168,7 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
 }
 
 export function notificationJobHandlers(deps: Deps): JobHandlers {
-  const context: DeliveryContext = { deps, cache: new TargetCache(deps.clock), log: new AttemptLogWriter(deps.db) };
+  const context: DeliveryContext = { deps, notifications: new NotificationLoader(deps.db), cache: new TargetCache(deps.clock), log: new AttemptLogWriter(deps.db) };
   return {
     [DELIVER_NOTIFICATION]: {
       mode: 'standalone',
