@@ -196,7 +196,7 @@ async function benchBackend(backend: Backend, receiver: Child, options: BenchOpt
     const baselineRate = perSecond(baseline.stats);
 
     // (b) latency at a steady rate: every request produces one registered-requests notification.
-    const seconds = options.quick ? 4 : 10;
+    const seconds = options.quick ? 2 : 10;
     const atRate = await latencyPhase(service.url, receiver.url, storage, tenant.bearer, RATE, seconds, backend.name);
     // The same at a rate far below the throughput: shows the floor without queueing.
     const light = await latencyPhase(service.url, receiver.url, storage, tenant.bearer, LIGHT_RATE, options.quick ? 2 : 5, backend.name);
@@ -243,7 +243,7 @@ async function benchBackend(backend: Backend, receiver: Child, options: BenchOpt
 }
 
 export async function benchDelivery(options: BenchOptions): Promise<BenchRow[]> {
-  const count = options.quick ? 3000 : 20_000;
+  const count = options.quick ? 2000 : 20_000;
   const receiver = await startProcess(['--import', 'tsx', join(ROOT_DIR, 'bench/servers/receiver.ts')], {}, '/stats', await freePort());
   try {
     // Warm the receiver (JIT, keep-alive sockets), then the baseline.

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { openStorage, type Storage } from '../src/storage/database.js';
-import { describeLoad, load, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
+import { describeLoad, load, loadSeconds, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
 
 const INGEST_GOAL_RPS = 5_000;
 
@@ -32,7 +32,7 @@ async function countByStatus(storage: Storage): Promise<{ total: number; process
 }
 
 async function benchOneDatabase(label: string, env: Record<string, string>, storageUrl: (dataDir: string) => string, options: BenchOptions): Promise<BenchRow[]> {
-  const duration = options.quick ? 3 : 10;
+  const duration = loadSeconds(options);
   const service = await startRewards(env);
   const storage = openStorage(storageUrl(service.dataDir));
   try {
@@ -87,8 +87,8 @@ async function benchIngestOnly(options: BenchOptions): Promise<BenchRow> {
     const experience = await insertBenchExperience(storage);
     const bearer = await token(service.url, service.operator.client_id, service.operator.client_secret, 'requests:write requests:read');
     const headers = { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' };
-    const me = await load({ url: `${service.url}/v2/me`, headers, duration: options.quick ? 3 : 10 });
-    const ingest = await load({ url: `${service.url}/v2/requests`, method: 'POST', headers, body: JSON.stringify({ experience: experience.name }), duration: options.quick ? 3 : 10, connections: 64 });
+    const me = await load({ url: `${service.url}/v2/me`, headers, duration: loadSeconds(options) });
+    const ingest = await load({ url: `${service.url}/v2/requests`, method: 'POST', headers, body: JSON.stringify({ experience: experience.name }), duration: loadSeconds(options), connections: 64 });
     return { entry: 'POST /v2/requests, durable, API role only [sqlite]', figure: describeLoad(ingest), baseline: `GET /v2/me ${describeLoad(me)}`, ratio: ingest.rps / me.rps };
   } finally {
     await storage.close();

@@ -13,6 +13,9 @@ export interface BenchOptions {
   postgresUrl: string | undefined;
 }
 
+/** Seconds of each HTTP load phase: 10, or 2 with --quick. */
+export const loadSeconds = (options: BenchOptions) => (options.quick ? 2 : 10);
+
 export interface LoadResult {
   rps: number;
   p50: number;

@@ -38,7 +38,7 @@ export async function benchScaleOut(options: BenchOptions): Promise<BenchRow[]> 
   if (!options.postgresUrl) {
     return [{ entry: 'scale-out: delivery throughput with 1/2/3 worker processes [postgres]', figure: 'skipped: set BENCH_POSTGRES_URL', baseline: '—', ratio: NaN }];
   }
-  const count = options.quick ? 3000 : 15_000;
+  const count = options.quick ? 1500 : 15_000;
   const schema = await createPgSchema(options.postgresUrl);
   const receiver = await startReceiver();
   const secretKey = randomBytes(32).toString('base64');

@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import { describeLoad, freePort, load, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
+import { describeLoad, freePort, load, loadSeconds, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
 
 /**
  * Entry 1: the v2 token endpoint, an authenticated no-op (GET /v2/me) and GET /v2/subscriptions against a bare
  * Fastify hello-world measured in the same run. Goal: token endpoint ≥ 50 % of hello-world.
  */
 export async function benchTokenEndpoint(options: BenchOptions): Promise<BenchRow[]> {
-  const duration = options.quick ? 3 : 10;
+  const duration = loadSeconds(options);
   const hello = await startProcess(['--import', 'tsx', join(ROOT_DIR, 'bench/servers/hello.ts')], {}, '/', await freePort());
   const baseline = await load({ url: `${hello.url}/`, duration });
   await hello.stop();
