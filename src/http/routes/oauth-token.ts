@@ -100,10 +100,10 @@ function toOAuthError(error: FastifyError | Error): OAuthError | undefined {
 }
 
 function tokenScope(app: FastifyInstance, deps: AppDeps): void {
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('cache-control', 'no-store');
     reply.header('pragma', 'no-cache');
-    return payload;
+    done(null, payload);
   });
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const oauthError = toOAuthError(error);
