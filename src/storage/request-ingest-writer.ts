@@ -3,7 +3,7 @@ import { enqueueJobs, signalJobsEnqueued } from './queue/index.js';
 import { claimIdempotencyKeys } from './repositories/idempotency-keys.js';
 import { insertRequestRows } from './repositories/requests.js';
 import type { IdempotencyKeysTable, RequestsTable } from './tables/index.js';
-import { registerRequestJob } from '../domain/requests/job-kinds.js';
+import { REGISTER_REQUEST_JOB, registerRequestJob } from '../domain/requests/job-kinds.js';
 
 /** One accepted POST /requests: the row, and the response to keep under its Idempotency-Key. */
 export interface IngestItem {
@@ -64,7 +64,7 @@ export class RequestIngestWriter {
   private async writeBatch(batch: Pending[]): Promise<void> {
     try {
       const results = await this.db.transaction().execute((tx) => writeItems(tx, batch.map((p) => p.item), this.options.clock?.() ?? Date.now()));
-      signalJobsEnqueued(this.db);
+      signalJobsEnqueued(this.db, [REGISTER_REQUEST_JOB]);
       batch.forEach((pending, i) => pending.resolve(results[i]!));
     } catch (error) {
       if (batch.length === 1) return batch[0]!.reject(error);

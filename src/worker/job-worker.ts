@@ -149,7 +149,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
       if (claimed > 0) {
         log.debug({ jobs: claimed, ms: Date.now() - started }, 'batch committed');
         // The batch may have enqueued standalone work (notification deliveries): start it now.
-        standaloneWake.signal();
+        wakeStandalone();
       }
       return claimed;
     } catch (batchError) {
@@ -199,15 +199,19 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
    * claim per many deliveries without letting the pipeline run dry.
    */
   const claimWhenFree = Math.max(1, Math.floor(concurrency / 4));
+  /** The last claim found fewer due jobs than it asked for; new ones arrive with a wake-up (or the poll). */
+  let standaloneDrained = false;
   async function startStandaloneJobs(): Promise<number> {
     const free = concurrency - inFlight.size;
     if (standaloneKinds.length === 0 || free <= 0) return 0;
     if (free < claimWhenFree && inFlight.size > 0) return 0;
     const jobs = await claim(standaloneKinds, free);
+    standaloneDrained = jobs.length < free;
     for (const job of jobs) {
       const running = runStandalone(job).finally(() => {
         inFlight.delete(running);
-        standaloneWake.signal();
+        // A freed slot is worth a claim only while due jobs may be left (each claim is a write).
+        if (!standaloneDrained) standaloneWake.signal();
       });
       inFlight.add(running);
     }
@@ -217,9 +221,13 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   let stopping = false;
   const transactionalWake = new Wakeup();
   const standaloneWake = new Wakeup();
-  const wakeAll = () => {
-    transactionalWake.signal();
+  const wakeStandalone = () => {
+    standaloneDrained = false;
     standaloneWake.signal();
+  };
+  const wakeAll = (kinds?: readonly string[]) => {
+    if (!kinds || kinds.some((kind) => transactionalKinds.includes(kind))) transactionalWake.signal();
+    if (!kinds || kinds.some((kind) => standaloneKinds.includes(kind))) wakeStandalone();
   };
 
   async function loop(name: string, kinds: string[], step: () => Promise<number>, wake: Wakeup, gatherMs: number): Promise<void> {

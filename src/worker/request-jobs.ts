@@ -3,7 +3,7 @@ import { randomDeliveryCodes } from '../domain/requests/delivery-codes.js';
 import { REQUEST_ERROR_CODES } from '../domain/requests/error-codes.js';
 import { buildProcessingResult } from '../domain/requests/items.js';
 import { PROCESS_REQUEST_JOB, processRequestJob, REGISTER_REQUEST_JOB, type RequestJobPayload } from '../domain/requests/job-kinds.js';
-import { processedPayload, registeredPayload, type OutcomeRecorder } from '../domain/requests/outcomes.js';
+import { processedPayload, registeredPayload, type OutcomeRecorder, type RequestOutcome } from '../domain/requests/outcomes.js';
 import { decideRegistration, type ExperienceSnapshot, type RegistrationDecision } from '../domain/requests/registration.js';
 import type { RewardRequest } from '../domain/requests/request.js';
 import type { Tx } from '../storage/database.js';
@@ -59,6 +59,7 @@ async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, rec
   }
 
   const events: NewRequestEvent[] = [];
+  const outcomes: RequestOutcome[] = [];
   const followUps = [];
   for (const { decision, rows } of groups.values()) {
     const change =
@@ -71,14 +72,15 @@ async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, rec
       if (decision.outcome === 'registered') {
         events.push({ requestId: row.id, name: 'pedido-registrado', refId: row.id, experience: row.experience });
         followUps.push(processRequestJob(row.id));
-        await recordOutcome(tx, { kind: 'registered', request, payload: registeredPayload(request) });
+        outcomes.push({ kind: 'registered', request, payload: registeredPayload(request) });
       } else {
         const data = { errorCode: decision.errorCode, message: decision.message };
         events.push({ requestId: row.id, name: 'pedido-recusado', refId: row.id, experience: row.experience, data });
-        await recordOutcome(tx, { kind: 'rejected', request, payload: registeredPayload(request) });
+        outcomes.push({ kind: 'rejected', request, payload: registeredPayload(request) });
       }
     }
   }
+  await recordOutcome(tx, outcomes);
   await recordRequestEvents(tx, events, now);
   // This worker claims again right after its batch, so other processes need no NOTIFY.
   await enqueueJobs(tx, followUps, { now, wakeOtherProcesses: false });
@@ -105,6 +107,7 @@ async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, reco
   if (changed.size !== rows.length) throw new Error('a request changed status during processing; retrying');
 
   const events: NewRequestEvent[] = [];
+  const outcomes: RequestOutcome[] = [];
   for (const [i, row] of rows.entries()) {
     const result = results[i]!;
     const request: RewardRequest = {
@@ -120,8 +123,9 @@ async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, reco
     for (const delivery of result.digitalDeliveries) {
       events.push({ requestId: row.id, name: 'pedido-entregue', refId: delivery.refId, experience: row.experience, data: { rewardId: delivery.prize.id, bucket: delivery.prize.bucket } });
     }
-    await recordOutcome(tx, { kind: 'processed', request, payload: processedPayload(request) });
+    outcomes.push({ kind: 'processed', request, payload: processedPayload(request) });
   }
+  await recordOutcome(tx, outcomes);
   await recordRequestEvents(tx, events, now);
 }
 

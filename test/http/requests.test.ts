@@ -24,9 +24,9 @@ for (const dialect of testDialects()) {
       // Manual worker: each test decides when jobs run, so intermediate states are observable.
       worker = startWorker(t.deps, {
         autoStart: false,
-        recordOutcome: async (tx, outcome) => {
+        recordOutcome: async (tx, batch) => {
           assert.equal(tx.isTransaction, true, 'the hook runs inside the state change transaction');
-          outcomes.push(outcome);
+          outcomes.push(...batch);
         },
       });
       client = await t.createClientAccount();
@@ -212,8 +212,8 @@ for (const dialect of testDialects()) {
       const experience = await insertExperience(t.deps.db, client.accountId, { prizes: [{ id: 'p', stock: 2 }] });
       const failing = startWorker(t.deps, {
         autoStart: false,
-        recordOutcome: async (_tx, outcome) => {
-          if (outcome.kind === 'processed') throw new Error('notification store unavailable');
+        recordOutcome: async (_tx, batch) => {
+          if (batch.some((outcome) => outcome.kind === 'processed')) throw new Error('notification store unavailable');
         },
       });
       const created = await post({ experience: experience.name });

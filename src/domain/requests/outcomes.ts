@@ -30,19 +30,20 @@ export type RequestOutcome =
   | { kind: 'processed'; request: RewardRequest; payload: ProcessedRequestsPayload };
 
 /**
- * THE NOTIFICATION HOOK. The worker calls it inside the transaction that changes the request's
- * state, so whatever it writes (notification rows, delivery jobs via enqueueJobs(tx, …)) commits
- * or rolls back together with that change. Throwing rolls the change back and retries the job.
+ * THE NOTIFICATION HOOK. The worker calls it inside the transaction that changes the requests'
+ * state, once per batch with every outcome of the batch, so whatever it writes (notification
+ * rows, delivery jobs via enqueueJobs(tx, …)) commits or rolls back together with that change.
+ * Throwing rolls the change back and retries the jobs.
  */
-export type OutcomeRecorder = (tx: Tx, outcome: RequestOutcome) => Promise<void>;
+export type OutcomeRecorder = (tx: Tx, outcomes: RequestOutcome[]) => Promise<void>;
 
 export const recordNoOutcome: OutcomeRecorder = async () => {};
 
 export function combineOutcomeRecorders(recorders: OutcomeRecorder[]): OutcomeRecorder {
   if (recorders.length === 0) return recordNoOutcome;
   if (recorders.length === 1) return recorders[0]!;
-  return async (tx, outcome) => {
-    for (const record of recorders) await record(tx, outcome);
+  return async (tx, outcomes) => {
+    for (const record of recorders) await record(tx, outcomes);
   };
 }
 

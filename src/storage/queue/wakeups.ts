@@ -5,7 +5,8 @@ import type { Executor } from '../database.js';
 /** PostgreSQL NOTIFY channel that tells workers in other processes that jobs were enqueued. */
 export const JOBS_CHANNEL = 'rewards_jobs';
 
-type Listener = () => void;
+/** The kinds of the jobs enqueued, or undefined when unknown (wake every loop). */
+type Listener = (kinds?: readonly string[]) => void;
 const listeners = new WeakMap<object, Set<Listener>>();
 
 /** In-process wake-up: `fn` runs whenever jobs were committed through the same database handle. */
@@ -16,9 +17,9 @@ export function onJobsEnqueued(db: object, fn: Listener): () => void {
   return () => set.delete(fn);
 }
 
-/** Call after the transaction that enqueued jobs has committed. */
-export function signalJobsEnqueued(db: object): void {
-  for (const fn of listeners.get(db) ?? []) fn();
+/** Call after the transaction that enqueued jobs has committed; `kinds` lets idle loops sleep on. */
+export function signalJobsEnqueued(db: object, kinds?: readonly string[]): void {
+  for (const fn of listeners.get(db) ?? []) fn(kinds);
 }
 
 /** Inside the enqueueing transaction on PostgreSQL: delivered to listeners only if it commits. */

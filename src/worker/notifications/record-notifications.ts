@@ -47,39 +47,49 @@ function subscriptionsFor(tx: Tx, accountId: string, event: NotificationEvent): 
   return found;
 }
 
+/** Rows per multi-row insert: well under SQLite's and PostgreSQL's bound-parameter limits. */
+const INSERT_CHUNK = 500;
+
 /**
  * The notification hook of the request pipeline: inside the transaction that registers, rejects
- * or processes a request, it routes the outcome and writes one notification and one delivery job
- * per target. Both commit with the state change or not at all (the transactional outbox); the
- * worker wakes its delivery loop after the commit.
+ * or processes a batch of requests, it routes each outcome and writes one notification and one
+ * delivery job per target, with one multi-row insert each. Both commit with the state change or
+ * not at all (the transactional outbox); the worker wakes its delivery loop after the commit.
  */
 export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder {
-  return async (tx: Tx, outcome: RequestOutcome) => {
-    const event = notificationEventOf(outcome);
-    const request = outcome.request;
-    const ownUrl = event === 'registered-requests' ? request.registeredCallbackUrl : request.processedCallbackUrl;
-    const subscriptions = ownUrl ? [] : await subscriptionsFor(tx, request.accountId, event);
-    const targets = routeNotification(event, request, subscriptions);
-    if (targets.length === 0) return;
-
+  return async (tx: Tx, outcomes: RequestOutcome[]) => {
     const now = deps.clock();
-    const urlOf = new Map(subscriptions.map((s) => [s.id, s.url]));
-    const payload = JSON.stringify(outcome.payload);
-    const rows = targets.map((target) =>
-      newNotificationRow(
-        {
-          accountId: request.accountId,
-          requestId: request.id,
-          subscriptionId: target.kind === 'subscription' ? target.subscriptionId : null,
-          event,
-          url: target.kind === 'subscription' ? (urlOf.get(target.subscriptionId) ?? '') : target.url,
-          payload,
-        },
-        now,
-      ),
-    );
-    await insertNotifications(tx, rows);
-    await enqueueDeliveries(tx, rows.map((row) => row.id), { now, wakeOtherProcesses: !notifiedTransactions.has(tx) });
-    notifiedTransactions.add(tx);
+    const rows = [];
+    for (const outcome of outcomes) {
+      const event = notificationEventOf(outcome);
+      const request = outcome.request;
+      const ownUrl = event === 'registered-requests' ? request.registeredCallbackUrl : request.processedCallbackUrl;
+      const subscriptions = ownUrl ? [] : await subscriptionsFor(tx, request.accountId, event);
+      const targets = routeNotification(event, request, subscriptions);
+      if (targets.length === 0) continue;
+      const urlOf = new Map(subscriptions.map((s) => [s.id, s.url]));
+      const payload = JSON.stringify(outcome.payload);
+      for (const target of targets) {
+        rows.push(
+          newNotificationRow(
+            {
+              accountId: request.accountId,
+              requestId: request.id,
+              subscriptionId: target.kind === 'subscription' ? target.subscriptionId : null,
+              event,
+              url: target.kind === 'subscription' ? (urlOf.get(target.subscriptionId) ?? '') : target.url,
+              payload,
+            },
+            now,
+          ),
+        );
+      }
+    }
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+      const chunk = rows.slice(i, i + INSERT_CHUNK);
+      await insertNotifications(tx, chunk);
+      await enqueueDeliveries(tx, chunk.map((row) => row.id), { now, wakeOtherProcesses: !notifiedTransactions.has(tx) });
+      notifiedTransactions.add(tx);
+    }
   };
 }

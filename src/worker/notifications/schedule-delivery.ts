@@ -45,6 +45,6 @@ export async function scheduleManualRetry(db: Db, notificationId: string, now: n
     await markNotificationPending(tx, notificationId, now);
     return findNotification(tx, notificationId);
   });
-  signalJobsEnqueued(db);
+  signalJobsEnqueued(db, [DELIVER_NOTIFICATION]);
   return row!;
 }
