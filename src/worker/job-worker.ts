@@ -97,7 +97,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   const standaloneKinds = kindsOf('standalone');
   // A lease lost in a power failure only lets the job run again: no need to wait for the disk.
   const claim = (kinds: string[], limit: number) =>
-    lightTransaction(deps.db, (tx) => claimDueJobs(tx, { workerId, kinds, limit, leaseMs: options.leaseMs, now: Date.now() }));
+    lightTransaction(deps.db, (tx) => claimDueJobs(tx, { workerId, kinds, limit, leaseMs: options.leaseMs, now: Date.now() }), { singleStatement: true });
 
   /** Records a failed attempt; after the last one the handler's onExhausted runs in the same transaction. */
   async function recordFailure(job: ClaimedJob, error: unknown): Promise<void> {
@@ -170,7 +170,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
    */
   const heartbeat = setInterval(() => {
     if (runningJobs.size === 0) return;
-    lightTransaction(deps.db, (tx) => extendJobLeases(tx, [...runningJobs.values()], Date.now() + options.leaseMs)).catch((error) =>
+    lightTransaction(deps.db, (tx) => extendJobLeases(tx, [...runningJobs.values()], Date.now() + options.leaseMs), { singleStatement: true }).catch((error) =>
       log.warn({ err: error }, 'could not renew job leases'),
     );
   }, Math.max(50, Math.floor(options.leaseMs / 3)));

@@ -37,13 +37,18 @@ for (const dialect of testDialects()) {
       assert.equal(await durability(), before);
     });
 
-    it('relaxes durability only inside, and joins an open transaction instead of nesting', async () => {
+    it('relaxes SQLite durability only inside; PostgreSQL keeps it and runs single statements in autocommit', async () => {
       const inside = await lightTransaction(t.deps.db, async (tx) =>
         dialect === 'sqlite'
           ? String((await sql<{ synchronous: number }>`pragma synchronous`.execute(tx)).rows[0]!.synchronous)
           : (await sql<{ synchronous_commit: string }>`show synchronous_commit`.execute(tx)).rows[0]!.synchronous_commit,
       );
-      assert.equal(inside, dialect === 'sqlite' ? '1' : 'off');
+      assert.equal(inside, dialect === 'sqlite' ? '1' : 'on');
+      const single = await lightTransaction(t.deps.db, async (executor) => executor.isTransaction, { singleStatement: true });
+      assert.equal(single, dialect === 'sqlite', 'a transaction on SQLite (to carry the pragma), autocommit on PostgreSQL');
+    });
+
+    it('joins an open transaction instead of nesting', async () => {
       await t.deps.db.transaction().execute(async (tx) => {
         await lightTransaction(tx, (same) => insertAccount(same, { name: 'light-joined' }));
         assert.ok(await findAccountByIdOrName(tx, 'light-joined'));
