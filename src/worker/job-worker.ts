@@ -5,12 +5,14 @@ import type { Db, Dialect, Tx } from '../storage/database.js';
 import {
   claimDueJobs,
   completeJob,
+  completeLockedJobs,
   extendJobLeases,
   completeJobs,
   failJob,
   LeaseLostError,
   listenForJobs,
   lockClaimedJobs,
+  lockDueJobs,
   onJobsEnqueued,
   type ClaimedJob,
 } from '../storage/queue/index.js';
@@ -129,9 +131,10 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   }
 
   /**
-   * The fast path claims INSIDE the batch transaction: the claim, the handlers' effects and the
-   * completion commit together, so the row locks (PostgreSQL) or the write lock (SQLite) are the
-   * lease, and a crash rolls everything back with the jobs still pending. That is one commit per
+   * The fast path takes the due jobs INSIDE the batch transaction (lockDueJobs, no lease written):
+   * taking, the handlers' effects and the completion commit together, so the row locks
+   * (PostgreSQL) or the write lock (SQLite) are the lease, and a crash rolls everything back with
+   * the jobs still pending. That is one commit per
    * batch instead of two; each commit is an fsync (~0.5 ms) that blocks the event loop on SQLite.
    * If the batch throws, nothing happened: its jobs are then claimed with committed leases and
    * run one by one, so a failing job is counted and retried on its own schedule.
@@ -141,10 +144,10 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
     const started = Date.now();
     try {
       await deps.db.transaction().execute(async (tx) => {
-        const jobs = await claimDueJobs(tx, { workerId, kinds: transactionalKinds, limit: batchSize, leaseMs: options.leaseMs, now: Date.now() });
+        const jobs = await lockDueJobs(tx, { kinds: transactionalKinds, limit: batchSize, now: Date.now() });
         claimed = jobs.length;
         await handleInTransaction(tx, jobs);
-        await completeJobs(tx, jobs);
+        await completeLockedJobs(tx, jobs);
       });
       if (claimed > 0) {
         log.debug({ jobs: claimed, ms: Date.now() - started }, 'batch committed');

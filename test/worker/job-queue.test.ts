@@ -4,13 +4,16 @@ import { sql } from 'kysely';
 import {
   claimDueJobs,
   completeJob,
+  completeLockedJobs,
   enqueueJob,
   enqueueJobs,
   extendJobLease,
   failJob,
   LeaseLostError,
+  lockDueJobs,
   releaseJobs,
   retryDelayMs,
+  TRANSACTION_LEASE,
 } from '../../src/storage/queue/index.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
@@ -109,6 +112,39 @@ for (const dialect of testDialects()) {
       assert.equal(new Set(ids).size, 240);
     });
 
+    it('lockDueJobs holds due jobs for the transaction that completes them, writing no lease', async () => {
+      await enqueueJobs(t.deps.db, [
+        { kind: 'test', payload: 2, runAt: 200 },
+        { kind: 'test', payload: 1, runAt: 100 },
+        { kind: 'test', payload: 3, runAt: 5_000 },
+        { kind: 'other', payload: 4, runAt: 100 },
+      ]);
+      const taken = await t.deps.db.transaction().execute(async (tx) => {
+        const jobs = await lockDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 });
+        const rows = await tx.selectFrom('jobs').select(['locked_by', 'attempts']).where('id', 'in', jobs.map((j) => j.id)).execute();
+        assert.deepEqual(rows.map((r) => [r.locked_by, r.attempts]), [[null, 0], [null, 0]], 'no lease row written');
+        await completeLockedJobs(tx, jobs);
+        return jobs;
+      });
+      assert.deepEqual(taken.map((j) => j.payload).sort(), [1, 2]);
+      assert.equal(taken[0]!.lease, TRANSACTION_LEASE);
+      const left = await t.deps.db.selectFrom('jobs').select('kind').orderBy('kind').execute();
+      assert.deepEqual(left.map((r) => r.kind), ['other', 'test'], 'completed jobs are gone, the others stay');
+    });
+
+    it('completing locked jobs that another transaction removed rolls the batch back', async () => {
+      await enqueueJobs(t.deps.db, [{ kind: 'test', payload: 1, runAt: 0 }]);
+      await assert.rejects(
+        t.deps.db.transaction().execute(async (tx) => {
+          const jobs = await lockDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 });
+          await tx.deleteFrom('jobs').where('id', '=', jobs[0]!.id).execute();
+          await completeLockedJobs(tx, jobs);
+        }),
+        LeaseLostError,
+      );
+      assert.equal((await t.deps.db.selectFrom('jobs').select('id').execute()).length, 1, 'rolled back');
+    });
+
     it('claiming uses the partial index on run_at, with a large backlog of future jobs', async () => {
       const now = Date.now();
       if (dialect === 'sqlite') {
@@ -145,6 +181,25 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
     after(async () => {
       await other.close();
       await t.close();
+    });
+
+    it('a job locked by one pool\'s batch transaction is skipped by the other pool', async () => {
+      await t.deps.db.deleteFrom('jobs').execute();
+      await enqueueJobs(t.deps.db, Array.from({ length: 10 }, (_, i) => ({ kind: 'test', payload: i, runAt: 0 })));
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let first: string[] = [];
+      const batch = t.deps.db.transaction().execute(async (tx) => {
+        first = (await lockDueJobs(tx, { kinds: ['test'], limit: 6, now: 1_000 })).map((j) => j.id);
+        await held;
+      });
+      while (first.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      const second = await other.db.transaction().execute(async (tx) => (await lockDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 })).map((j) => j.id));
+      release();
+      await batch;
+      assert.equal(second.length, 4);
+      assert.equal(new Set([...first, ...second]).size, 10);
+      await t.deps.db.deleteFrom('jobs').execute();
     });
 
     it('two pools claiming at once split the due jobs without overlap', async () => {

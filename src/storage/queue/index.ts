@@ -6,5 +6,6 @@ export { extendJobLease, extendJobLeases } from './extendJobLease.js';
 export { failJob, type FailOptions } from './failJob.js';
 export { LeaseLostError, retryDelayMs, type ClaimedJob, type Job } from './job.js';
 export { lockClaimedJobs } from './lockClaimedJobs.js';
+export { completeLockedJobs, lockDueJobs, TRANSACTION_LEASE } from './lockDueJobs.js';
 export { releaseJobs } from './releaseJobs.js';
 export { JOBS_CHANNEL, listenForJobs, notifyOtherProcesses, onJobsEnqueued, signalJobsEnqueued } from './wakeups.js';
