@@ -321,9 +321,21 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
       const retaken = receiver.calls.filter((c) => c.headers['webhook-id'] === webhookId && c.pid !== undefined && survivorPids.has(c.pid));
       assert.ok(retaken.length > 0, `${webhookId}, in flight at the killed worker, was never sent by another worker`);
     }
-    // After the kill every call comes from a surviving worker process.
+    // After the kill every call comes from a surviving worker process, except requests the victim
+    // had sent just before it died that this receiver (busy, in the test process) read late: their
+    // sockets are gone, so they cannot be traced. There are at most as many as the victim's
+    // connections to one host (8), and each of them must have been sent again by a survivor.
     const later = receiver.calls.slice(callsAtKill);
-    assert.equal(later.filter((c) => c.pid === undefined || !survivorPids.has(c.pid)).length, 0, 'every call after the kill was sent by a surviving worker');
+    const untraced = later.filter((c) => c.pid === undefined || !survivorPids.has(c.pid));
+    t.diagnostic(`${untraced.length} calls read after the kill came from sockets no survivor holds`);
+    assert.ok(untraced.length <= 8, `${untraced.length} calls after the kill were not sent by a surviving worker`);
+    for (const call of untraced) {
+      const webhookId = call.headers['webhook-id'];
+      assert.ok(
+        later.some((c) => c.headers['webhook-id'] === webhookId && c.pid !== undefined && survivorPids.has(c.pid)),
+        `${String(webhookId)}, read after the kill from an untraced socket, was never sent by a surviving worker`,
+      );
+    }
 
     await stopGracefully(survivors);
     await sleep(0);

@@ -134,8 +134,8 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
    * The fast path takes the due jobs INSIDE the batch transaction (lockDueJobs, no lease written):
    * taking, the handlers' effects and the completion commit together, so the row locks
    * (PostgreSQL) or the write lock (SQLite) are the lease, and a crash rolls everything back with
-   * the jobs still pending. That is one commit per
-   * batch instead of two; each commit is an fsync (~0.5 ms) that blocks the event loop on SQLite.
+   * the jobs still pending. That is one commit per batch instead of two; each commit is an fsync
+   * (~0.5–1.4 ms) that blocks the event loop on SQLite.
    * If the batch throws, nothing happened: its jobs are then claimed with committed leases and
    * run one by one, so a failing job is counted and retried on its own schedule.
    */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { isPostgres } from '../migrations/types.js';
 import type { Executor } from '../database.js';
-import { toClaimedJob, type ClaimedJob } from './job.js';
+import { byCreation, toClaimedJob, type ClaimedJob } from './job.js';
 
 export interface ClaimOptions {
   workerId: string;
@@ -49,5 +49,5 @@ export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise
     )
     .returningAll()
     .execute();
-  return rows.map(toClaimedJob).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+  return rows.map(toClaimedJob).sort(byCreation);
 }

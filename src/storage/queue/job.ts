@@ -44,6 +44,11 @@ export function toClaimedJob(row: JobsTable): ClaimedJob {
   };
 }
 
+/** Oldest first, as the jobs were enqueued (ids break ties). */
+export function byCreation(a: Job, b: Job): number {
+  return a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1);
+}
+
 /** Default retry schedule of a failed job: 1 s, 2 s, 4 s … capped at 10 minutes. Pure. */
 export function retryDelayMs(attempts: number): number {
   return Math.min(1000 * 2 ** Math.max(0, attempts - 1), 10 * 60_000);

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { isPostgres } from '../migrations/types.js';
 import type { Tx } from '../database.js';
-import { LeaseLostError, toClaimedJob, type ClaimedJob } from './job.js';
+import { byCreation, LeaseLostError, toClaimedJob, type ClaimedJob } from './job.js';
 
 /** The lease of jobs locked by the transaction that completes them (no lease row is written). */
 export const TRANSACTION_LEASE = '(this transaction)';
@@ -29,7 +29,7 @@ export async function lockDueJobs(tx: Tx, options: { kinds: string[]; limit: num
     .limit(options.limit)
     .$if(postgres, (qb) => qb.forUpdate().skipLocked())
     .execute();
-  return rows.map((row) => ({ ...toClaimedJob(row), lease: TRANSACTION_LEASE })).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+  return rows.map((row) => ({ ...toClaimedJob(row), lease: TRANSACTION_LEASE })).sort(byCreation);
 }
 
 /** Deletes jobs that `lockDueJobs` returned, in the same transaction. */

@@ -40,7 +40,7 @@ export async function listAttempts(db: Executor, notificationId: string): Promis
   return db.selectFrom('notification_attempts').selectAll().where('notification_id', '=', notificationId).orderBy('attempt').execute();
 }
 
-/** Records one attempt and the notification's new state, in the caller's transaction. */
+/** One finished attempt and the state its notification moves to. */
 export interface AttemptOutcome {
   attempt: NotificationAttemptsTable;
   status: NotificationStatus;
@@ -49,9 +49,9 @@ export interface AttemptOutcome {
 }
 
 /**
- * Logs finished attempts and moves their notifications on: one multi-row insert, and one update
- * per distinct outcome (typically one: every call answered 2xx on its first attempt) instead of
- * two statements per attempt.
+ * Logs finished attempts and moves their notifications on, in the caller's transaction: one
+ * multi-row insert, and one update per distinct outcome (typically one: every call answered 2xx
+ * on its first attempt) instead of two statements per attempt.
  */
 export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): Promise<void> {
   for (let i = 0; i < outcomes.length; i += 200) {
