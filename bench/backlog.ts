@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
 import { PROCESS_REQUEST_JOB, REGISTER_REQUEST_JOB } from '../src/domain/requests/job-kinds.js';
 import { openStorage, type Storage } from '../src/storage/database.js';
+import { migrateToLatest } from '../src/storage/migrations/index.js';
 import { claimDueJobs, releaseJobs } from '../src/storage/queue/index.js';
 import { DELIVER_NOTIFICATION } from '../src/worker/notifications/schedule-delivery.js';
 import {
@@ -208,14 +209,20 @@ async function measure(backend: Backend, size: number, options: BenchOptions, re
   const db = await backend.create();
   const secretKey = randomBytes(32).toString('base64');
   try {
-    // The API process migrates the empty database and bootstraps the operator; then it goes away.
-    const api = await startRewards({ ...db.env, SECRET_KEY: secretKey, LOG_LEVEL: 'warn' }, ['--role', 'api']);
-    let tenant: Tenant;
-    try {
-      tenant = await setUpTenant(api.url, api.operator, receiver.url);
-    } finally {
-      await api.stop();
-      rmSync(api.dataDir, { recursive: true, force: true });
+    let tenant: Tenant | undefined;
+    if (watchWorker) {
+      // The API process migrates the empty database and bootstraps the operator; then it goes away.
+      const api = await startRewards({ ...db.env, SECRET_KEY: secretKey, LOG_LEVEL: 'warn' }, ['--role', 'api']);
+      try {
+        tenant = await setUpTenant(api.url, api.operator, receiver.url);
+      } finally {
+        await api.stop();
+        rmSync(api.dataDir, { recursive: true, force: true });
+      }
+    } else {
+      // Claims alone need only the schema.
+      const storage = db.open();
+      await migrateToLatest(storage.db).finally(() => storage.close());
     }
     process.stderr.write(`  ${backend.name}: inserting ${fmt(size)} pending jobs…\n`);
     const insertStarted = performance.now();
@@ -228,7 +235,7 @@ async function measure(backend: Backend, size: number, options: BenchOptions, re
     } finally {
       await storage.close();
     }
-    const worker = watchWorker ? await measureWorker(db, secretKey, tenant, receiver, workSize(options)) : { peakRssMiB: NaN, workMs: NaN };
+    const worker = tenant ? await measureWorker(db, secretKey, tenant, receiver, workSize(options)) : { peakRssMiB: NaN, workMs: NaN };
     return { size, insertMs, ...claims, ...worker };
   } finally {
     await db.cleanup();
