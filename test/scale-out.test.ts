@@ -220,6 +220,18 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     for (const worker of workers) assert.equal(await worker.exited, 0, worker.output());
   }
 
+  /** Waits until allSettled(expected); on timeout the error says what was left, for a flaky run's post-mortem. */
+  async function waitAllSettled(expected: number): Promise<void> {
+    try {
+      await eventually(() => allSettled(expected), 300_000, 'every notification to be delivered');
+    } catch (error) {
+      const notifications = await storage.db.selectFrom('notifications').select(['status', 'last_error', (eb) => eb.fn.countAll<string>().as('n')]).groupBy(['status', 'last_error']).execute();
+      const jobs = await storage.db.selectFrom('jobs').select(['kind', 'state', 'attempts', 'last_error', 'run_at', 'locked_by']).limit(20).execute();
+      const outputs = services.map((s) => s.output().split('\n').filter((line) => /"level":(40|50|60)/.test(line)).slice(-5).join('\n'));
+      throw new Error(`${(error as Error).message}\nnotifications: ${JSON.stringify(notifications)}\njobs left: ${JSON.stringify(jobs)}\nnow: ${Date.now()}\nwarnings: ${outputs.join('\n')}`);
+    }
+  }
+
   /** True once every notification of the schema is settled and no delivery job is left. */
   async function allSettled(expected: number): Promise<boolean> {
     const counts = await storage.db
@@ -263,7 +275,7 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
 
     const requestIds = await sendRequests(apiService.url, account.token, REQUESTS, 50);
     assert.equal(new Set(requestIds).size, REQUESTS);
-    await eventually(() => allSettled(REQUESTS * EVENTS.length), 300_000, 'every notification to be delivered');
+    await waitAllSettled(REQUESTS * EVENTS.length);
 
     const failed = await storage.db.selectFrom('notifications').select('id').where('status', '!=', 'succeeded').execute();
     assert.deepEqual(failed, [], 'every notification succeeded');
@@ -309,7 +321,7 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     receiver.open();
     t.diagnostic(`killed worker pid ${victimPid} with ${inFlightAtKill.size} unanswered deliveries; ${receiver.calls.length} calls so far`);
 
-    await eventually(() => allSettled(earlier + REQUESTS * EVENTS.length), 300_000, 'every notification to be delivered');
+    await waitAllSettled(earlier + REQUESTS * EVENTS.length);
     const failed = await storage.db.selectFrom('notifications').select('id').where('status', '!=', 'succeeded').execute();
     assert.deepEqual(failed, [], 'every notification succeeded');
     const { repeats } = checkCalls(account, receiver.calls, requestIds);
