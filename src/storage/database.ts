@@ -19,6 +19,9 @@ export interface Storage {
   close(): Promise<void>;
 }
 
+/** SQLite's `synchronous` level for every commit that must survive power loss (lightTransaction restores it). */
+export const SQLITE_DURABLE_SYNCHRONOUS = 'FULL';
+
 // int8 (bigint) holds epoch milliseconds, well inside Number's exact range.
 pg.types.setTypeParser(20, (value) => Number(value));
 
@@ -64,7 +67,7 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     // answered 202 survives power loss too, not only a process crash; ingest groups many
     // requests into one commit to pay for that fsync once per batch.
     sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('synchronous = FULL');
+    sqlite.pragma(`synchronous = ${SQLITE_DURABLE_SYNCHRONOUS}`);
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
