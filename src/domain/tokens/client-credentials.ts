@@ -1,5 +1,5 @@
 import type { Executor } from '../../storage/database.js';
-import { findClientForAuthentication } from '../../storage/repositories/oauth-clients.js';
+import { findClientForAuthenticationCached, type ClientForAuthentication } from '../../storage/repositories/oauth-clients.js';
 import type { AccessTokens } from './access-token.js';
 import { secretMatches } from './client-secret.js';
 import type { FailureLimiter } from './failure-limiter.js';
@@ -23,52 +23,61 @@ export interface TokenResponse {
   scope: string;
 }
 
+function failure(request: TokenRequest, error: OAuthError): never {
+  error.usedBasicAuth = request.usedBasicAuth;
+  throw error;
+}
+
+function presentsSecretOf(client: ClientForAuthentication, secret: string, now: number): boolean {
+  return (
+    secretMatches(secret, client.secretHash) ||
+    (client.previousSecretExpiresAt !== null && client.previousSecretExpiresAt > now && secretMatches(secret, client.previousSecretHash))
+  );
+}
+
 /** RFC 6749 §4.4 client credentials grant, after the endpoint has parsed its parameters. */
 export async function grantClientCredentials(
   deps: { db: Executor; tokens: AccessTokens; failures: FailureLimiter; clock: () => number },
   request: TokenRequest,
 ): Promise<TokenResponse> {
-  const fail = (error: OAuthError): never => {
-    error.usedBasicAuth = request.usedBasicAuth;
-    throw error;
-  };
   const clientKey = `client:${request.clientId}`;
   const addressKey = `address:${request.sourceAddress}`;
   const wait = Math.max(deps.failures.retryAfterSeconds(clientKey), deps.failures.retryAfterSeconds(addressKey));
   if (wait > 0) {
     const error = new OAuthError('temporarily_unavailable', 'too many failed authentication attempts; retry later');
     error.retryAfterSeconds = wait;
-    fail(error);
+    failure(request, error);
   }
 
-  const client = await findClientForAuthentication(deps.db, request.clientId);
   const now = deps.clock();
-  const authenticated =
-    client !== undefined &&
-    (secretMatches(request.clientSecret, client.secretHash) ||
-      (client.previousSecretExpiresAt !== null &&
-        client.previousSecretExpiresAt > now &&
-        secretMatches(request.clientSecret, client.previousSecretHash)));
+  let client = await findClientForAuthenticationCached(deps.db, request.clientId, now);
+  let authenticated = client !== undefined && presentsSecretOf(client, request.clientSecret, now);
+  if (client && !authenticated) {
+    // The cached row may predate a rotation made by another process: ask the database before refusing.
+    client = await findClientForAuthenticationCached(deps.db, request.clientId, now, true);
+    authenticated = client !== undefined && presentsSecretOf(client, request.clientSecret, now);
+  }
   if (!client || !authenticated) {
     deps.failures.recordFailure(clientKey);
     deps.failures.recordFailure(addressKey);
-    return fail(new OAuthError('invalid_client', 'client authentication failed'));
+    return failure(request, new OAuthError('invalid_client', 'client authentication failed'));
   }
   if (!client.active || !client.accountActive) {
-    return fail(new OAuthError('invalid_client', 'client is disabled'));
+    return failure(request, new OAuthError('invalid_client', 'client is disabled'));
   }
   if (client.scopes.length === 0) {
-    return fail(new OAuthError('unauthorized_client', 'client is not allowed to obtain tokens: it holds no scope'));
+    return failure(request, new OAuthError('unauthorized_client', 'client is not allowed to obtain tokens: it holds no scope'));
   }
 
   let granted = client.scopes;
   if (request.scopeRequired) {
     const requested = parseScopeList(request.scope ?? '');
-    if (requested.length === 0) return fail(new OAuthError('invalid_scope', 'scope is required'));
+    if (requested.length === 0) return failure(request, new OAuthError('invalid_scope', 'scope is required'));
     const unknown = requested.filter((s) => !isScope(s));
-    if (unknown.length > 0) return fail(new OAuthError('invalid_scope', `unknown scope: ${unknown.join(' ')}`));
-    const notAllowed = requested.filter((s) => !client.scopes.includes(s));
-    if (notAllowed.length > 0) return fail(new OAuthError('invalid_scope', `scope not allowed for this client: ${notAllowed.join(' ')}`));
+    if (unknown.length > 0) return failure(request, new OAuthError('invalid_scope', `unknown scope: ${unknown.join(' ')}`));
+    const allowed = client.scopes;
+    const notAllowed = requested.filter((s) => !allowed.includes(s));
+    if (notAllowed.length > 0) return failure(request, new OAuthError('invalid_scope', `scope not allowed for this client: ${notAllowed.join(' ')}`));
     granted = requested;
   }
 
