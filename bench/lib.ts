@@ -88,8 +88,14 @@ export async function startRewards(extraEnv: Record<string, string> = {}, args: 
   return { ...child, dataDir, operator };
 }
 
-export async function load(options: autocannon.Options): Promise<LoadResult> {
-  const result = await autocannon({ connections: 32, pipelining: 1, ...options });
+/** Seconds of unmeasured load before a measured phase, so both sides of a ratio are measured warm (JIT-compiled): 3, or 1 with --quick. */
+export const warmupSeconds = (options: BenchOptions) => (options.quick ? 1 : 3);
+
+/** Closed-loop load with autocannon (32 connections unless given); `warmupSeconds` of the same load run first, unmeasured. */
+export async function load(options: autocannon.Options & { warmupSeconds?: number }): Promise<LoadResult> {
+  const { warmupSeconds: warmup, ...rest } = options;
+  if (warmup) await autocannon({ connections: 32, pipelining: 1, ...rest, duration: warmup });
+  const result = await autocannon({ connections: 32, pipelining: 1, ...rest });
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
