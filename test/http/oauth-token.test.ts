@@ -158,6 +158,7 @@ for (const dialect of testDialects()) {
         const broken = await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"client_id": ' });
         assert.equal(broken.status, 400);
         assert.equal(((await broken.json()) as any).error, 'invalid_request');
+        assertNoStore(broken.headers);
         const array = await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '[1,2]' });
         assert.equal(array.status, 400);
         const nonString = await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: 12, client_secret: client.clientSecret }) });

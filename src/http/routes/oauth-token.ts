@@ -99,13 +99,18 @@ function toOAuthError(error: FastifyError | Error): OAuthError | undefined {
   return undefined;
 }
 
+/**
+ * RFC 6749 §5.1: every token response, success or error, carries these. Set by the handlers and by
+ * the scope's error handler (which sees every failure, parsing and validation included) rather than
+ * by an onSend hook: a hook adds a hook run to each request, and this is the busiest public route.
+ */
+function noStore(reply: FastifyReply): FastifyReply {
+  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+}
+
 function tokenScope(app: FastifyInstance, deps: AppDeps): void {
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    reply.header('cache-control', 'no-store');
-    reply.header('pragma', 'no-cache');
-    done(null, payload);
-  });
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    noStore(reply);
     const oauthError = toOAuthError(error);
     if (oauthError) return sendOAuthError(reply, oauthError);
     request.log.error({ err: error }, 'token request failed');
@@ -141,7 +146,10 @@ export async function tokenRouteV2(app: FastifyInstance, deps: AppDeps): Promise
         response: { 200: TokenResponseSchema, '4xx': TokenErrorSchema },
       },
     },
-    async (request) => issue(deps, request, (request.body ?? {}) as Record<string, unknown>, 2),
+    async (request, reply) => {
+      noStore(reply);
+      return issue(deps, request, (request.body ?? {}) as Record<string, unknown>, 2);
+    },
   );
 }
 
@@ -158,7 +166,8 @@ export async function tokenRouteV1(app: FastifyInstance, deps: AppDeps): Promise
         response: { 200: Type.Omit(TokenResponseSchema, ['scope']), '4xx': TokenErrorSchema },
       },
     },
-    async (request) => {
+    async (request, reply) => {
+      noStore(reply);
       if (request.body === null || typeof request.body !== 'object' || Array.isArray(request.body)) {
         throw new OAuthError('invalid_request', 'body must be a JSON object');
       }
