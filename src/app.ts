@@ -12,6 +12,7 @@ import type { Db, Dialect } from './storage/database.js';
 import { errorsPlugin, formatSchemaErrors } from './http/plugins/errors.js';
 import { protectRoutes } from './http/plugins/auth.js';
 import { validatorCompiler } from './http/validation.js';
+import { lazyRequestLogger } from './http/request-logger.js';
 import { healthRoutes } from './http/routes/health.js';
 import { jwksRoute } from './http/routes/jwks.js';
 import { meRoute } from './http/routes/me.js';
@@ -54,7 +55,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
  * delivery counters and liveness can be scraped like the API's (METRICS_PORT).
  */
 export async function buildOpsApp(deps: AppDeps): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: deps.log });
+  const app = Fastify({ loggerInstance: deps.log, childLoggerFactory: lazyRequestLogger });
   await app.register(errorsPlugin);
   await healthRoutes(app as unknown as FastifyInstance, deps);
   await metricsRoute(app as unknown as FastifyInstance, deps);
@@ -65,6 +66,7 @@ export async function buildOpsApp(deps: AppDeps): Promise<FastifyInstance> {
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log,
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: 1024 * 1024,
     // Every validation error names the member at fault: `body.callback.url is required`.
     schemaErrorFormatter: formatSchemaErrors,
