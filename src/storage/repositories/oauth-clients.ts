@@ -68,13 +68,13 @@ export type ClientForAuthentication = OAuthClient & { accountActive: boolean };
  * the row read was the largest cost of a token request. Changes made through this process (the
  * repository functions below and `updateAccount`) take effect at once; changes made by another
  * process within this window: a secret rotated elsewhere is re-read on the first mismatch (see
- * `authenticate…`), a client or account disabled elsewhere stops getting tokens after at most
+ * `grantClientCredentials`), a client or account disabled elsewhere stops getting tokens after at most
  * this long, far less than the lifetime of the tokens it already holds.
  */
 export const CLIENT_CACHE_MS = 1_000;
 
 interface CachedClient {
-  client: ClientForAuthentication | undefined;
+  client: ClientForAuthentication;
   readAt: number;
   generation: number;
 }
@@ -89,7 +89,7 @@ export function forgetCachedClients(): void {
 }
 
 /** Looks up the client together with its account's state, in one query (token endpoint hot path). */
-export async function findClientForAuthentication(db: Executor, clientId: string): Promise<ClientForAuthentication | undefined> {
+async function findClientForAuthentication(db: Executor, clientId: string): Promise<ClientForAuthentication | undefined> {
   const [row] = await clientForAuthentication(db, clientId);
   if (!row) return undefined;
   return { ...toOAuthClient(row), accountActive: Boolean(row.account_active) };
