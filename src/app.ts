@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { createServer } from 'node:http';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { Config } from './config.js';
@@ -19,6 +19,9 @@ import { meRoute } from './http/routes/me.js';
 import { requestRoutes } from './http/routes/requests.js';
 import { requestEventRoutes } from './http/routes/request-events.js';
 import { tokenRouteV1, tokenRouteV2 } from './http/routes/oauth-token.js';
+import { requestIdOf } from './http/request-id.js';
+import { createTokenEndpoint } from './http/token-endpoint.js';
+import { tokenFastPath } from './http/token-fast-path.js';
 import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
 import { adminClientsRoutes } from './http/routes/admin-clients.js';
 import { adminExperiencesRoutes } from './http/routes/admin-experiences.js';
@@ -47,8 +50,6 @@ type RouteModule = (app: FastifyInstance, deps: AppDeps) => Promise<void>;
 /** Bearer-protected resource routes, served identically under /v1 and /v2. */
 const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes];
 
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
-
 
 /**
  * The operations endpoints alone (/health/*, /metrics) for a `--role worker` process, so its
@@ -64,17 +65,27 @@ export async function buildOpsApp(deps: AppDeps): Promise<FastifyInstance> {
 
 /** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const tokenEndpoint = createTokenEndpoint(deps);
+  const answerTokenRequest = tokenFastPath(tokenEndpoint, deps.log);
   const app = Fastify({
+    // The server answers POST /v1|v2/oauth/token itself (token-fast-path.ts) and hands Fastify the rest;
+    // these are the settings Fastify gives the servers it makes.
+    serverFactory: (handler, options: FastifyServerOptions) => {
+      const server = createServer((request, response) => {
+        if (!answerTokenRequest(request, response)) handler(request, response);
+      });
+      server.keepAliveTimeout = options.keepAliveTimeout!;
+      server.requestTimeout = options.requestTimeout!;
+      server.setTimeout(options.connectionTimeout!);
+      return server;
+    },
     loggerInstance: deps.log,
     childLoggerFactory: lazyRequestLogger,
     bodyLimit: 1024 * 1024,
     // Every validation error names the member at fault: `body.callback.url is required`.
     schemaErrorFormatter: formatSchemaErrors,
     trustProxy: false,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    genReqId: (req) => requestIdOf(req.headers),
     routerOptions: { ignoreTrailingSlash: true },
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -119,7 +130,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   for (const version of [1, 2] as const) {
     await app.register(
       async (versioned) => {
-        await versioned.register(async (tokenScope) => (version === 2 ? tokenRouteV2(tokenScope, deps) : tokenRouteV1(tokenScope, deps)));
+        await versioned.register(async (tokenScope) => (version === 2 ? tokenRouteV2(tokenScope, tokenEndpoint) : tokenRouteV1(tokenScope, tokenEndpoint)));
         await versioned.register(async (protectedScope) => {
           protectRoutes(protectedScope, deps);
           for (const routes of API_ROUTES) await routes(protectedScope, deps);

@@ -176,6 +176,82 @@ for (const dialect of testDialects()) {
       });
     });
 
+    describe('the server fast path and the Fastify routes answer alike', () => {
+      // A listening server answers POST /v1|v2/oauth/token before Fastify (token-fast-path.ts);
+      // `inject`, a trailing slash or a query string reach the Fastify routes instead.
+      const cases = (): Array<[string, { path: string; headers: Record<string, string>; body: string }]> => {
+        const form = (fields: Record<string, string>) => ({ 'content-type': 'application/x-www-form-urlencoded', body: new URLSearchParams(fields).toString() });
+        const valid = { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: 'subscriptions:read' };
+        const v2 = (fields: Record<string, string>, headers: Record<string, string> = {}) => {
+          const { body, ...contentType } = form(fields);
+          return { path: '/v2/oauth/token', headers: { ...contentType, ...headers }, body };
+        };
+        return [
+          ['v2 success', v2(valid)],
+          ['v2 Basic success', v2({ grant_type: 'client_credentials', scope: 'subscriptions:read' }, { authorization: basic(client.clientId, client.clientSecret) })],
+          ['v2 Basic failure', v2({ grant_type: 'client_credentials', scope: 'subscriptions:read' }, { authorization: basic(client.clientId, 'nope') })],
+          ['v2 duplicated parameter', { ...v2(valid), body: `${new URLSearchParams(valid)}&scope=requests:write` }],
+          ['v2 missing grant_type', v2({ client_id: client.clientId, client_secret: client.clientSecret })],
+          ['v2 JSON body', { path: '/v2/oauth/token', headers: { 'content-type': 'application/json' }, body: JSON.stringify(valid) }],
+          ['v2 no content type', { path: '/v2/oauth/token', headers: {}, body: '' }],
+          ['v1 success', { path: '/v1/oauth/token', headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify({ client_id: client.clientId, client_secret: client.clientSecret }) }],
+          ['v1 malformed JSON', { path: '/v1/oauth/token', headers: { 'content-type': 'application/json' }, body: '{"client_id": ' }],
+          ['v1 form body', { ...v2(valid), path: '/v1/oauth/token' }],
+        ];
+      };
+      const comparable = (status: number, headers: Record<string, string | null>, text: string) => {
+        const body = JSON.parse(text) as Record<string, unknown>;
+        // Tokens minted in different seconds differ in iat/exp/jti: compare their presence only.
+        if (typeof body.access_token === 'string') body.access_token = 'a JWT';
+        return { status, body, contentType: headers['content-type'], cacheControl: headers['cache-control'], pragma: headers.pragma, wwwAuthenticate: headers['www-authenticate'] ?? null };
+      };
+
+      it('every outcome, over HTTP (fast path) and through inject (Fastify route)', async () => {
+        for (const [name, request] of cases()) {
+          const overHttp = await fetch(`${t.url}${request.path}`, { method: 'POST', headers: request.headers, body: request.body });
+          const httpHeaders = Object.fromEntries(overHttp.headers);
+          const viaFastify = await t.app.inject({ method: 'POST', url: request.path, headers: request.headers, payload: request.body });
+          const fastifyHeaders = Object.fromEntries(Object.entries(viaFastify.headers).map(([k, v]) => [k, String(v)]));
+          assert.deepEqual(comparable(overHttp.status, httpHeaders, await overHttp.text()), comparable(viaFastify.statusCode, fastifyHeaders, viaFastify.body), name);
+          assert.ok(httpHeaders['x-request-id'] && fastifyHeaders['x-request-id'], `${name}: x-request-id on both`);
+        }
+      });
+
+      it('a trailing slash or a query string reaches the Fastify route and gets a token too', async () => {
+        const fields = { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: 'subscriptions:read' };
+        for (const path of ['/v2/oauth/token/', '/v2/oauth/token?via=query']) {
+          const response = await postForm(`${t.url}${path}`, fields);
+          assert.equal(response.status, 200, path);
+          assertNoStore(response.headers);
+          assert.equal(response.body.scope, 'subscriptions:read');
+        }
+      });
+
+      it('echoes a given X-Request-Id and makes one otherwise', async () => {
+        const fields = { grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: 'subscriptions:read' };
+        assert.equal((await postForm(tokenUrl, fields, { 'x-request-id': 'trace-123' })).headers.get('x-request-id'), 'trace-123');
+        assert.match((await postForm(tokenUrl, fields)).headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+      });
+
+      it('a body over 64 KiB is a 413 invalid_request, announced or streamed', async () => {
+        const big = `grant_type=client_credentials&pad=${'x'.repeat(70 * 1024)}`;
+        const announced = await postForm(tokenUrl, big);
+        assert.equal(announced.status, 413);
+        assert.equal(announced.body.error, 'invalid_request');
+        assertNoStore(announced.headers);
+        // Chunked: no Content-Length, so the limit is found while reading.
+        const chunks = [Buffer.from(big.slice(0, 40_000)), Buffer.from(big.slice(40_000))];
+        const streamed = await fetch(tokenUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new ReadableStream({ pull(controller) { const next = chunks.shift(); if (next) controller.enqueue(next); else controller.close(); } }),
+          duplex: 'half',
+        } as RequestInit);
+        assert.equal(streamed.status, 413);
+        assert.equal(((await streamed.json()) as { error: string }).error, 'invalid_request');
+      });
+    });
+
     it('rotating a client secret keeps the previous one valid during the grace period', async () => {
       const own = await t.createClientAccount(undefined, ['requests:read']);
       const rotated = await rotateClientSecret(t.deps.db, own.clientId);

@@ -66,6 +66,11 @@ export class KeyStore {
     return keys.verifiers.get(kid);
   }
 
+  /** The kid new tokens are signed with, from what is loaded (no database read). */
+  loadedSignerKid(): string | undefined {
+    return this.#loaded?.signer?.kid;
+  }
+
   /** Whether `kid` is still a verifying key, from what is loaded (no database read). */
   isLoadedVerifier(kid: string): boolean {
     return this.#loaded?.verifiers.has(kid) ?? false;

@@ -88,6 +88,11 @@ export function forgetCachedClients(): void {
   cacheGeneration += 1;
 }
 
+/** Changes whenever `forgetCachedClients` runs: caches derived from client rows compare it. */
+export function clientCacheGeneration(): number {
+  return cacheGeneration;
+}
+
 /** Looks up the client together with its account's state, in one query (token endpoint hot path). */
 async function findClientForAuthentication(db: Executor, clientId: string): Promise<ClientForAuthentication | undefined> {
   const [row] = await clientForAuthentication(db, clientId);
