@@ -10,7 +10,7 @@ import pg from 'pg';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow, type NotificationRow } from '../src/storage/repositories/notifications.js';
 import { enqueueDeliveries } from '../src/worker/notifications/schedule-delivery.js';
-import { freePort, REWARDS_BIN, ROOT_DIR, startProcess, token, type Child } from './lib.js';
+import { freePort, onCore, REWARDS_BIN, ROOT_DIR, startProcess, token, type Child } from './lib.js';
 
 export interface PgSchema {
   schema: string;
@@ -57,7 +57,8 @@ export interface WorkerProcess {
 
 /** Starts `rewards serve --role worker` and waits until its job worker has started. */
 export async function startWorkerProcess(env: Record<string, string>): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, [REWARDS_BIN, 'serve', '--role', 'worker'], {
+  const [command, args] = onCore(undefined, process.execPath, [REWARDS_BIN, 'serve', '--role', 'worker']);
+  const child = spawn(command, args, {
     env: { ...process.env, CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', ...env, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -5,7 +5,7 @@ import { benchIngest } from './ingest.js';
 import { benchDelivery } from './delivery.js';
 import { benchBacklog } from './backlog.js';
 import { benchScaleOut } from './scale-out.js';
-import type { BenchOptions, BenchRow } from './lib.js';
+import { pinLoadGenerator, PINNING, type BenchOptions, type BenchRow } from './lib.js';
 
 type Entry = { name: string; run: (options: BenchOptions) => Promise<BenchRow[]> };
 
@@ -20,6 +20,9 @@ const ENTRIES: Entry[] = [
 const args = process.argv.slice(2);
 const options: BenchOptions = { quick: args.includes('--quick'), postgresUrl: process.env.BENCH_POSTGRES_URL };
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1]?.split(',') : undefined;
+
+pinLoadGenerator();
+process.stderr.write(PINNING ? 'pinning: load generator on core 0, servers under test on core 1 (BENCH_PIN=0 to turn off)\n' : 'pinning: off\n');
 
 const rows: BenchRow[] = [];
 const suiteStarted = performance.now();

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { describeLoad, freePort, interleavedLoads, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
+import { describeLoad, freePort, interleavedLoads, ROOT_DIR, SERVER_CORE, startProcess, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
 
 /**
  * Entry 1: the v2 token endpoint, an authenticated no-op (GET /v2/me) and GET /v2/subscriptions against a bare
@@ -10,8 +10,9 @@ export async function benchTokenEndpoint(options: BenchOptions): Promise<BenchRo
   // warm-up: a cold process measures its JIT compiler, and a machine whose speed drifts during the
   // run would otherwise skew each ratio (see interleavedLoads).
   const schedule = options.quick ? { rounds: 2, seconds: 1, warmupSeconds: 1 } : { rounds: 5, seconds: 2, warmupSeconds: 3 };
-  const hello = await startProcess(['--import', 'tsx', join(ROOT_DIR, 'bench/servers/hello.ts')], {}, '/', await freePort());
-  const service = await startRewards();
+  // Both servers share the server core (they are measured in turns); autocannon has the other.
+  const hello = await startProcess(['--import', 'tsx', join(ROOT_DIR, 'bench/servers/hello.ts')], {}, '/', await freePort(), SERVER_CORE);
+  const service = await startRewards({}, [], SERVER_CORE);
   try {
     const { client_id, client_secret } = service.operator;
     const bearer = await token(service.url, client_id, client_secret, 'subscriptions:read');
