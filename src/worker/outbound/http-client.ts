@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { ForbiddenAddressError, guardedLookup, isPublicAddress } from '../../net/address-policy.js';
 
 /**
@@ -104,17 +104,90 @@ function refuseForbiddenLiteral(url: URL, allowPrivate: boolean): void {
   if (!allowPrivate && isIP(host) && !isPublicAddress(host)) throw new ForbiddenAddressError(host, host);
 }
 
-async function readPrefix(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<{ body: Buffer; truncated: boolean }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk as Buffer);
-    size += (chunk as Buffer).length;
-    // Leaving the loop destroys the stream: a huge or endless answer costs at most one chunk.
-    if (size > maxBytes) break;
+/** Response headers as undici's `request()` gives them: lower-case names, repeated ones as arrays. */
+function parseRawHeaders(raw: Buffer[]): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1').toLowerCase();
+    const value = raw[i + 1]!.toString('latin1');
+    const seen = headers[name];
+    headers[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
   }
-  const all = Buffer.concat(chunks, size);
-  return { body: all.subarray(0, maxBytes), truncated: size > maxBytes };
+  return headers;
+}
+
+class CallTimeoutError extends Error {}
+
+/**
+ * One call through undici's dispatcher API with a handler that keeps the first `maxBodyBytes` of
+ * the answer. undici's `request()` wraps each answer in a Readable stream (plus an AsyncResource
+ * and, for the timeout, an AbortSignal: an EventTarget per call); those cost more CPU than the call
+ * itself at a few thousand deliveries a second (docs/benchmarks.md). `timeoutMs` bounds the whole
+ * call, connect to last byte; an answer longer than `maxBodyBytes` is cut by closing the
+ * connection, so a huge or endless body costs at most one chunk.
+ */
+function dispatchCall(dispatcher: Dispatcher, url: URL, outbound: OutboundRequest, timeoutMs: number): Promise<OutboundResponse> {
+  return new Promise((resolve, reject) => {
+    let abort: ((reason: Error) => void) | undefined;
+    let settled = false;
+    let statusCode = 0;
+    let headers: Record<string, string | string[]> = {};
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const finish = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      outcome();
+    };
+    const respond = (truncated: boolean) => {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      finish(() => resolve({ statusCode, headers, body: truncated ? body.subarray(0, outbound.maxBodyBytes) : body, truncated }));
+    };
+    const timer = setTimeout(() => {
+      const error = new CallTimeoutError('timed out');
+      finish(() => reject(error));
+      abort?.(error);
+    }, timeoutMs);
+    const handler: Dispatcher.DispatchHandler = {
+      onConnect(abortCall: (reason: Error) => void) {
+        abort = abortCall;
+        if (settled) abortCall(new CallTimeoutError('timed out'));
+      },
+      onHeaders(status: number, rawHeaders: Buffer[]) {
+        // 1xx interim answers are not the response.
+        if (status < 200) return true;
+        statusCode = status;
+        headers = parseRawHeaders(rawHeaders);
+        return true;
+      },
+      onData(chunk: Buffer) {
+        if (settled) return false;
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size > outbound.maxBodyBytes) {
+          respond(true);
+          abort?.(new Error('answer longer than the logged prefix; connection closed'));
+          return false;
+        }
+        return true;
+      },
+      onComplete() {
+        respond(false);
+      },
+      onError(error: Error) {
+        finish(() => reject(error));
+      },
+    } as Dispatcher.DispatchHandler;
+    try {
+      dispatcher.dispatch(
+        { origin: url.origin, path: `${url.pathname}${url.search}`, method: outbound.method ?? 'POST', headers: outbound.headers, body: outbound.body ?? null },
+        handler,
+      );
+    } catch (error) {
+      finish(() => reject(error));
+    }
+  });
 }
 
 export function createOutboundHttpClient(options: OutboundHttpClientOptions): OutboundHttpClient {
@@ -124,7 +197,7 @@ export function createOutboundHttpClient(options: OutboundHttpClientOptions): Ou
   const agentOptions = (certificate?: ClientCertificate): Agent.Options => ({
     connections: options.connectionsPerOrigin ?? 8,
     keepAliveTimeout: 10_000,
-    // Backstops; the AbortSignal below is what bounds the whole call.
+    // Backstops; dispatchCall's timer is what bounds the whole call.
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
     connect: {
@@ -146,20 +219,11 @@ export function createOutboundHttpClient(options: OutboundHttpClientOptions): Ou
       throw new OutboundRequestError('mTLS is required but MTLS_CERT_FILE and MTLS_KEY_FILE are not configured', 'MTLS_NOT_CONFIGURED');
     }
     const dispatcher = outbound.useClientCertificate ? withCertificate! : plain;
-    const signal = AbortSignal.timeout(timeoutMs);
     try {
       refuseForbiddenLiteral(url, allowPrivateNetworks);
-      const response = await request(url, {
-        dispatcher,
-        method: outbound.method ?? 'POST',
-        headers: outbound.headers,
-        body: outbound.body,
-        signal,
-      });
-      const { body, truncated } = await readPrefix(response.body, outbound.maxBodyBytes);
-      return { statusCode: response.statusCode, headers: response.headers, body, truncated };
+      return await dispatchCall(dispatcher, url, outbound, timeoutMs);
     } catch (error) {
-      throw describeFailure(error, url, signal.aborted, timeoutMs);
+      throw describeFailure(error, url, error instanceof CallTimeoutError, timeoutMs);
     }
   }
 
