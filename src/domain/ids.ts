@@ -8,30 +8,56 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower 
  */
 const pool = Buffer.alloc(4096);
 let poolOffset = pool.length;
-function randomTenBytes(): Buffer {
+function randomTenBytes(target: Buffer): void {
   if (poolOffset + 10 > pool.length) {
     randomFillSync(pool);
     poolOffset = 0;
   }
+  pool.copy(target, 0, poolOffset, poolOffset + 10);
   poolOffset += 10;
-  return pool.subarray(poolOffset - 10, poolOffset);
+}
+
+/** The last id's time and random part: ids made within the same millisecond count up from it. */
+let lastTime = -1;
+const lastRandom = Buffer.alloc(10);
+
+/** Adds one to the 80-bit big-endian number; false when it wrapped around. */
+function increment(bytes: Buffer): boolean {
+  for (let i = bytes.length - 1; i >= 0; i--) {
+    if (bytes[i]! < 255) {
+      bytes[i]! += 1;
+      return true;
+    }
+    bytes[i] = 0;
+  }
+  return false;
 }
 
 /**
  * `prefix_` + 26 base32 characters: 48 bits of milliseconds then 80 random bits, so ids sort by
  * creation time (cursor paging, index locality) and say what they name (`req_…`, `sub_…`).
+ *
+ * Within one millisecond the random part counts up from the first id's (ULID's monotonic mode),
+ * so ids made together also sort together. With 80 fresh random bits per id, a batch made in one
+ * millisecond (a group commit of requests, the notifications and jobs of a processing batch) was
+ * scattered across every index on those ids: deleting 250 finished jobs touched ~250 leaf pages
+ * of each of their indexes, and each page is a WAL write on SQLite. Uniqueness across processes
+ * still rests on the 80 random bits each millisecond starts from.
  */
 export function newId(prefix: string, now = Date.now()): string {
+  if (now !== lastTime || !increment(lastRandom)) {
+    randomTenBytes(lastRandom);
+    lastTime = now;
+  }
   let out = '';
   let time = now;
   for (let i = 0; i < 10; i++) {
     out = ALPHABET[time % 32]! + out;
     time = Math.floor(time / 32);
   }
-  const random = randomTenBytes();
   let bits = 0;
   let value = 0;
-  for (const byte of random) {
+  for (const byte of lastRandom) {
     value = (value << 8) | byte;
     bits += 8;
     while (bits >= 5) {
