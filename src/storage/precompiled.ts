@@ -1,4 +1,4 @@
-import { CompiledQuery, type Compilable } from 'kysely';
+import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type { Db, Executor } from './database.js';
 
 /** Stands for the i-th argument while the query is built; never reaches the database. */
@@ -10,16 +10,18 @@ const placeholder = (index: number) => `\u0000precompiled-parameter-${index}\u00
  * Building and compiling a Kysely query costs ~35 µs, three times what SQLite then takes to run
  * the prepared statement (the token endpoint's client lookup: 48 µs → 14 µs). `build` receives
  * placeholder strings instead of the real arguments, so it must use each argument as a plain
- * value: no `in` lists of variable length, no branching on it.
+ * value: no `in` lists of variable length, no branching on it. It may branch on the dialect
+ * (it runs once per dialect) and return raw `sql` as well as a query builder.
  */
-export function precompiled<Args extends unknown[], Row>(build: (db: Db, ...args: { [K in keyof Args]: string }) => Compilable<Row>) {
+export function precompiled<Args extends unknown[], Row>(build: (db: Db, ...args: { [K in keyof Args]: string }) => Compilable<Row> | RawBuilder<Row>) {
   const byDialect = new Map<unknown, { sql: string; slots: Array<{ argument: number } | { value: unknown }> }>();
   return async (db: Executor, ...args: Args): Promise<Row[]> => {
     const adapter = db.getExecutor().adapter.constructor;
     let compiled = byDialect.get(adapter);
     if (!compiled) {
       const placeholders = args.map((_, index) => placeholder(index)) as { [K in keyof Args]: string };
-      const query = build(db as Db, ...placeholders).compile();
+      // A query builder's compile() takes no argument, a raw builder's takes the database.
+      const query = (build(db as Db, ...placeholders) as { compile(executorProvider: Executor): CompiledQuery<Row> }).compile(db);
       const slots = query.parameters.map((value) => {
         const argument = placeholders.indexOf(value as string);
         return argument >= 0 ? { argument } : { value };

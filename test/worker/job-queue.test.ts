@@ -3,6 +3,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import {
   claimDueJobs,
+  completeHeldJobs,
   completeJob,
   completeLockedJobs,
   enqueueJob,
@@ -79,6 +80,24 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await claim('a', Number.MAX_SAFE_INTEGER), []);
       const row = await t.deps.db.selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual([row.state, row.last_error, row.locked_by], ['failed', 'boom twice', null]);
+    });
+
+    it('completeHeldJobs deletes the jobs still held under their lease, in one statement, and says which', async () => {
+      await enqueueJobs(t.deps.db, Array.from({ length: 300 }, (_, n) => ({ kind: 'test', payload: { n }, runAt: 0 })));
+      const first = await claim('a', 1_000, 300);
+      assert.equal(first.length, 300);
+      // 100 of them are taken over by another worker after the first one's lease ended.
+      await t.deps.db.updateTable('jobs').set({ run_at: 0 }).where('id', 'in', first.slice(0, 100).map((j) => j.id)).execute();
+      const takenOver = await claim('b', 1_000, 100);
+      assert.equal(takenOver.length, 100);
+      const held = await completeHeldJobs(t.deps.db, first);
+      assert.equal(held.size, 200);
+      assert.ok(first.slice(100).every((job) => held.has(job.id)), 'the jobs still held are done');
+      assert.ok(first.slice(0, 100).every((job) => !held.has(job.id)), 'the taken-over ones are not');
+      const left = await t.deps.db.selectFrom('jobs').select(['id', 'locked_by']).execute();
+      assert.deepEqual(new Set(left.map((row) => row.id)), new Set(takenOver.map((job) => job.id)));
+      assert.equal((await completeHeldJobs(t.deps.db, takenOver)).size, 100);
+      assert.equal((await completeHeldJobs(t.deps.db, [])).size, 0);
     });
 
     it('failJob with retryAt schedules the next attempt exactly then (notification retry interval)', async () => {

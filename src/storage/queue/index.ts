@@ -1,6 +1,7 @@
 /** The durable job queue: one file per operation (see docs/requests.md, "Job queue"). */
 export { claimDueJobs, type ClaimOptions } from './claimDueJobs.js';
 export { completeJob, completeJobs } from './completeJob.js';
+export { completeHeldJobs } from './completeHeldJobs.js';
 export { enqueueJob, enqueueJobs, type EnqueueOptions, type NewJob } from './enqueueJob.js';
 export { extendJobLease, extendJobLeases } from './extendJobLease.js';
 export { failJob, type FailOptions } from './failJob.js';

@@ -1,5 +1,8 @@
+import { sql } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
+import { isPostgres } from '../migrations/types.js';
+import { precompiled } from '../precompiled.js';
 import type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
 
 export type NotificationRow = NotificationsTable;
@@ -48,37 +51,65 @@ export interface AttemptOutcome {
   now: number;
 }
 
+const insertAttempts = precompiled((db, rows: string) =>
+  isPostgres(db as never)
+    ? sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, response_body, error, outcome)
+          select e ->> 0, (e ->> 1)::int, (e ->> 2)::bigint, e ->> 3, (e ->> 4)::int, (e ->> 5)::int, e ->> 6, e ->> 7, e ->> 8
+          from jsonb_array_elements(${rows}::jsonb) e`
+    : sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, response_body, error, outcome)
+          select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8
+          from json_each(${rows})`,
+);
+
+const moveNotificationsOn = precompiled((db, rows: string) =>
+  isPostgres(db as never)
+    ? sql`update notifications n set status = e ->> 1, attempt_count = (e ->> 2)::int, next_attempt_at = (e ->> 3)::bigint,
+            last_status_code = (e ->> 4)::int, last_error = e ->> 5, updated_at = (e ->> 6)::bigint, completed_at = (e ->> 7)::bigint
+          from jsonb_array_elements(${rows}::jsonb) e where n.id = e ->> 0`
+    : sql`update notifications set status = e.value ->> 1, attempt_count = e.value ->> 2, next_attempt_at = e.value ->> 3,
+            last_status_code = e.value ->> 4, last_error = e.value ->> 5, updated_at = e.value ->> 6, completed_at = e.value ->> 7
+          from json_each(${rows}) e where notifications.id = e.value ->> 0`,
+);
+
 /**
- * Logs finished attempts and moves their notifications on, in the caller's transaction: one
- * multi-row insert, and one update per distinct outcome (typically one: every call answered 2xx
- * on its first attempt) instead of two statements per attempt.
+ * Logs finished attempts and moves their notifications on, in the caller's transaction: two
+ * statements for the whole batch, each one fixed SQL text with the rows as one JSON parameter
+ * (built per batch with Kysely, every batch size was a new text to compile and prepare).
  */
 export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): Promise<void> {
-  for (let i = 0; i < outcomes.length; i += 200) {
-    await db.insertInto('notification_attempts').values(outcomes.slice(i, i + 200).map((o) => o.attempt)).execute();
-  }
-  const groups = new Map<string, { changes: Partial<NotificationsTable>; ids: string[] }>();
-  for (const { attempt, status, nextAttemptAt, now } of outcomes) {
-    const changes = {
-      status,
-      attempt_count: attempt.attempt,
-      next_attempt_at: nextAttemptAt,
-      last_status_code: attempt.status_code,
-      last_error: attempt.error,
-      updated_at: now,
-      completed_at: status === 'pending' ? null : now,
-    };
-    const key = JSON.stringify(changes);
-    const group = groups.get(key);
-    if (group) group.ids.push(attempt.notification_id);
-    else groups.set(key, { changes, ids: [attempt.notification_id] });
-  }
-  for (const { changes, ids } of groups.values()) {
-    for (let i = 0; i < ids.length; i += 500) {
-      await db.updateTable('notifications').set(changes).where('id', 'in', ids.slice(i, i + 500)).execute();
-    }
-  }
+  if (outcomes.length === 0) return;
+  await insertAttempts(
+    db,
+    JSON.stringify(outcomes.map(({ attempt: a }) => [a.notification_id, a.attempt, a.started_at, a.url, a.status_code, a.latency_ms, a.response_body, a.error, a.outcome])),
+  );
+  await moveNotificationsOn(
+    db,
+    JSON.stringify(
+      outcomes.map(({ attempt, status, nextAttemptAt, now }) => [
+        attempt.notification_id,
+        status,
+        attempt.attempt,
+        nextAttemptAt,
+        attempt.status_code,
+        attempt.error,
+        now,
+        status === 'pending' ? null : now,
+      ]),
+    ),
+  );
 }
+
+export type NotificationForDelivery = NotificationsTable & { subscription_updated_at: number | null };
+
+/** Notifications by id with, in the same query, when their subscription last changed (null: deleted or none). */
+export const findNotificationsForDelivery = precompiled((db, ids: string) =>
+  db
+    .selectFrom('notifications')
+    .leftJoin('subscriptions', 'subscriptions.id', 'notifications.subscription_id')
+    .selectAll('notifications')
+    .select('subscriptions.updated_at as subscription_updated_at')
+    .where('notifications.id', 'in', isPostgres(db as never) ? sql<string>`(select jsonb_array_elements_text(${ids}::jsonb))` : sql<string>`(select value from json_each(${ids}))`),
+);
 
 /** A manual retry puts a finished notification back in the queue for one more attempt. */
 export async function markNotificationPending(db: Executor, id: string, at: number): Promise<void> {

@@ -1,6 +1,6 @@
 import type { Db } from '../../storage/database.js';
 import { lightTransaction } from '../../storage/light-transaction.js';
-import type { ClaimedJob } from '../../storage/queue/index.js';
+import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js';
 import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../storage/tables/index.js';
 import { enqueueDeliveries } from './schedule-delivery.js';
@@ -50,12 +50,7 @@ export class AttemptLogWriter {
       const batch = this.#queue.splice(0, this.maxBatch);
       try {
         const held = await lightTransaction(this.db, async (tx) => {
-          const deleted = await tx
-            .deleteFrom('jobs')
-            .where((eb) => eb.or(batch.map(({ settlement: { job } }) => eb.and([eb('id', '=', job.id), eb('locked_by', '=', job.lease)]))))
-            .returning('id')
-            .execute();
-          const heldIds = new Set(deleted.map((row) => row.id));
+          const heldIds = await completeHeldJobs(tx, batch.map(({ settlement }) => settlement.job));
           const recorded = batch.map((entry) => entry.settlement).filter((settlement) => heldIds.has(settlement.job.id));
           // One time for the whole group commit, so that the same outcome is one UPDATE.
           const now = Math.max(...recorded.map((settlement) => settlement.now));

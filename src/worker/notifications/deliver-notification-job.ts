@@ -3,7 +3,7 @@ import { decideAfterAttempt } from '../../domain/notifications/retry-policy.js';
 import { loadDeliveryTarget, type DeliveryTarget } from '../../domain/subscriptions/delivery.js';
 import { loadSigningSecrets } from '../../domain/subscriptions/signing-secrets.js';
 import { completeJob, type ClaimedJob } from '../../storage/queue/index.js';
-import type { NotificationRow } from '../../storage/repositories/notifications.js';
+import { findNotificationsForDelivery, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
 import type { JobHandlers } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
@@ -35,19 +35,17 @@ class TargetCache {
   }
 }
 
-type NotificationWithSubscription = NotificationRow & { subscription_updated_at: number | null };
-
 /**
  * The notification and, in the same query, when its subscription last changed (the cache key).
  * The worker starts every job of a claim in the same tick, so lookups made within one tick are
- * answered by one `in (…)` query: one read per claim instead of one per delivery.
+ * answered by one query: one read per claim instead of one per delivery.
  */
 class NotificationLoader {
-  #waiting = new Map<string, Array<{ resolve: (row: NotificationWithSubscription | undefined) => void; reject: (error: unknown) => void }>>();
+  #waiting = new Map<string, Array<{ resolve: (row: NotificationForDelivery | undefined) => void; reject: (error: unknown) => void }>>();
 
   constructor(private readonly db: Deps['db']) {}
 
-  load(id: string): Promise<NotificationWithSubscription | undefined> {
+  load(id: string): Promise<NotificationForDelivery | undefined> {
     return new Promise((resolve, reject) => {
       if (this.#waiting.size === 0) queueMicrotask(() => void this.#flush());
       this.#waiting.set(id, [...(this.#waiting.get(id) ?? []), { resolve, reject }]);
@@ -59,18 +57,7 @@ class NotificationLoader {
     this.#waiting = new Map();
     const ids = [...waiting.keys()];
     try {
-      const rows: NotificationWithSubscription[] = [];
-      for (let i = 0; i < ids.length; i += 500) {
-        rows.push(
-          ...(await this.db
-            .selectFrom('notifications')
-            .leftJoin('subscriptions', 'subscriptions.id', 'notifications.subscription_id')
-            .selectAll('notifications')
-            .select('subscriptions.updated_at as subscription_updated_at')
-            .where('notifications.id', 'in', ids.slice(i, i + 500))
-            .execute()),
-        );
-      }
+      const rows = await findNotificationsForDelivery(this.db, JSON.stringify(ids));
       const byId = new Map(rows.map((row) => [row.id, row]));
       for (const [id, callers] of waiting) for (const { resolve } of callers) resolve(byId.get(id));
     } catch (error) {
@@ -87,7 +74,7 @@ interface DeliveryContext {
 }
 
 /** Reads what this attempt sends and where: a subscription's callback as it is now, or the request's own URL. */
-async function prepareAttempt({ deps, cache }: DeliveryContext, row: NotificationWithSubscription): Promise<Prepared> {
+async function prepareAttempt({ deps, cache }: DeliveryContext, row: NotificationForDelivery): Promise<Prepared> {
   const now = deps.clock();
   const base = { body: row.payload, eventType: row.event, msgId: row.id };
   const secretsOf = (owner: { subscriptionId: string } | { accountId: string }, key: string) =>
