@@ -24,6 +24,15 @@ export interface TransactionalJobHandler {
   onExhausted?(tx: Tx, job: ClaimedJob, error: unknown, ctx: JobContext): Promise<void>;
 }
 
+/** Given to each standalone job. */
+export interface StandaloneJobControl {
+  /**
+   * The job's external work (its HTTP call) is over and only its bookkeeping is left: its
+   * concurrency slot goes to the next job now instead of when the outcome is committed.
+   */
+  externalWorkDone(): void;
+}
+
 /**
  * A handler with effects outside the database (an HTTP call): it runs alone, outside any
  * transaction, with up to `concurrency` jobs in flight. It may settle its job itself with
@@ -33,7 +42,7 @@ export interface TransactionalJobHandler {
 export interface StandaloneJobHandler {
   mode: 'standalone';
   /** Resolves 'settled' when the handler completed or rescheduled the job itself. */
-  handle(job: ClaimedJob, ctx: JobContext): Promise<void | 'settled'>;
+  handle(job: ClaimedJob, ctx: JobContext, control: StandaloneJobControl): Promise<void | 'settled'>;
   onExhausted?(tx: Tx, job: ClaimedJob, error: unknown, ctx: JobContext): Promise<void>;
 }
 

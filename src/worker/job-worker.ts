@@ -37,7 +37,13 @@ export interface JobWorkerOptions {
    * here, so batching 256 jobs per commit is what lets the worker keep up with ingest.
    */
   batchSize?: number;
-  /** Standalone jobs (HTTP calls) in flight at once. */
+  /**
+   * Standalone jobs before or in their external call (default 256); as many again may be past it,
+   * recording their outcome. The calls themselves are bounded by the outbound limits (64 overall,
+   * 8 per host): the rest wait there, so a claim's jobs keep the connections busy while this
+   * thread commits. With 64 the connections sat idle between claims (~10,500 deliveries/s here
+   * against ~14,500 with 256).
+   */
   concurrency?: number;
   /** Polling interval: the safety net behind the wake-ups. */
   pollIntervalMs?: number;
@@ -86,7 +92,7 @@ class Wakeup {
 export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): JobWorker {
   const workerId = options.workerId ?? `w-${randomBytes(6).toString('hex')}`;
   const batchSize = options.batchSize ?? 256;
-  const concurrency = options.concurrency ?? 64;
+  const concurrency = options.concurrency ?? 256;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const gatherMs = options.gatherMs ?? 10;
   const log = deps.log.child({ component: 'job-worker', workerId });
@@ -179,10 +185,22 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   }, Math.max(50, Math.floor(options.leaseMs / 3)));
   heartbeat.unref();
 
+  /** Jobs whose external work (an HTTP call) is not over yet: what `concurrency` bounds. */
+  let slotsUsed = 0;
+
   async function runStandalone(job: ClaimedJob): Promise<void> {
     runningJobs.set(job.id, job);
+    slotsUsed += 1;
+    let slotHeld = true;
+    const externalWorkDone = () => {
+      if (!slotHeld) return;
+      slotHeld = false;
+      slotsUsed -= 1;
+      // A freed slot is worth a claim only while due jobs may be left (each claim is a write).
+      if (!standaloneDrained) standaloneWake.signal();
+    };
     try {
-      const outcome = await (options.handlers[job.kind] as StandaloneJobHandler).handle(job, ctx);
+      const outcome = await (options.handlers[job.kind] as StandaloneJobHandler).handle(job, ctx, { externalWorkDone });
       // A handler that settled its job itself (complete or reschedule) has released the lease.
       if (outcome !== 'settled') {
         await completeJob(deps.db, job).catch((error) => {
@@ -193,27 +211,31 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
       await recordFailure(job, error);
     } finally {
       runningJobs.delete(job.id);
+      externalWorkDone();
     }
   }
 
   /**
    * Each claim is a commit (an fsync on SQLite). Claiming as soon as one slot frees up made it
    * one claim per delivery; waiting for a quarter of the slots (or an idle worker) makes it one
-   * claim per many deliveries without letting the pipeline run dry.
+   * claim per many deliveries without letting the pipeline run dry. A slot frees when its call is
+   * over, not when its outcome is committed: holding it through the group commit (5 ms of
+   * gathering plus the commit, which blocks this thread on SQLite) let the calls run dry between
+   * claims (measured: 0 of 8 connections busy in a fifth of the samples, ~10,000 deliveries/s).
+   * Jobs whose outcome is still being recorded are bounded too: at most `concurrency` of them.
    */
   const claimWhenFree = Math.max(1, Math.floor(concurrency / 4));
   /** The last claim found fewer due jobs than it asked for; new ones arrive with a wake-up (or the poll). */
   let standaloneDrained = false;
   async function startStandaloneJobs(): Promise<number> {
-    const free = concurrency - inFlight.size;
+    const free = Math.min(concurrency - slotsUsed, 2 * concurrency - inFlight.size);
     if (standaloneKinds.length === 0 || free <= 0) return 0;
-    if (free < claimWhenFree && inFlight.size > 0) return 0;
+    if (free < claimWhenFree && slotsUsed > 0) return 0;
     const jobs = await claim(standaloneKinds, free);
     standaloneDrained = jobs.length < free;
     for (const job of jobs) {
       const running = runStandalone(job).finally(() => {
         inFlight.delete(running);
-        // A freed slot is worth a claim only while due jobs may be left (each claim is a write).
         if (!standaloneDrained) standaloneWake.signal();
       });
       inFlight.add(running);

@@ -116,6 +116,36 @@ for (const dialect of testDialects()) {
       const left = await t.deps.db.selectFrom('jobs').select(['payload', 'last_error']).execute();
       assert.deepEqual(left, [{ payload: '"fails"', last_error: 'callback refused' }]);
     });
+
+    it('a job that reports its external work done frees its slot while its outcome is still being recorded', async () => {
+      let releaseBookkeeping!: () => void;
+      const bookkeeping = new Promise<void>((resolve) => (releaseBookkeeping = resolve));
+      let started = 0;
+      let finished = 0;
+      const handlers: JobHandlers = {
+        call: {
+          mode: 'standalone',
+          async handle(_job, _ctx, control) {
+            started += 1;
+            control.externalWorkDone();
+            await bookkeeping; // the outcome's commit, still to come
+            finished += 1;
+          },
+        },
+      };
+      await enqueueJobs(t.deps.db, Array.from({ length: 10 }, (_, i) => ({ kind: 'call', payload: i })));
+      signalJobsEnqueued(t.deps.db);
+      const w = worker(handlers, { pollIntervalMs: HOUR, concurrency: 2 });
+      // Two call slots, but jobs past their call do not hold one: more start, up to 2 × concurrency held.
+      await eventually(async () => (started === 4 ? true : undefined), 60_000, 'four jobs to start with two slots');
+      await sleep(100);
+      assert.equal(started, 4, 'jobs still recording their outcome are bounded too');
+      assert.equal(finished, 0);
+      releaseBookkeeping();
+      await eventually(async () => (finished === 10 ? true : undefined), 60_000, 'every job to finish');
+      await w.stop();
+      assert.equal(Number((await t.deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n), 0);
+    });
   });
 }
 

@@ -4,7 +4,7 @@ import { loadDeliveryTarget, type DeliveryTarget } from '../../domain/subscripti
 import { loadSigningSecrets } from '../../domain/subscriptions/signing-secrets.js';
 import { completeJob, type ClaimedJob } from '../../storage/queue/index.js';
 import { findNotificationsForDelivery, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
-import type { JobHandlers } from '../job-handlers.js';
+import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
 import { DELIVER_NOTIFICATION, type DeliverNotificationPayload } from './schedule-delivery.js';
@@ -107,7 +107,7 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
  * between repeats the attempt with the same webhook-id, which receivers use to drop duplicates
  * (at-least-once delivery).
  */
-export async function deliverNotification(context: DeliveryContext, job: ClaimedJob<DeliverNotificationPayload>): Promise<'settled'> {
+export async function deliverNotification(context: DeliveryContext, job: ClaimedJob<DeliverNotificationPayload>, control?: StandaloneJobControl): Promise<'settled'> {
   const { deps } = context;
   const row = await context.notifications.load(job.payload.notificationId);
   if (!row || row.status !== 'pending') {
@@ -117,6 +117,7 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
   const startedAt = deps.clock();
   const prepared = await prepareAttempt(context, row);
   const result: AttemptResult = 'input' in prepared ? await deps.outbound.deliverAttempt(prepared.input) : { ok: false, latencyMs: 0, error: prepared.refused };
+  control?.externalWorkDone();
   const attempt = row.attempt_count + 1;
   const now = deps.clock();
   const decision =
@@ -159,7 +160,7 @@ export function notificationJobHandlers(deps: Deps): JobHandlers {
   return {
     [DELIVER_NOTIFICATION]: {
       mode: 'standalone',
-      handle: (job) => deliverNotification(context, job as ClaimedJob<DeliverNotificationPayload>),
+      handle: (job, _ctx, control) => deliverNotification(context, job as ClaimedJob<DeliverNotificationPayload>, control),
     },
   };
 }
