@@ -12,12 +12,13 @@ import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
 import { migrateToLatest } from './storage/migrations/index.js';
 import { createMetrics } from './metrics.js';
-import { createOutbound, type Outbound } from './worker/outbound/create-outbound.js';
+import type { OutboundDelivery } from './worker/outbound/create-outbound.js';
+import { createThreadedOutbound } from './worker/outbound/threaded-outbound.js';
 
 export interface Deps extends AppDeps {
   storage: Storage;
   /** Outbound notification delivery (HTTP client, OAuth2 token cache, concurrency limits). */
-  outbound: Outbound;
+  outbound: OutboundDelivery;
   close(): Promise<void>;
 }
 
@@ -53,13 +54,13 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     const tokens = new AccessTokens(keys, config.publicUrl, config.tokenTtlMs, clock);
     // 10 failed authentications per client id or source address per minute, then 429.
     const failures = new FailureLimiter(10, 60_000, clock);
-    const outbound = createOutbound(config);
     const log =
       options.log ??
       pino({
         level: config.logLevel,
         redact: { paths: ['req.headers.authorization', '*.client_secret', '*.clientSecret', '*.secret'], censor: '[redacted]' },
       });
+    const outbound = createThreadedOutbound(config, { log });
     return {
       config,
       log,

@@ -15,16 +15,25 @@ export type OutboundConfig = Pick<
 export interface OutboundOptions {
   limits?: ConcurrencyLimits;
   now?: () => number;
+  /** The mTLS files' contents when already read (the outbound thread gets them from the main thread). */
+  tls?: TlsMaterial;
 }
 
-export interface Outbound {
-  /** One attempt, run inside the concurrency limits (keyed by the callback URL's host). */
+export type TlsMaterial = { clientCertificate?: ClientCertificate; extraCa?: string };
+
+/** What the job worker needs from outbound delivery; the outbound thread offers only this. */
+export interface OutboundDelivery {
+  /** One attempt, run inside the concurrency limits (keyed by the callback URL's host). Never rejects. */
   deliverAttempt(input: DeliveryAttemptInput): Promise<AttemptResult>;
+  /** Waits for calls in flight, then closes every connection. */
+  close(): Promise<void>;
+}
+
+/** Outbound delivery in this thread, with its parts exposed for tests. */
+export interface Outbound extends OutboundDelivery {
   readonly limiter: ConcurrencyLimiter;
   readonly tokens: OAuth2TokenCache;
   readonly http: OutboundHttpClient;
-  /** Waits for calls in flight, then closes every connection. */
-  close(): Promise<void>;
 }
 
 export class OutboundConfigError extends Error {
@@ -43,7 +52,7 @@ function readPem(variable: string, path: string): string {
 }
 
 /** Reads the mTLS files once at start, so a bad path stops the service instead of every delivery. */
-export function loadTlsMaterial(config: OutboundConfig): { clientCertificate?: ClientCertificate; extraCa?: string } {
+export function loadTlsMaterial(config: OutboundConfig): TlsMaterial {
   const clientCertificate =
     config.mtlsCertFile && config.mtlsKeyFile
       ? { cert: readPem('MTLS_CERT_FILE', config.mtlsCertFile), key: readPem('MTLS_KEY_FILE', config.mtlsKeyFile) }
@@ -58,7 +67,7 @@ export function createOutbound(config: OutboundConfig, options: OutboundOptions 
     timeoutMs: config.callbackTimeoutMs,
     allowPrivateNetworks: config.callbackAllowPrivateNetworks,
     connectionsPerOrigin: limits.perHost,
-    ...loadTlsMaterial(config),
+    ...(options.tls ?? loadTlsMaterial(config)),
   });
   const now = options.now ?? Date.now;
   const tokens = new OAuth2TokenCache({ http, now });
