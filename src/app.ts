@@ -51,18 +51,6 @@ type RouteModule = (app: FastifyInstance, deps: AppDeps) => Promise<void>;
 const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes];
 
 
-/**
- * The operations endpoints alone (/health/*, /metrics) for a `--role worker` process, so its
- * delivery counters and liveness can be scraped like the API's (METRICS_PORT).
- */
-export async function buildOpsApp(deps: AppDeps): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: deps.log, childLoggerFactory: lazyRequestLogger });
-  await app.register(errorsPlugin);
-  await healthRoutes(app as unknown as FastifyInstance, deps);
-  await metricsRoute(app as unknown as FastifyInstance, deps);
-  return app as unknown as FastifyInstance;
-}
-
 /** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const tokenEndpoint = createTokenEndpoint(deps);

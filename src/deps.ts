@@ -12,7 +12,7 @@ import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
 import { migrateToLatest } from './storage/migrations/index.js';
 import { createMetrics } from './metrics.js';
-import type { OutboundDelivery } from './worker/outbound/create-outbound.js';
+import type { OutboundDelivery } from './worker/outbound/outbound-config.js';
 import { createThreadedOutbound } from './worker/outbound/threaded-outbound.js';
 
 export interface Deps extends AppDeps {

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp, buildOpsApp } from './app.js';
 import type { Config } from './config.js';
 import { createDeps, type Deps } from './deps.js';
 import { ensureOperator } from './domain/accounts/operator-bootstrap.js';
@@ -26,8 +25,13 @@ export interface RunningServer {
 
 export async function startServer(config: Config, role: Role = 'all'): Promise<RunningServer> {
   const deps = await createDeps(config);
+  // Imported by role: a worker process loads no API routes, schemas or documentation (memory).
   const app =
-    role !== 'worker' ? await buildApp(deps) : config.metricsPort !== undefined ? await buildOpsApp(deps) : undefined;
+    role !== 'worker'
+      ? await (await import('./app.js')).buildApp(deps)
+      : config.metricsPort !== undefined
+        ? await (await import('./ops-app.js')).buildOpsApp(deps)
+        : undefined;
   const operator = await ensureOperator(deps.db, config.dataDir, `${config.publicUrl}/v2/oauth/token`);
   if (operator.created) deps.log.info({ file: operator.credentialsFile }, 'created the operator account; its client credentials are in this file');
 

@@ -1,16 +1,12 @@
-import { readFileSync } from 'node:fs';
-import type { Config } from '../../config.js';
 import { createConcurrencyLimiter, DEFAULT_CONCURRENCY_LIMITS, type ConcurrencyLimiter, type ConcurrencyLimits } from './concurrency-limiter.js';
-import { deliverAttempt, type AttemptResult, type DeliveryAttemptInput } from './deliver.js';
-import { createOutboundHttpClient, type ClientCertificate, type OutboundHttpClient } from './http-client.js';
+import { deliverAttempt } from './deliver.js';
+import { createOutboundHttpClient, type OutboundHttpClient } from './http-client.js';
 import { OAuth2TokenCache } from './oauth2-token-cache.js';
+import { loadTlsMaterial, type OutboundConfig, type OutboundDelivery, type TlsMaterial } from './outbound-config.js';
+
+export { loadTlsMaterial, OutboundConfigError, type OutboundConfig, type OutboundDelivery, type TlsMaterial } from './outbound-config.js';
 
 /** Composition of the outbound pieces for the job worker: one HTTP client, one token cache, one limiter. */
-
-export type OutboundConfig = Pick<
-  Config,
-  'callbackTimeoutMs' | 'callbackAllowPrivateNetworks' | 'mtlsCertFile' | 'mtlsKeyFile' | 'mtlsCaFile'
->;
 
 export interface OutboundOptions {
   limits?: ConcurrencyLimits;
@@ -19,46 +15,11 @@ export interface OutboundOptions {
   tls?: TlsMaterial;
 }
 
-export type TlsMaterial = { clientCertificate?: ClientCertificate; extraCa?: string };
-
-/** What the job worker needs from outbound delivery; the outbound thread offers only this. */
-export interface OutboundDelivery {
-  /** One attempt, run inside the concurrency limits (keyed by the callback URL's host). Never rejects. */
-  deliverAttempt(input: DeliveryAttemptInput): Promise<AttemptResult>;
-  /** Waits for calls in flight, then closes every connection. */
-  close(): Promise<void>;
-}
-
 /** Outbound delivery in this thread, with its parts exposed for tests. */
 export interface Outbound extends OutboundDelivery {
   readonly limiter: ConcurrencyLimiter;
   readonly tokens: OAuth2TokenCache;
   readonly http: OutboundHttpClient;
-}
-
-export class OutboundConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'OutboundConfigError';
-  }
-}
-
-function readPem(variable: string, path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new OutboundConfigError(`${variable}: cannot read ${path}: ${(error as Error).message}`);
-  }
-}
-
-/** Reads the mTLS files once at start, so a bad path stops the service instead of every delivery. */
-export function loadTlsMaterial(config: OutboundConfig): TlsMaterial {
-  const clientCertificate =
-    config.mtlsCertFile && config.mtlsKeyFile
-      ? { cert: readPem('MTLS_CERT_FILE', config.mtlsCertFile), key: readPem('MTLS_KEY_FILE', config.mtlsKeyFile) }
-      : undefined;
-  const extraCa = config.mtlsCaFile ? readPem('MTLS_CA_FILE', config.mtlsCaFile) : undefined;
-  return { ...(clientCertificate ? { clientCertificate } : {}), ...(extraCa ? { extraCa } : {}) };
 }
 
 export function createOutbound(config: OutboundConfig, options: OutboundOptions = {}): Outbound {

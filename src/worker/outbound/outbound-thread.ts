@@ -1,5 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { createOutbound, type OutboundConfig, type TlsMaterial } from './create-outbound.js';
+import { createOutbound } from './create-outbound.js';
+import type { OutboundConfig, TlsMaterial } from './outbound-config.js';
 import type { ConcurrencyLimits } from './concurrency-limiter.js';
 import type { AttemptResult, DeliveryAttemptInput } from './deliver.js';
 

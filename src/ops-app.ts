@@ -1,0 +1,19 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { AppDeps } from './app.js';
+import { errorsPlugin } from './http/plugins/errors.js';
+import { lazyRequestLogger } from './http/request-logger.js';
+import { healthRoutes } from './http/routes/health.js';
+import { metricsRoute } from './http/routes/metrics.js';
+
+/**
+ * The operations endpoints alone (/health/*, /metrics) for a `--role worker` process, so its
+ * delivery counters and liveness can be scraped like the API's (METRICS_PORT). Kept apart from
+ * app.ts so that a worker process loads none of the API's routes, schemas and documentation.
+ */
+export async function buildOpsApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({ loggerInstance: deps.log, childLoggerFactory: lazyRequestLogger });
+  await app.register(errorsPlugin);
+  await healthRoutes(app as unknown as FastifyInstance, deps);
+  await metricsRoute(app as unknown as FastifyInstance, deps);
+  return app as unknown as FastifyInstance;
+}
