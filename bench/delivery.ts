@@ -7,7 +7,7 @@ import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
 import { enqueueDeliveries } from '../src/worker/notifications/schedule-delivery.js';
 import { call } from './cluster.js';
-import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow, type Child } from './lib.js';
+import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 
 /**
  * Entry 5: the notification delivery engine.
@@ -201,6 +201,7 @@ async function benchBackend(backend: Backend, receiver: Child, options: BenchOpt
     await waitForCount(receiver.url, WARMUP, `${backend.name} warm-up`);
     await waitForEmptyQueue(storage);
     // The baseline right before, so both see the same machine (it is shared and noisy).
+    await waitForQuietMachine();
     const baseline = await plainPostLoop(receiver.url, count);
     await reset(receiver.url);
     await preload(storage, tenant, count);
@@ -210,6 +211,7 @@ async function benchBackend(backend: Backend, receiver: Child, options: BenchOpt
 
     // (b) latency at a steady rate: every request produces one registered-requests notification.
     const seconds = options.quick ? 2 : 10;
+    await waitForQuietMachine();
     const atRate = await latencyPhase(service.url, receiver.url, storage, tenant.bearer, RATE, seconds, backend.name);
     // The same at a rate far below the throughput: shows the floor without queueing.
     const light = await latencyPhase(service.url, receiver.url, storage, tenant.bearer, LIGHT_RATE, options.quick ? 2 : 5, backend.name);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { openStorage, type Storage } from '../src/storage/database.js';
-import { describeLoad, load, loadSeconds, SERVER_CORE, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
+import { describeLoad, load, loadSeconds, SERVER_CORE, startRewards, token, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
 const INGEST_GOAL_RPS = 5_000;
 
@@ -33,6 +33,7 @@ async function countByStatus(storage: Storage): Promise<{ total: number; process
 
 async function benchOneDatabase(label: string, env: Record<string, string>, storageUrl: (dataDir: string) => string, options: BenchOptions): Promise<BenchRow[]> {
   const duration = loadSeconds(options);
+  await waitForQuietMachine();
   const service = await startRewards(env, [], SERVER_CORE);
   const storage = openStorage(storageUrl(service.dataDir));
   try {
@@ -81,6 +82,7 @@ async function benchOneDatabase(label: string, env: Record<string, string>, stor
 
 /** Ingest alone (`serve --role api`, no worker sharing the CPU and the SQLite connection). */
 async function benchIngestOnly(options: BenchOptions): Promise<BenchRow> {
+  await waitForQuietMachine();
   const service = await startRewards({}, ['--role', 'api'], SERVER_CORE);
   const storage = openStorage(`sqlite:${join(service.dataDir, 'rewards.db')}`);
   try {

@@ -5,7 +5,7 @@ import { benchIngest } from './ingest.js';
 import { benchDelivery } from './delivery.js';
 import { benchBacklog } from './backlog.js';
 import { benchScaleOut } from './scale-out.js';
-import { pinLoadGenerator, PINNING, type BenchOptions, type BenchRow } from './lib.js';
+import { pinLoadGenerator, PINNING, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
 /** `pinned`: this process (the load generator) on core 0 and the servers it starts on core 1 (see lib.ts). */
 type Entry = { name: string; pinned: boolean; run: (options: BenchOptions) => Promise<BenchRow[]> };
@@ -30,6 +30,7 @@ for (const entry of ENTRIES) {
   if (only && !only.includes(entry.name)) continue;
   process.stderr.write(`running ${entry.name}…\n`);
   pinLoadGenerator(entry.pinned);
+  await waitForQuietMachine();
   const started = performance.now();
   const produced = await entry.run(options);
   process.stderr.write(`${entry.name} took ${((performance.now() - started) / 1000).toFixed(0)} s\n`);

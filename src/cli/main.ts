@@ -1,3 +1,4 @@
+import './v8-flags.js';
 import { readFile } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
