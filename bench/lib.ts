@@ -1,7 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { cpus } from 'node:os';
 import { unusedPort } from '../test/support/receivers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,8 +48,11 @@ export const freePort = unusedPort;
  * requests per read), and ratios jumped between 0.36 and 0.57 from one run to the next.
  * `BENCH_PIN=0` leaves placement to the scheduler.
  */
+/** Every core of the machine (not availableParallelism(), which shrinks to 1 once this process is pinned). */
+const ALL_CORES = `0-${cpus().length - 1}`;
+
 function canPin(): boolean {
-  if (process.env.BENCH_PIN === '0' || process.platform !== 'linux' || availableParallelism() < 2) return false;
+  if (process.env.BENCH_PIN === '0' || process.platform !== 'linux' || cpus().length < 2) return false;
   try {
     execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
     return true;
@@ -69,7 +72,7 @@ export const SERVER_CORE = 1;
  * service's two threads shared the other, and its delivery throughput fell from ~11,000/s to ~9,000/s.
  */
 export function pinLoadGenerator(pinned = true): void {
-  if (PINNING) execFileSync('taskset', ['-apc', pinned ? String(LOAD_CORE) : `0-${availableParallelism() - 1}`, String(process.pid)], { stdio: 'ignore' });
+  if (PINNING) execFileSync('taskset', ['-apc', pinned ? String(LOAD_CORE) : ALL_CORES, String(process.pid)], { stdio: 'ignore' });
 }
 
 /**
@@ -78,7 +81,7 @@ export function pinLoadGenerator(pinned = true): void {
  */
 export function onCore(core: number | undefined, command: string, args: string[]): [string, string[]] {
   if (!PINNING) return [command, args];
-  return ['taskset', ['-c', core !== undefined ? String(core) : `0-${availableParallelism() - 1}`, command, ...args]];
+  return ['taskset', ['-c', core !== undefined ? String(core) : ALL_CORES, command, ...args]];
 }
 
 /**
