@@ -61,6 +61,34 @@ describe('concurrency limiter', () => {
     assert.deepEqual(order, ['a', 'b', 'c', 'd']);
   });
 
+  it('serves each host in arrival order, and hosts by their oldest waiter', async () => {
+    const limiter = createConcurrencyLimiter({ overall: 2, perHost: 1 });
+    const gates = new Map<string, ReturnType<typeof gate>>();
+    const started: string[] = [];
+    const run = (host: string, name: string) => {
+      const g = gate();
+      gates.set(name, g);
+      return limiter.run(host, async () => (started.push(name), g.wait));
+    };
+    const all = [run('a', 'a1'), run('b', 'b1'), run('a', 'a2'), run('a', 'a3'), run('b', 'b2'), run('c', 'c1')];
+    await new Promise(setImmediate);
+    assert.deepEqual(started, ['a1', 'b1']);
+    assert.equal(limiter.stats().waiting, 4);
+    gates.get('b1')!.open(); // b's slot frees: b2 is b's next, but a2 (still blocked by a1) arrived before it
+    await new Promise(setImmediate);
+    assert.deepEqual(started, ['a1', 'b1', 'b2']);
+    gates.get('a1')!.open();
+    await new Promise(setImmediate);
+    assert.deepEqual(started, ['a1', 'b1', 'b2', 'a2']);
+    gates.get('b2')!.open(); // an overall slot frees: c1 is the only host under its limit
+    await new Promise(setImmediate);
+    assert.deepEqual(started, ['a1', 'b1', 'b2', 'a2', 'c1']);
+    for (const g of gates.values()) g.open();
+    await Promise.all(all);
+    assert.deepEqual(started, ['a1', 'b1', 'b2', 'a2', 'c1', 'a3']);
+    assert.deepEqual(limiter.stats(), { active: 0, waiting: 0, activeByHost: {} });
+  });
+
   it('releases the slot when a task fails', async () => {
     const limiter = createConcurrencyLimiter({ overall: 1, perHost: 1 });
     await assert.rejects(limiter.run('h', async () => Promise.reject(new Error('boom'))), /boom/);

@@ -12,7 +12,8 @@ export interface ConcurrencyLimits {
 export const DEFAULT_CONCURRENCY_LIMITS: ConcurrencyLimits = { overall: 64, perHost: 8 };
 
 interface Waiter {
-  host: string;
+  /** Arrival order, for FIFO across hosts. */
+  seq: number;
   start: () => void;
 }
 
@@ -27,13 +28,29 @@ export function createConcurrencyLimiter(limits: ConcurrencyLimits = DEFAULT_CON
   if (!(limits.overall >= 1 && limits.perHost >= 1)) throw new RangeError('concurrency limits must be at least 1');
   let active = 0;
   const activeByHost = new Map<string, number>();
-  const waiting: Waiter[] = [];
+  /** FIFO queues of the hosts that have waiters. One queue per host keeps a release O(hosts), not O(waiters). */
+  const queues = new Map<string, Waiter[]>();
+  let waitingCount = 0;
+  let arrivals = 0;
 
   const canStart = (host: string) => active < limits.overall && (activeByHost.get(host) ?? 0) < limits.perHost;
 
   const acquire = (host: string) => {
     active++;
     activeByHost.set(host, (activeByHost.get(host) ?? 0) + 1);
+  };
+
+  /** The host under its own limit whose first waiter arrived earliest. */
+  const nextHost = (): string | undefined => {
+    let best: string | undefined;
+    let bestSeq = Infinity;
+    for (const [host, queue] of queues) {
+      if (queue[0]!.seq < bestSeq && (activeByHost.get(host) ?? 0) < limits.perHost) {
+        best = host;
+        bestSeq = queue[0]!.seq;
+      }
+    }
+    return best;
   };
 
   const release = (host: string) => {
@@ -43,15 +60,15 @@ export function createConcurrencyLimiter(limits: ConcurrencyLimits = DEFAULT_CON
     else activeByHost.set(host, left);
     // FIFO among the waiters that can run; skipping past a host at its limit is what keeps one
     // slow host from blocking the queue for everyone else.
-    for (let i = 0; i < waiting.length && active < limits.overall; ) {
-      const waiter = waiting[i]!;
-      if (canStart(waiter.host)) {
-        waiting.splice(i, 1);
-        acquire(waiter.host);
-        waiter.start();
-      } else {
-        i++;
-      }
+    while (active < limits.overall) {
+      const next = nextHost();
+      if (next === undefined) break;
+      const queue = queues.get(next)!;
+      const waiter = queue.shift()!;
+      if (queue.length === 0) queues.delete(next);
+      waitingCount--;
+      acquire(next);
+      waiter.start();
     }
   };
 
@@ -68,12 +85,16 @@ export function createConcurrencyLimiter(limits: ConcurrencyLimits = DEFAULT_CON
           acquire(host);
           start();
         } else {
-          waiting.push({ host, start });
+          const queue = queues.get(host);
+          const waiter = { seq: arrivals++, start };
+          if (queue) queue.push(waiter);
+          else queues.set(host, [waiter]);
+          waitingCount++;
         }
       });
     },
     stats() {
-      return { active, waiting: waiting.length, activeByHost: Object.fromEntries(activeByHost) };
+      return { active, waiting: waitingCount, activeByHost: Object.fromEntries(activeByHost) };
     },
   };
 }
