@@ -153,7 +153,9 @@ export async function startRewards(extraEnv: Record<string, string> = {}, args: 
     CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
     ...extraEnv,
   };
-  const child = await startProcess([REWARDS_BIN, 'serve', ...args], env, '/health/ready', port, core);
+  // BENCH_CPU_PROF=DIR: every service process writes a V8 CPU profile per thread into DIR on exit.
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = await startProcess([...profile, REWARDS_BIN, 'serve', ...args], env, '/health/ready', port, core);
   const operator = JSON.parse(readFileSync(join(dataDir, 'operator-credentials.json'), 'utf8'));
   return { ...child, dataDir, operator };
 }
