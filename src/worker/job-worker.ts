@@ -13,8 +13,11 @@ import {
   listenForJobs,
   lockClaimedJobs,
   lockDueJobs,
+  newLease,
+  offerToTakeJobs,
   onJobsEnqueued,
   type ClaimedJob,
+  type HandOff,
 } from '../storage/queue/index.js';
 import { lightTransaction } from '../storage/light-transaction.js';
 import type { JobContext, JobHandlers, StandaloneJobHandler, TransactionalJobHandler } from './job-handlers.js';
@@ -147,18 +150,22 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
    */
   async function runTransactionalBatch(): Promise<number> {
     let claimed = 0;
+    let handOff: HandOff | undefined;
     const started = Date.now();
     try {
       await deps.db.transaction().execute(async (tx) => {
+        handOff = offerStandalone(tx);
         const jobs = await lockDueJobs(tx, { kinds: transactionalKinds, limit: batchSize, now: Date.now() });
         claimed = jobs.length;
         await handleInTransaction(tx, jobs);
         await completeLockedJobs(tx, jobs);
       });
       if (claimed > 0) {
-        log.debug({ jobs: claimed, ms: Date.now() - started }, 'batch committed');
-        // The batch may have enqueued standalone work (notification deliveries): start it now.
-        wakeStandalone();
+        log.debug({ jobs: claimed, ms: Date.now() - started, handedOver: handOff?.taken.length ?? 0 }, 'batch committed');
+        // The standalone work the batch enqueued (notification deliveries): what this worker took
+        // starts now, what it had no room for is left to the delivery loop's claims.
+        for (const job of handOff?.taken ?? []) startStandalone(job);
+        if (!handOff || handOff.declined > 0) wakeStandalone();
       }
       return claimed;
     } catch (batchError) {
@@ -225,21 +232,36 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
    * Jobs whose outcome is still being recorded are bounded too: at most `concurrency` of them.
    */
   const claimWhenFree = Math.max(1, Math.floor(concurrency / 4));
+  const freeSlots = () => Math.min(concurrency - slotsUsed, 2 * concurrency - inFlight.size);
+
+  /**
+   * Offers to take, in the batch transaction `tx`, the standalone jobs it enqueues that are due now
+   * (handOff.ts): as many as there are free slots. They start right after the commit, without a
+   * claim; a registration's notification reaches the delivery call one commit sooner.
+   */
+  function offerStandalone(tx: Tx): HandOff | undefined {
+    const room = freeSlots();
+    if (standaloneKinds.length === 0 || stopping || room <= 0) return undefined;
+    return offerToTakeJobs(tx, { kinds: new Set(standaloneKinds), lease: newLease(workerId), leaseUntil: Date.now() + options.leaseMs, room });
+  }
+
+  function startStandalone(job: ClaimedJob): void {
+    const running = runStandalone(job).finally(() => {
+      inFlight.delete(running);
+      if (!standaloneDrained) standaloneWake.signal();
+    });
+    inFlight.add(running);
+  }
+
   /** The last claim found fewer due jobs than it asked for; new ones arrive with a wake-up (or the poll). */
   let standaloneDrained = false;
   async function startStandaloneJobs(): Promise<number> {
-    const free = Math.min(concurrency - slotsUsed, 2 * concurrency - inFlight.size);
+    const free = freeSlots();
     if (standaloneKinds.length === 0 || free <= 0) return 0;
     if (free < claimWhenFree && slotsUsed > 0) return 0;
     const jobs = await claim(standaloneKinds, free);
     standaloneDrained = jobs.length < free;
-    for (const job of jobs) {
-      const running = runStandalone(job).finally(() => {
-        inFlight.delete(running);
-        if (!standaloneDrained) standaloneWake.signal();
-      });
-      inFlight.add(running);
-    }
+    for (const job of jobs) startStandalone(job);
     return jobs.length;
   }
 

@@ -12,6 +12,7 @@ import {
   failJob,
   LeaseLostError,
   lockDueJobs,
+  offerToTakeJobs,
   releaseJobs,
   retryDelayMs,
   TRANSACTION_LEASE,
@@ -55,6 +56,64 @@ for (const dialect of testDialects()) {
       const retaken = await claim('b', 2_000);
       assert.equal(retaken.length, 2, 'an expired lease makes the job due again');
       assert.ok(retaken.every((j) => j.attempts === 2));
+    });
+
+    it('hand-off: jobs enqueued in a transaction whose worker offered to take them are inserted leased to it, as far as it has room', async () => {
+      const now = 10_000;
+      const offer = await t.deps.db.transaction().execute(async (tx) => {
+        await enqueueJob(tx, { kind: 'test', payload: 'existing', dedupeKey: 'k1' }, { now });
+        const handOff = offerToTakeJobs(tx, { kinds: new Set(['test']), lease: 'w1:7:abc', leaseUntil: now + 1_000, room: 3 });
+        await enqueueJobs(
+          tx,
+          [
+            { kind: 'test', payload: 'duplicate', dedupeKey: 'k1' }, // a dedupe hit: not inserted, so not taken
+            { kind: 'test', payload: 'a' },
+            { kind: 'other', payload: 'other kind' },
+            { kind: 'test', payload: 'later', runAt: now + 60_000 },
+            { kind: 'test', payload: 'b' },
+            { kind: 'test', payload: 'no room' },
+          ],
+          { now },
+        );
+        // The duplicate's place is free again for what the transaction enqueues next.
+        await enqueueJob(tx, { kind: 'test', payload: 'c' }, { now });
+        return handOff;
+      });
+      assert.deepEqual(
+        offer.taken.map((job) => [job.payload, job.lease, job.leaseUntil, job.attempts]),
+        [
+          ['a', 'w1:7:abc', now + 1_000, 1],
+          ['b', 'w1:7:abc', now + 1_000, 1],
+          ['c', 'w1:7:abc', now + 1_000, 1],
+        ],
+      );
+      assert.equal(offer.declined, 1, "one due job of the offered kind found no room: someone must claim it");
+      const rows = await t.deps.db.selectFrom('jobs').select(['payload', 'locked_by', 'run_at', 'attempts']).orderBy('id').execute();
+      const byPayload = new Map(rows.map((row) => [JSON.parse(row.payload) as string, row]));
+      assert.deepEqual(byPayload.get('a'), { payload: '"a"', locked_by: 'w1:7:abc', run_at: now + 1_000, attempts: 1 });
+      for (const free of ['existing', 'other kind', 'later', 'no room']) assert.equal(byPayload.get(free)!.locked_by, null, free);
+      assert.equal(byPayload.has('duplicate'), false);
+      const claimable = await claim('b', now + 500);
+      assert.deepEqual(claimable.map((job) => job.payload).sort(), ['existing', 'no room'], 'the handed-off jobs are leased; the others are claimable as usual');
+      assert.deepEqual([...(await completeHeldJobs(t.deps.db, offer.taken))].sort(), offer.taken.map((job) => job.id).sort(), 'the hand-off lease completes them');
+    });
+
+    it('hand-off: nothing is taken outside the offering transaction, and a rollback takes nothing', async () => {
+      const offer = offerToTakeJobs(t.deps.db as never, { kinds: new Set(['test']), lease: 'w1:1:abc', leaseUntil: Date.now() + 1_000, room: 5 });
+      await enqueueJob(t.deps.db, { kind: 'test', payload: 'outside' });
+      assert.equal(offer.taken.length, 0, 'an offer binds to a transaction only');
+      let rolledBack: ReturnType<typeof offerToTakeJobs> | undefined;
+      await assert.rejects(
+        t.deps.db.transaction().execute(async (tx) => {
+          rolledBack = offerToTakeJobs(tx, { kinds: new Set(['test']), lease: 'w1:2:abc', leaseUntil: Date.now() + 1_000, room: 5 });
+          await enqueueJob(tx, { kind: 'test', payload: 'rolled back' });
+          throw new Error('abort');
+        }),
+        /abort/,
+      );
+      assert.equal(rolledBack!.taken.length, 1, 'taken inside the transaction…');
+      const payloads = (await t.deps.db.selectFrom('jobs').select('payload').execute()).map((row) => row.payload);
+      assert.deepEqual(payloads, ['"outside"'], '…but the worker starts taken jobs only after a commit, and this one never existed');
     });
 
     it('only the current lease holder completes, fails or extends a job', async () => {

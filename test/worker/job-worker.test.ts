@@ -117,6 +117,44 @@ for (const dialect of testDialects()) {
       assert.deepEqual(left, [{ payload: '"fails"', last_error: 'callback refused' }]);
     });
 
+    it('standalone jobs a batch enqueues start after its commit, leased in that transaction (no claim), as far as slots allow', async () => {
+      const ENQUEUED_AT = 12_345; // a clock only the batch uses: a claim would write its own time
+      const seen: Array<[payload: unknown, lockedAt: number | null, ownLease: boolean]> = [];
+      const handlers: JobHandlers = {
+        take: {
+          mode: 'transactional',
+          async handle(tx, jobs) {
+            await enqueueJobs(
+              tx,
+              jobs.map((job) => ({ kind: 'call', payload: job.payload })),
+              { now: ENQUEUED_AT },
+            );
+          },
+        },
+        call: {
+          mode: 'standalone',
+          async handle(job) {
+            const row = await t.deps.db.selectFrom('jobs').select(['locked_by', 'locked_at']).where('id', '=', job.id).executeTakeFirstOrThrow();
+            seen.push([job.payload, row.locked_at === null ? null : Number(row.locked_at), row.locked_by === job.lease]);
+          },
+        },
+      };
+      await enqueueJobs(t.deps.db, [1, 2, 3].map((n) => ({ kind: 'take', payload: n })));
+      const w = worker(handlers, { autoStart: false, concurrency: 2 });
+      await w.runUntilIdle();
+      seen.sort((a, b) => (a[0] as number) - (b[0] as number));
+      assert.deepEqual(
+        seen.map(([payload, lockedAt, ownLease]) => [payload, lockedAt === ENQUEUED_AT ? 'handed off' : 'claimed', ownLease]),
+        [
+          [1, 'handed off', true],
+          [2, 'handed off', true],
+          [3, 'claimed', true], // two slots: the third waited for a claim
+        ],
+      );
+      assert.equal(Number((await t.deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n), 0, 'every job completed once');
+      await w.stop();
+    });
+
     it('a job that reports its external work done frees its slot while its outcome is still being recorded', async () => {
       let releaseBookkeeping!: () => void;
       const bookkeeping = new Promise<void>((resolve) => (releaseBookkeeping = resolve));

@@ -14,6 +14,12 @@ export interface ClaimOptions {
 
 let claimCounter = 0;
 
+/** A lease token unique to one claim (or hand-off) of this worker. */
+export function newLease(workerId: string): string {
+  claimCounter = (claimCounter + 1) % 1_000_000_000;
+  return `${workerId}:${claimCounter}:${randomBytes(3).toString('hex')}`;
+}
+
 /**
  * Leases up to `limit` due jobs of the given kinds in one statement: `run_at` moves to the end of
  * the lease (so an abandoned job is simply due again later), `attempts` counts the claim, and
@@ -24,8 +30,7 @@ let claimCounter = 0;
 export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
   if (options.kinds.length === 0 || options.limit <= 0) return [];
   const now = options.now ?? Date.now();
-  claimCounter = (claimCounter + 1) % 1_000_000_000;
-  const lease = `${options.workerId}:${claimCounter}:${randomBytes(3).toString('hex')}`;
+  const lease = newLease(options.workerId);
   const postgres = isPostgres(db as never);
   const rows = await db
     .updateTable('jobs')
