@@ -171,8 +171,8 @@ for (const dialect of testDialects()) {
       const skipped = await make({ event: 'registered-request', experiences: ['quiet'], active: false });
       await make({ event: 'processed-request' });
       assert.deepEqual(await listSubscriptionsForEvent(t.deps.db, account.accountId, 'registered-request'), [
-        { id: general, active: true, experiences: [] },
-        { id: skipped, active: false, experiences: ['quiet'] },
+        { id: general, active: true, experiences: [], url: 'http://127.0.0.1:9/h' },
+        { id: skipped, active: false, experiences: ['quiet'], url: 'http://127.0.0.1:9/h' },
       ]);
       assert.deepEqual(await loadDeliveryTarget(t.deps.db, t.deps.box, general), {
         subscriptionId: general,

@@ -87,6 +87,8 @@ export interface SubscriptionRoute {
   active: boolean;
   /** Experience names; empty = every experience. */
   experiences: string[];
+  /** The callback URL now (written into the notification; each attempt reads the current one). */
+  url: string;
 }
 
 /**
@@ -96,11 +98,11 @@ export interface SubscriptionRoute {
 export async function listSubscriptionsForEvent(db: Executor, accountId: string, event: string): Promise<SubscriptionRoute[]> {
   const rows = await db
     .selectFrom('subscriptions')
-    .select(['id', 'active', 'experiences'])
+    .select(['id', 'active', 'experiences', 'callback_url'])
     .where('account_id', '=', accountId)
     .where('event', '=', event)
     .orderBy('created_at')
     .orderBy('id')
     .execute();
-  return rows.map((row) => ({ id: row.id, active: row.active === 1, experiences: JSON.parse(row.experiences) as string[] }));
+  return rows.map((row) => ({ id: row.id, active: row.active === 1, experiences: JSON.parse(row.experiences) as string[], url: row.callback_url }));
 }
