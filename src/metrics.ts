@@ -43,14 +43,18 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
     registers: [registry],
     async collect() {
       const now = clock();
-      const row = await db
-        .selectFrom('jobs')
-        .select(sql<number | string | null>`min(run_at)`.as('oldest'))
-        .where('state', '=', 'pending')
-        .where('locked_by', 'is', null)
-        .where('run_at', '<=', now)
-        .executeTakeFirst();
-      this.set(row?.oldest == null ? 0 : (now - Number(row.oldest)) / 1000);
+      // The pending jobs are indexed by (kind, run_at): walk the kinds present (a loose index scan,
+      // one lookup per kind) and take each kind's oldest due job, instead of reading every job.
+      const { rows } = await sql<{ oldest: number | string | null }>`
+        with recursive kinds(kind) as (
+          select min(kind) from jobs where state = 'pending'
+          union all
+          select (select min(kind) from jobs where state = 'pending' and kind > kinds.kind) from kinds where kinds.kind is not null
+        )
+        select min((select min(run_at) from jobs where state = 'pending' and kind = kinds.kind and run_at <= ${now} and locked_by is null)) as oldest
+        from kinds where kind is not null`.execute(db);
+      const oldest = rows[0]?.oldest;
+      this.set(oldest == null ? 0 : (now - Number(oldest)) / 1000);
     },
   });
   new Gauge({

@@ -17,6 +17,7 @@ import {
   retryDelayMs,
   TRANSACTION_LEASE,
 } from '../../src/storage/queue/index.js';
+import { dueJobIds } from '../../src/storage/queue/dueJobs.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import { testDialects } from '../support/databases.js';
@@ -223,24 +224,34 @@ for (const dialect of testDialects()) {
       assert.equal((await t.deps.db.selectFrom('jobs').select('id').execute()).length, 1, 'rolled back');
     });
 
-    it('claiming uses the partial index on run_at, with a large backlog of future jobs', async () => {
+    it("claiming reads its kinds' due range of the partial index: 50,000 future jobs, and 50,000 due jobs of another kind, are not read", async () => {
       const now = Date.now();
+      // Future jobs of the claimed kind, and older due jobs of another kind (another loop's backlog).
       if (dialect === 'sqlite') {
         await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 50000)
           insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, created_at, updated_at)
-          select 'job_bulk_' || i, 'test', '{}', 'pending', ${now} + 3600000 + i, 0, 5, ${now}, ${now} from n`.execute(t.deps.db);
-        const plan = await sql<{ detail: string }>`explain query plan select id from jobs where state = 'pending' and run_at <= ${now} and kind in ('test') order by run_at limit 10`.execute(t.deps.db);
-        assert.match(plan.rows.map((r) => r.detail).join('\n'), /jobs_pending_run_at_idx/);
+          select 'job_bulk_' || i, 'test', '{}', 'pending', ${now} + 3600000 + i, 0, 5, ${now}, ${now} from n
+          union all select 'job_other_' || i, 'other', '{}', 'pending', ${now} - 3600000 + i, 0, 5, ${now}, ${now} from n`.execute(t.deps.db);
       } else {
         await sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, created_at, updated_at)
-          select 'job_bulk_' || i, 'test', '{}', 'pending', ${now}::bigint + 3600000 + i, 0, 5, ${now}::bigint, ${now}::bigint from generate_series(1, 50000) i`.execute(t.deps.db);
+          select 'job_bulk_' || i, 'test', '{}', 'pending', ${now}::bigint + 3600000 + i, 0, 5, ${now}::bigint, ${now}::bigint from generate_series(1, 50000) i
+          union all select 'job_other_' || i, 'other', '{}', 'pending', ${now}::bigint - 3600000 + i, 0, 5, ${now}::bigint, ${now}::bigint from generate_series(1, 50000) i`.execute(t.deps.db);
         await sql`analyze jobs`.execute(t.deps.db);
-        const plan = await sql<{ 'QUERY PLAN': string }>`explain select id from jobs where state = 'pending' and run_at <= ${now}::bigint and kind in ('test') order by run_at limit 10`.execute(t.deps.db);
-        assert.match(plan.rows.map((r) => r['QUERY PLAN']).join('\n'), /jobs_pending_run_at_idx/);
+      }
+      // The plan of the very subquery the claim and the batch lock use.
+      for (const kinds of [['test'], ['test', 'another']]) {
+        const due = dueJobIds({ kinds, limit: 10, now, postgres: dialect === 'postgres' });
+        const plan =
+          dialect === 'sqlite'
+            ? (await sql<{ detail: string }>`explain query plan ${due}`.execute(t.deps.db)).rows.map((r) => r.detail)
+            : (await sql<{ 'QUERY PLAN': string }>`explain ${due}`.execute(t.deps.db)).rows.map((r) => r['QUERY PLAN']);
+        assert.match(plan.join('\n'), /jobs_pending_kind_run_at_idx/, `kinds ${kinds.join(', ')}: ${plan.join(' | ')}`);
       }
       await enqueueJob(t.deps.db, { kind: 'test', payload: 'due', runAt: now - 1 });
       const claimed = await claim('a', now);
       assert.deepEqual(claimed.map((j) => j.payload), ['due']);
+      const locked = await t.deps.db.transaction().execute((tx) => lockDueJobs(tx, { kinds: ['test', 'another'], limit: 10, now: now + 1 }));
+      assert.deepEqual(locked, [], 'the claimed job is leased; the other kind is not asked for');
     });
   });
 }

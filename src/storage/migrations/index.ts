@@ -5,6 +5,7 @@ import * as m002 from './002_subscriptions.js';
 import * as m003 from './003_experiences.js';
 import * as m004 from './004_requests_jobs.js';
 import * as m005 from './005_notifications.js';
+import * as m006 from './006_jobs_kind_index.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '003_experiences': m003,
   '004_requests_jobs': m004,
   '005_notifications': m005,
+  '006_jobs_kind_index': m006,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { isPostgres } from '../migrations/types.js';
 import type { Executor } from '../database.js';
+import { dueJobIds } from './dueJobs.js';
 import { byCreation, toClaimedJob, type ClaimedJob } from './job.js';
 
 export interface ClaimOptions {
@@ -23,15 +24,13 @@ export function newLease(workerId: string): string {
 /**
  * Leases up to `limit` due jobs of the given kinds in one statement: `run_at` moves to the end of
  * the lease (so an abandoned job is simply due again later), `attempts` counts the claim, and
- * `locked_by` gets a token unique to this claim. PostgreSQL skips rows another worker is claiming
- * (FOR UPDATE SKIP LOCKED); SQLite has a single writer, so the plain subquery is already exclusive.
- * The literal `state = 'pending'` lets both planners use the partial index on run_at.
+ * `locked_by` gets a token unique to this claim. Which jobs: `dueJobIds` (PostgreSQL skips rows
+ * another worker is claiming; SQLite has a single writer).
  */
 export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
   if (options.kinds.length === 0 || options.limit <= 0) return [];
   const now = options.now ?? Date.now();
   const lease = newLease(options.workerId);
-  const postgres = isPostgres(db as never);
   const rows = await db
     .updateTable('jobs')
     .set((eb) => ({
@@ -41,17 +40,7 @@ export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise
       attempts: eb('attempts', '+', 1),
       updated_at: now,
     }))
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('jobs')
-        .select('id')
-        .where(sql<boolean>`state = 'pending'`)
-        .where('run_at', '<=', now)
-        .where('kind', 'in', options.kinds)
-        .orderBy('run_at')
-        .limit(options.limit)
-        .$if(postgres, (qb) => qb.forUpdate().skipLocked()),
-    )
+    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now, postgres: isPostgres(db as never) })})`)
     .returningAll()
     .execute();
   return rows.map(toClaimedJob).sort(byCreation);

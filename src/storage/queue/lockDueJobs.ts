@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { isPostgres } from '../migrations/types.js';
 import type { Tx } from '../database.js';
+import { dueJobIds } from './dueJobs.js';
 import { byCreation, LeaseLostError, toClaimedJob, type ClaimedJob } from './job.js';
 
 /** The lease of jobs locked by the transaction that completes them (no lease row is written). */
@@ -22,12 +23,7 @@ export async function lockDueJobs(tx: Tx, options: { kinds: string[]; limit: num
   const rows = await tx
     .selectFrom('jobs')
     .selectAll()
-    .where(sql<boolean>`state = 'pending'`)
-    .where('run_at', '<=', options.now)
-    .where('kind', 'in', options.kinds)
-    .orderBy('run_at')
-    .limit(options.limit)
-    .$if(postgres, (qb) => qb.forUpdate().skipLocked())
+    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now: options.now, postgres })})`)
     .execute();
   return rows.map((row) => ({ ...toClaimedJob(row), lease: TRANSACTION_LEASE })).sort(byCreation);
 }
