@@ -52,6 +52,12 @@ export interface JobWorkerOptions {
   pollIntervalMs?: number;
   /** Pause after a part-full transactional batch so the next one gathers more jobs (default 10 ms). */
   gatherMs?: number;
+  /**
+   * Transactional batches in flight at once (default: 2 on PostgreSQL, 1 on SQLite). A PostgreSQL
+   * batch spends most of its time waiting for ~20 round trips; a second one (SKIP LOCKED keeps
+   * their jobs apart) uses that wait. SQLite has one writer and one connection: always 1.
+   */
+  transactionalLoops?: number;
   /** false: no background loops; call runUntilIdle() (tests). */
   autoStart?: boolean;
   workerId?: string;
@@ -151,14 +157,19 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   async function runTransactionalBatch(): Promise<number> {
     let claimed = 0;
     let handOff: HandOff | undefined;
+    let reserved = 0;
     const started = Date.now();
     try {
       await deps.db.transaction().execute(async (tx) => {
         handOff = offerStandalone(tx);
+        reserved = handOff?.room ?? 0;
+        offeredRoom += reserved;
         const jobs = await lockDueJobs(tx, { kinds: transactionalKinds, limit: batchSize, now: Date.now() });
         claimed = jobs.length;
         await handleInTransaction(tx, jobs);
         await completeLockedJobs(tx, jobs);
+      }).finally(() => {
+        offeredRoom -= reserved;
       });
       if (claimed > 0) {
         log.debug({ jobs: claimed, ms: Date.now() - started, handedOver: handOff?.taken.length ?? 0 }, 'batch committed');
@@ -239,8 +250,10 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
    * (handOff.ts): as many as there are free slots. They start right after the commit, without a
    * claim; a registration's notification reaches the delivery call one commit sooner.
    */
+  /** Slots promised to batches still running (with two batches in flight, both offer). */
+  let offeredRoom = 0;
   function offerStandalone(tx: Tx): HandOff | undefined {
-    const room = freeSlots();
+    const room = freeSlots() - offeredRoom;
     if (standaloneKinds.length === 0 || stopping || room <= 0) return undefined;
     return offerToTakeJobs(tx, { kinds: new Set(standaloneKinds), lease: newLease(workerId), leaseUntil: Date.now() + options.leaseMs, room });
   }
@@ -266,14 +279,14 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   }
 
   let stopping = false;
-  const transactionalWake = new Wakeup();
+  const transactionalWakes = Array.from({ length: deps.dialect === 'postgres' ? Math.max(1, options.transactionalLoops ?? 2) : 1 }, () => new Wakeup());
   const standaloneWake = new Wakeup();
   const wakeStandalone = () => {
     standaloneDrained = false;
     standaloneWake.signal();
   };
   const wakeAll = (kinds?: readonly string[]) => {
-    if (!kinds || kinds.some((kind) => transactionalKinds.includes(kind))) transactionalWake.signal();
+    if (!kinds || kinds.some((kind) => transactionalKinds.includes(kind))) for (const wake of transactionalWakes) wake.signal();
     if (!kinds || kinds.some((kind) => standaloneKinds.includes(kind))) wakeStandalone();
   };
 
@@ -306,7 +319,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
     options.autoStart === false
       ? []
       : [
-          loop('transactional', transactionalKinds, runTransactionalBatch, transactionalWake, gatherMs),
+          ...transactionalWakes.map((wake) => loop('transactional', transactionalKinds, runTransactionalBatch, wake, gatherMs)),
           loop('standalone', standaloneKinds, startStandaloneJobs, standaloneWake, 0),
         ];
 

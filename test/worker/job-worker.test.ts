@@ -155,6 +155,34 @@ for (const dialect of testDialects()) {
       await w.stop();
     });
 
+    it('runs two transactional batches at once on PostgreSQL (one on SQLite), each job exactly once', async () => {
+      let active = 0;
+      let most = 0;
+      const done: unknown[] = [];
+      const handlers: JobHandlers = {
+        take: {
+          mode: 'transactional',
+          async handle(tx, jobs) {
+            active += 1;
+            most = Math.max(most, active);
+            await tx.updateTable('prizes').set((eb) => ({ stock: eb('stock', '-', jobs.length) })).where('experience_id', '=', experienceId).execute();
+            await sleep(30); // a batch's round trips
+            done.push(...jobs.map((job) => job.payload));
+            active -= 1;
+          },
+        },
+      };
+      await enqueueJobs(t.deps.db, Array.from({ length: 200 }, (_, i) => ({ kind: 'take', payload: i })));
+      const w = worker(handlers, { pollIntervalMs: HOUR, batchSize: 20, gatherMs: 0 });
+      signalJobsEnqueued(t.deps.db);
+      await eventually(async () => (done.length >= 200 ? true : undefined), 60_000, 'every job');
+      await w.stop();
+      assert.equal(new Set(done).size, 200);
+      assert.equal(done.length, 200, 'no job ran twice');
+      assert.equal(await stock(), 800);
+      assert.equal(most, dialect === 'postgres' ? 2 : 1);
+    });
+
     it('a job that reports its external work done frees its slot while its outcome is still being recorded', async () => {
       let releaseBookkeeping!: () => void;
       const bookkeeping = new Promise<void>((resolve) => (releaseBookkeeping = resolve));
