@@ -268,12 +268,19 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
 
   /** The last claim found fewer due jobs than it asked for; new ones arrive with a wake-up (or the poll). */
   let standaloneDrained = false;
+  /** Wake-ups of the delivery loop so far (see startStandaloneJobs). */
+  let standaloneWakes = 0;
   async function startStandaloneJobs(): Promise<number> {
     const free = freeSlots();
     if (standaloneKinds.length === 0 || free <= 0) return 0;
     if (free < claimWhenFree && slotsUsed > 0) return 0;
+    const wakesBefore = standaloneWakes;
     const jobs = await claim(standaloneKinds, free);
-    standaloneDrained = jobs.length < free;
+    // A short claim means the queue was drained when the claim read it, unless new jobs were
+    // announced meanwhile: a wake-up consumed while every slot is busy would otherwise leave the
+    // freed slots silent until the next poll.
+    standaloneDrained = jobs.length < free && standaloneWakes === wakesBefore;
+    log.debug({ asked: free, got: jobs.length, slotsUsed, inFlight: inFlight.size, drained: standaloneDrained }, 'claimed');
     for (const job of jobs) startStandalone(job);
     return jobs.length;
   }
@@ -282,6 +289,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   const transactionalWakes = Array.from({ length: deps.dialect === 'postgres' ? Math.max(1, options.transactionalLoops ?? 2) : 1 }, () => new Wakeup());
   const standaloneWake = new Wakeup();
   const wakeStandalone = () => {
+    standaloneWakes += 1;
     standaloneDrained = false;
     standaloneWake.signal();
   };
