@@ -50,7 +50,6 @@ type RouteModule = (app: FastifyInstance, deps: AppDeps) => Promise<void>;
 /** Bearer-protected resource routes, served identically under /v1 and /v2. */
 const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes];
 
-
 /** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const tokenEndpoint = createTokenEndpoint(deps);

@@ -245,17 +245,20 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   const claimWhenFree = Math.max(1, Math.floor(concurrency / 4));
   const freeSlots = () => Math.min(concurrency - slotsUsed, 2 * concurrency - inFlight.size);
 
-  /**
-   * Offers to take, in the batch transaction `tx`, the standalone jobs it enqueues that are due now
-   * (handOff.ts): as many as there are free slots. They start right after the commit, without a
-   * claim; a registration's notification reaches the delivery call one commit sooner.
-   */
   /** Slots promised to batches still running (with two batches in flight, both offer). */
   let offeredRoom = 0;
+  const standaloneKindSet: ReadonlySet<string> = new Set(standaloneKinds);
+
+  /**
+   * Offers to take, in the batch transaction `tx`, the standalone jobs it enqueues that are due now
+   * (handOff.ts): as many as there are free slots not promised to another batch. They start right
+   * after the commit, without a claim; a registration's notification reaches the delivery call one
+   * commit sooner.
+   */
   function offerStandalone(tx: Tx): HandOff | undefined {
     const room = freeSlots() - offeredRoom;
     if (standaloneKinds.length === 0 || stopping || room <= 0) return undefined;
-    return offerToTakeJobs(tx, { kinds: new Set(standaloneKinds), lease: newLease(workerId), leaseUntil: Date.now() + options.leaseMs, room });
+    return offerToTakeJobs(tx, { kinds: standaloneKindSet, lease: newLease(workerId), leaseUntil: Date.now() + options.leaseMs, room });
   }
 
   function startStandalone(job: ClaimedJob): void {

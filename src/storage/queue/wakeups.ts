@@ -22,9 +22,17 @@ export function signalJobsEnqueued(db: object, kinds?: readonly string[]): void 
   for (const fn of listeners.get(db) ?? []) fn(kinds);
 }
 
-/** Inside the enqueueing transaction on PostgreSQL: delivered to listeners only if it commits. */
+/** Transactions that already sent their NOTIFY: one per transaction wakes every listener. */
+const notifiedTransactions = new WeakSet<object>();
+
+/**
+ * Inside the enqueueing transaction on PostgreSQL: delivered to listeners only if it commits.
+ * Sent once per transaction (each call is a round trip; PostgreSQL would fold the repeats anyway).
+ */
 export async function notifyOtherProcesses(db: Executor): Promise<void> {
+  if (db.isTransaction && notifiedTransactions.has(db)) return;
   await sql`select pg_notify(${JOBS_CHANNEL}, '')`.execute(db);
+  if (db.isTransaction) notifiedTransactions.add(db);
 }
 
 /**

@@ -24,9 +24,6 @@ const SUBSCRIPTION_EVENT: Record<NotificationEvent, string> = {
  */
 const subscriptionsByTransaction = new WeakMap<Tx, Map<string, Promise<SubscriptionRoute[]>>>();
 
-/** One NOTIFY per transaction is enough to wake the other processes' workers. */
-const notifiedTransactions = new WeakSet<Tx>();
-
 function subscriptionsFor(tx: Tx, accountId: string, event: NotificationEvent): Promise<SubscriptionRoute[]> {
   let memo = subscriptionsByTransaction.get(tx);
   if (!memo) subscriptionsByTransaction.set(tx, (memo = new Map()));
@@ -80,8 +77,7 @@ export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
       await insertNotifications(tx, chunk);
-      await enqueueDeliveries(tx, chunk.map((row) => row.id), { now, wakeOtherProcesses: !notifiedTransactions.has(tx) });
-      notifiedTransactions.add(tx);
+      await enqueueDeliveries(tx, chunk.map((row) => row.id), { now });
     }
   };
 }
