@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import SQLite from 'better-sqlite3';
 import { PROCESS_REQUEST_JOB, REGISTER_REQUEST_JOB } from '../src/domain/requests/job-kinds.js';
 import { openStorage, type Storage } from '../src/storage/database.js';
+import { openSqliteDatabase } from '../src/storage/sqlite-driver.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
 import { claimDueJobs, releaseJobs } from '../src/storage/queue/index.js';
 import { DELIVER_NOTIFICATION } from '../src/worker/notifications/schedule-delivery.js';
@@ -72,7 +72,7 @@ function sqliteBackend(): Backend {
         open: () => openStorage(`sqlite:${file}`),
         async insertBacklog(future, due) {
           // One transaction of prepared 500-row inserts; synchronous=OFF for this loader connection only.
-          const db = new SQLite(file);
+          const db = openSqliteDatabase(file);
           db.pragma('busy_timeout = 5000');
           db.pragma('synchronous = OFF');
           const columns = '(id, kind, payload, state, run_at, attempts, max_attempts, dedupe_key, created_at, updated_at)';

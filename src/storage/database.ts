@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { openSqliteDatabase, type SqliteDatabase } from './sqlite-driver.js';
 import type { Database } from './tables/index.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -26,12 +26,12 @@ export const SQLITE_DURABLE_SYNCHRONOUS = 'FULL';
 pg.types.setTypeParser(20, (value) => Number(value));
 
 /**
- * Kysely asks better-sqlite3 to prepare every query anew; the same few dozen SQL texts repeat
+ * Kysely asks the SQLite driver to prepare every query anew; the same few dozen SQL texts repeat
  * forever, and preparing was 6 % of the worker's CPU while delivering notifications. Prepared
  * statements are reusable (Kysely never iterates two at once on one connection), so keep them.
  */
-function withStatementCache(sqlite: SQLite.Database): SQLite.Database {
-  const cache = new Map<string, SQLite.Statement>();
+function withStatementCache(sqlite: SqliteDatabase): SqliteDatabase {
+  const cache = new Map<string, ReturnType<SqliteDatabase['prepare']>>();
   const prepare = sqlite.prepare.bind(sqlite);
   return new Proxy(sqlite, {
     get(target, property, receiver) {
@@ -62,7 +62,7 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
   if (databaseUrl.startsWith('sqlite:')) {
     const path = databaseUrl.slice('sqlite:'.length);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    const sqlite = new SQLite(path);
+    const sqlite = openSqliteDatabase(path);
     // WAL lets readers run beside the writer. FULL fsyncs the WAL on every commit, so a request
     // answered 202 survives power loss too, not only a process crash; ingest groups many
     // requests into one commit to pay for that fsync once per batch.
