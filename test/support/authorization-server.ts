@@ -57,6 +57,42 @@ interface OidcProviderModule {
     errors: { InvalidTarget: new () => Error };
   };
 }
+/**
+ * oidc-provider's storage for one server: a Map per model. Client-credentials JWTs are not stored,
+ * so nothing here needs expiry or grant indexes; naming a storage also keeps the provider from
+ * warning that its quick-start development adapter is in use.
+ */
+function mapStorage() {
+  const models = new Map<string, Map<string, Record<string, unknown>>>();
+  return class ModelStorage {
+    private readonly items: Map<string, Record<string, unknown>>;
+    constructor(model: string) {
+      this.items = models.get(model) ?? new Map();
+      models.set(model, this.items);
+    }
+    async upsert(id: string, payload: Record<string, unknown>) {
+      this.items.set(id, payload);
+    }
+    async find(id: string) {
+      return this.items.get(id);
+    }
+    async findByUid() {
+      return undefined;
+    }
+    async findByUserCode() {
+      return undefined;
+    }
+    async consume(id: string) {
+      const payload = this.items.get(id);
+      if (payload) payload.consumed = Math.floor(Date.now() / 1000);
+    }
+    async destroy(id: string) {
+      this.items.delete(id);
+    }
+    async revokeByGrantId() {}
+  };
+}
+
 // A computed specifier keeps TypeScript from looking for declarations that do not exist.
 const OIDC_PROVIDER = 'oidc-provider';
 
@@ -90,6 +126,7 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
 
   const { default: Provider } = (await import(OIDC_PROVIDER)) as OidcProviderModule;
   const provider = new Provider(issuer, {
+    adapter: mapStorage(),
     clients: [
       {
         client_id: clientId,
