@@ -1,5 +1,11 @@
-// `npm run bench [-- --quick] [-- --only NAME]`: every entry prints its figure, the baseline it was
-// measured against in this same run, and the ratio. Machines are shared and noisy: compare ratios.
+// `npm run bench [-- --quick] [-- --only NAME] [-- --node 20,24]`: every entry prints its figure, the
+// baseline it was measured against in this same run, and the ratio. Machines are shared and noisy:
+// compare ratios. `--node` runs the suite once per Node.js line (scripts/with-node.sh: the service,
+// its baselines and the load generator all on that line) and ends with a table of the lines side by side.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { benchTokenEndpoint } from './token.js';
 import { benchIngest } from './ingest.js';
 import { benchDelivery } from './delivery.js';
@@ -19,8 +25,42 @@ const ENTRIES: Entry[] = [
 ];
 
 const args = process.argv.slice(2);
+const flagValue = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
+const nodeLines = flagValue('--node')?.split(',');
+if (nodeLines) {
+  compareNodeLines(nodeLines, args.filter((arg, i) => arg !== '--node' && args[i - 1] !== '--node'));
+  process.exit(0);
+}
+
+/** Runs this suite once per Node.js line, each in its own process, then prints their rows side by side. */
+function compareNodeLines(lines: string[], suiteArgs: string[]): void {
+  const root = new URL('..', import.meta.url).pathname;
+  const dir = mkdtempSync(join(tmpdir(), 'rewards-bench-lines-'));
+  const results: { line: string; version: string; rows: BenchRow[] }[] = [];
+  for (const line of lines) {
+    const rowsFile = join(dir, `${line}.json`);
+    process.stderr.write(`\n=== Node.js ${line} ===\n`);
+    const run = spawnSync('bash', [join(root, 'scripts/with-node.sh'), line, 'node', '--import', 'tsx', join(root, 'bench/run.ts'), ...suiteArgs], {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_ROWS_FILE: rowsFile },
+    });
+    if (run.status !== 0) throw new Error(`the suite on Node.js ${line} failed (exit ${run.status})`);
+    results.push({ line, ...(JSON.parse(readFileSync(rowsFile, 'utf8')) as { version: string; rows: BenchRow[] }) });
+  }
+  rmSync(dir, { recursive: true, force: true });
+  console.log(`\n| entry | ${results.map((r) => `${r.version}: figure | ratio`).join(' | ')} |`);
+  console.log(`|---|${results.map(() => '---|---').join('|')}|`);
+  for (const [index, row] of results[0]!.rows.entries()) {
+    const cells = results.map((r) => {
+      const same = r.rows[index];
+      return same && same.entry === row.entry ? `${same.figure} | ${same.ratio.toFixed(2)}` : '— | —';
+    });
+    console.log(`| ${row.entry} | ${cells.join(' | ')} |`);
+  }
+}
+
 const options: BenchOptions = { quick: args.includes('--quick'), postgresUrl: process.env.BENCH_POSTGRES_URL };
-const only = args.includes('--only') ? args[args.indexOf('--only') + 1]?.split(',') : undefined;
+const only = flagValue('--only')?.split(',');
 
 process.stderr.write(PINNING ? 'pinning: token and ingest run with the load generator on core 0 and the servers on core 1 (BENCH_PIN=0 to turn off)\n' : 'pinning: off\n');
 
@@ -42,5 +82,6 @@ for (const entry of ENTRIES) {
 }
 console.log('\n| entry | figure | baseline | ratio | goal |\n|---|---|---|---|---|');
 for (const row of rows) console.log(`| ${row.entry} | ${row.figure} | ${row.baseline} | ${row.ratio.toFixed(2)} | ${row.goal ? `${row.goal} ${row.met ? '✅' : '❌'}` : ''} |`);
-console.log(`\nwhole suite: ${((performance.now() - suiteStarted) / 1000).toFixed(0)} s`);
+console.log(`\nwhole suite: ${((performance.now() - suiteStarted) / 1000).toFixed(0)} s on Node.js ${process.version}`);
+if (process.env.BENCH_ROWS_FILE) writeFileSync(process.env.BENCH_ROWS_FILE, JSON.stringify({ version: process.version, rows }));
 process.exit(0);
