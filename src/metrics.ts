@@ -7,6 +7,25 @@ export interface Metrics {
   registry: Registry;
   deliveryAttempts: Counter<'event' | 'outcome'>;
   deliveryLatency: Histogram<'event'>;
+  queue: QueueMetrics;
+}
+
+/**
+ * What a job worker does with the queue, per process: enough to tell, while delivery is slow,
+ * whether the worker claims too rarely (wake-ups), gets too little per claim (short claims), or
+ * loses leases (renewals failing, jobs retaken).
+ */
+export interface QueueMetrics {
+  /** Claim statements by loop, and the jobs they returned. */
+  claims: Counter<'loop'>;
+  claimedJobs: Counter<'loop'>;
+  /** Wake-ups of a loop by what woke it: `local` (this process enqueued), `notify` (LISTEN), `slot` (a delivery slot freed), `poll` (nothing came). */
+  wakeups: Counter<'source'>;
+  /** Lease renewal statements (heartbeats), the leases they renewed, and those that failed or were skipped. */
+  leaseRenewals: Counter<'outcome'>;
+  renewedLeases: Counter;
+  /** Jobs whose lease another worker had taken when this one came to record them. */
+  leasesLost: Counter;
 }
 
 export function createMetrics(db: Db, clock: () => number): Metrics {
@@ -25,6 +44,7 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+  const queue = createQueueMetrics(registry);
   // Queue gauges are read from the database at scrape time, so every process reports the same truth.
   new Gauge({
     name: 'rewards_jobs_pending',
@@ -66,5 +86,19 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
       this.set(Number(row?.n ?? 0));
     },
   });
-  return { registry, deliveryAttempts, deliveryLatency };
+  return { registry, deliveryAttempts, deliveryLatency, queue };
+}
+
+/** The job worker's counters, registered in `registry` (a throw-away one where nobody scrapes). */
+export function createQueueMetrics(registry: Registry = new Registry()): QueueMetrics {
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Counter<L>({ name, help, labelNames, registers: [registry] });
+  return {
+    claims: counter('rewards_job_claims_total', 'Claim statements of this process, by worker loop', ['loop'] as const),
+    claimedJobs: counter('rewards_job_claimed_total', 'Jobs those claims returned, by worker loop', ['loop'] as const),
+    wakeups: counter('rewards_job_wakeups_total', 'Wake-ups of the worker loops, by source (local, notify, slot, poll)', ['source'] as const),
+    leaseRenewals: counter('rewards_job_lease_renewals_total', 'Lease renewal statements (heartbeats), by outcome (ok, failed, skipped: the previous one was still running)', ['outcome'] as const),
+    renewedLeases: counter('rewards_job_leases_renewed_total', 'Job leases renewed by the heartbeats'),
+    leasesLost: counter('rewards_job_leases_lost_total', 'Jobs found taken over by another worker when their outcome was recorded'),
+  };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { Logger } from '../logger.js';
+import { createQueueMetrics, type QueueMetrics } from '../metrics.js';
 import type { Db, Dialect, Tx } from '../storage/database.js';
 import {
   claimDueJobs,
@@ -29,6 +30,8 @@ export interface JobWorkerDeps {
   clock: () => number;
   /** PostgreSQL pool: the worker LISTENs for jobs enqueued by other processes. */
   pool?: pg.Pool | undefined;
+  /** Claims, wake-ups and lease renewals, for /metrics (default: counted where nobody reads them). */
+  metrics?: QueueMetrics;
 }
 
 export interface JobWorkerOptions {
@@ -79,21 +82,22 @@ class Wakeup {
     this.pending = true;
     this.resolve?.();
   };
-  wait(ms: number): Promise<void> {
+  /** Resolves true when signalled, false when `ms` passed first. */
+  wait(ms: number): Promise<boolean> {
     if (this.pending) {
       this.pending = false;
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
+      const timer = setTimeout(() => done(false), ms);
       const self = this;
-      function done() {
+      function done(signalled: boolean) {
         clearTimeout(timer);
         self.resolve = undefined;
         self.pending = false;
-        resolve();
+        resolve(signalled);
       }
-      this.resolve = done;
+      this.resolve = () => done(true);
     });
   }
 }
@@ -105,6 +109,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const gatherMs = options.gatherMs ?? 10;
   const log = deps.log.child({ component: 'job-worker', workerId });
+  const metrics = deps.metrics ?? createQueueMetrics();
   const ctx: JobContext = { db: deps.db, dialect: deps.dialect, log, clock: deps.clock, workerId };
   const kindsOf = (mode: 'transactional' | 'standalone') =>
     Object.entries(options.handlers)
@@ -113,8 +118,12 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   const transactionalKinds = kindsOf('transactional');
   const standaloneKinds = kindsOf('standalone');
   // A lease lost in a power failure only lets the job run again: no need to wait for the disk.
-  const claim = (kinds: string[], limit: number) =>
-    lightTransaction(deps.db, (tx) => claimDueJobs(tx, { workerId, kinds, limit, leaseMs: options.leaseMs, now: Date.now() }), { singleStatement: true });
+  const claim = async (loop: 'transactional' | 'delivery', kinds: string[], limit: number) => {
+    const jobs = await lightTransaction(deps.db, (tx) => claimDueJobs(tx, { workerId, kinds, limit, leaseMs: options.leaseMs, now: Date.now() }), { singleStatement: true });
+    metrics.claims.inc({ loop });
+    metrics.claimedJobs.inc({ loop }, jobs.length);
+    return jobs;
+  };
 
   /** Records a failed attempt; after the last one the handler's onExhausted runs in the same transaction. */
   async function recordFailure(job: ClaimedJob, error: unknown): Promise<void> {
@@ -125,7 +134,10 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
         log.warn({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempts, state }, 'job attempt failed');
       });
     } catch (failure) {
-      if (failure instanceof LeaseLostError) return log.warn({ jobId: job.id }, 'lease lost before the failure was recorded');
+      if (failure instanceof LeaseLostError) {
+        metrics.leasesLost.inc();
+        return log.warn({ jobId: job.id }, 'lease lost before the failure was recorded');
+      }
       log.error({ err: failure, jobId: job.id }, 'could not record a job failure; its lease will expire');
     }
   }
@@ -182,7 +194,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
     } catch (batchError) {
       log.debug({ err: batchError, jobs: claimed }, 'batch failed; running its jobs one by one');
     }
-    const jobs = await claim(transactionalKinds, Math.max(claimed, 1));
+    const jobs = await claim('transactional', transactionalKinds, Math.max(claimed, 1));
     for (const job of jobs) {
       await runTransaction([job]).catch((error) => recordFailure(job, error));
     }
@@ -194,12 +206,24 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   /**
    * Standalone jobs wait for slow receivers and for concurrency slots; renewing their leases while
    * this process lives means only a dead process's jobs are ever taken over, however short JOB_LEASE.
+   * One renewal at a time: while the database is slow, renewals started on a timer would pile up
+   * behind each other and take connections from the claims and commits.
    */
+  let renewing = false;
   const heartbeat = setInterval(() => {
     if (runningJobs.size === 0) return;
-    lightTransaction(deps.db, (tx) => extendJobLeases(tx, [...runningJobs.values()], Date.now() + options.leaseMs), { singleStatement: true }).catch((error) =>
-      log.warn({ err: error }, 'could not renew job leases'),
-    );
+    if (renewing) return metrics.leaseRenewals.inc({ outcome: 'skipped' });
+    renewing = true;
+    lightTransaction(deps.db, (tx) => extendJobLeases(tx, [...runningJobs.values()], Date.now() + options.leaseMs), { singleStatement: true })
+      .then((renewed) => {
+        metrics.leaseRenewals.inc({ outcome: 'ok' });
+        metrics.renewedLeases.inc(renewed);
+      })
+      .catch((error) => {
+        metrics.leaseRenewals.inc({ outcome: 'failed' });
+        log.warn({ err: error }, 'could not renew job leases');
+      })
+      .finally(() => (renewing = false));
   }, Math.max(50, Math.floor(options.leaseMs / 3)));
   heartbeat.unref();
 
@@ -215,7 +239,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
       slotHeld = false;
       slotsUsed -= 1;
       // A freed slot is worth a claim only while due jobs may be left (each claim is a write).
-      if (!standaloneDrained) standaloneWake.signal();
+      if (!standaloneDrained) wakeForSlot();
     };
     try {
       const outcome = await (options.handlers[job.kind] as StandaloneJobHandler).handle(job, ctx, { externalWorkDone });
@@ -223,6 +247,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
       if (outcome !== 'settled') {
         await completeJob(deps.db, job).catch((error) => {
           if (!(error instanceof LeaseLostError)) throw error;
+          metrics.leasesLost.inc();
         });
       }
     } catch (error) {
@@ -264,7 +289,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   function startStandalone(job: ClaimedJob): void {
     const running = runStandalone(job).finally(() => {
       inFlight.delete(running);
-      if (!standaloneDrained) standaloneWake.signal();
+      if (!standaloneDrained) wakeForSlot();
     });
     inFlight.add(running);
   }
@@ -278,7 +303,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
     if (standaloneKinds.length === 0 || free <= 0) return 0;
     if (free < claimWhenFree && slotsUsed > 0) return 0;
     const wakesBefore = standaloneWakes;
-    const jobs = await claim(standaloneKinds, free);
+    const jobs = await claim('delivery', standaloneKinds, free);
     // A short claim means the queue was drained when the claim read it, unless new jobs were
     // announced meanwhile: a wake-up consumed while every slot is busy would otherwise leave the
     // freed slots silent until the next poll.
@@ -296,6 +321,10 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
     standaloneDrained = false;
     standaloneWake.signal();
   };
+  const wakeForSlot = () => {
+    metrics.wakeups.inc({ source: 'slot' });
+    standaloneWake.signal();
+  };
   const wakeAll = (kinds?: readonly string[]) => {
     if (!kinds || kinds.some((kind) => transactionalKinds.includes(kind))) for (const wake of transactionalWakes) wake.signal();
     if (!kinds || kinds.some((kind) => standaloneKinds.includes(kind))) wakeStandalone();
@@ -310,7 +339,9 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
       } catch (error) {
         log.error({ err: error, loop: name }, 'job loop step failed');
       }
-      if (claimed === 0 && !stopping) await wake.wait(pollIntervalMs);
+      if (claimed === 0 && !stopping) {
+        if (!(await wake.wait(pollIntervalMs))) metrics.wakeups.inc({ source: 'poll' });
+      }
       // A part-full batch means jobs trickle in: wait a moment so the next batch is bigger. Waking
       // on every ingest commit gave batches of a few jobs, each paying a commit and ~8 round trips
       // behind the busy HTTP side: 52 requests/s processed on PostgreSQL while ingesting 875/s.
@@ -321,10 +352,20 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
     }
   }
 
-  const unsubscribe = onJobsEnqueued(deps.db, wakeAll);
+  const unsubscribe = onJobsEnqueued(deps.db, (kinds) => {
+    metrics.wakeups.inc({ source: 'local' });
+    wakeAll(kinds);
+  });
   const stopListening =
     deps.dialect === 'postgres' && deps.pool && options.autoStart !== false
-      ? listenForJobs(deps.pool, wakeAll, (error) => log.warn({ err: error }, 'LISTEN connection failed; polling meanwhile'))
+      ? listenForJobs(
+          deps.pool,
+          () => {
+            metrics.wakeups.inc({ source: 'notify' });
+            wakeAll();
+          },
+          (error) => log.warn({ err: error }, 'LISTEN connection failed; polling meanwhile'),
+        )
       : undefined;
   const loops =
     options.autoStart === false

@@ -152,5 +152,25 @@ for (const dialect of testDialects()) {
       for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i]!.value >= buckets[i - 1]!.value, 'buckets are cumulative');
       assert.equal(await metric('rewards_notifications_pending'), 0);
     });
+
+    it('queue counters are exposed; claims count by loop, wake-ups by source', async () => {
+      for (const name of ['rewards_job_claims_total', 'rewards_job_claimed_total', 'rewards_job_wakeups_total', 'rewards_job_lease_renewals_total', 'rewards_job_leases_renewed_total', 'rewards_job_leases_lost_total']) {
+        assert.ok(await exposes(name), `${name} is missing from /metrics`);
+      }
+      startDeliverer();
+      const localBefore = await metric('rewards_job_wakeups_total', { source: 'local' });
+      receiver.respond(() => ({ status: 204 }));
+      const delivered = receiver.requests.length;
+      await send();
+      await eventually(() => receiver.requests.length === delivered + 1, 10_000, 'the delivery');
+      assert.ok((await metric('rewards_job_wakeups_total', { source: 'local' })) > localBefore, 'the enqueue woke the worker');
+      // Idle, the delivery loop wakes on its poll (25 ms here) and claims nothing.
+      const pollsBefore = await metric('rewards_job_wakeups_total', { source: 'poll' });
+      const claimsBefore = await metric('rewards_job_claims_total', { loop: 'delivery' });
+      const claimedBefore = await metric('rewards_job_claimed_total', { loop: 'delivery' });
+      await eventually(async () => (await metric('rewards_job_wakeups_total', { source: 'poll' })) > pollsBefore + 2, 10_000, 'idle polls');
+      assert.ok((await metric('rewards_job_claims_total', { loop: 'delivery' })) > claimsBefore, 'each poll claims');
+      assert.equal(await metric('rewards_job_claimed_total', { loop: 'delivery' }), claimedBefore, 'and gets nothing');
+    });
   });
 }

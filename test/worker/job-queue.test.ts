@@ -9,6 +9,7 @@ import {
   enqueueJob,
   enqueueJobs,
   extendJobLease,
+  extendJobLeases,
   failJob,
   LeaseLostError,
   lockDueJobs,
@@ -127,6 +128,47 @@ for (const dialect of testDialects()) {
       await completeJob(t.deps.db, second!);
       assert.deepEqual(await t.deps.db.selectFrom('jobs').select('id').execute(), []);
     });
+
+    it('a heartbeat renews the leases still held in one statement and leaves taken-over jobs alone', async () => {
+      await enqueueJobs(t.deps.db, [
+        { kind: 'test', payload: 1, runAt: 0 },
+        { kind: 'test', payload: 2, runAt: 0 },
+      ]);
+      const mine = await claim('a', 1_000);
+      const [takenOver] = await claim('b', 2_500, 1);
+      assert.equal(await extendJobLeases(t.deps.db, mine, 50_000, 2_600), 1);
+      const runAt = new Map((await t.deps.db.selectFrom('jobs').select(['id', 'run_at', 'locked_by']).execute()).map((row) => [row.id, row]));
+      const kept = mine.find((job) => job.id !== takenOver!.id)!;
+      assert.equal(runAt.get(kept.id)!.run_at, 50_000);
+      assert.equal(runAt.get(takenOver!.id)!.locked_by, takenOver!.lease, 'the other worker keeps its lease');
+      assert.notEqual(runAt.get(takenOver!.id)!.run_at, 50_000);
+    });
+
+    if (dialect === 'postgres') {
+      it('a heartbeat skips a job whose outcome is being committed instead of waiting for it (no deadlock with that commit)', { timeout: 10_000 }, async () => {
+        await enqueueJobs(t.deps.db, [
+          { kind: 'test', payload: 1, runAt: 0 },
+          { kind: 'test', payload: 2, runAt: 0 },
+        ]);
+        const jobs = await claim('a', 1_000);
+        let release!: () => void;
+        const held = new Promise<void>((resolve) => (release = resolve));
+        let locked!: () => void;
+        const isLocked = new Promise<void>((resolve) => (locked = resolve));
+        // The commit of the first job's outcome, open: it holds that row's lock.
+        const committing = t.deps.db.transaction().execute(async (tx) => {
+          await tx.deleteFrom('jobs').where('id', '=', jobs[0]!.id).execute();
+          locked();
+          await held;
+        });
+        await isLocked;
+        const renewed = await extendJobLeases(t.deps.db, jobs, 50_000, 1_100);
+        release();
+        await committing;
+        assert.equal(renewed, 1);
+        assert.equal(jobs[1]!.leaseUntil, 50_000);
+      });
+    }
 
     it('a failed attempt is retried on the schedule; after max attempts the job is kept as failed and never claimed', async () => {
       await enqueueJob(t.deps.db, { kind: 'test', payload: {}, runAt: 0, maxAttempts: 2 });
