@@ -202,6 +202,28 @@ for (const dialect of testDialects()) {
       }
     });
 
+    it('a receiver answering 500 with a binary body gets exactly one call per logged attempt; the body is logged with NUL replaced', async () => {
+      await tenant();
+      // Before: PostgreSQL refused the NUL in the logged answer, the attempt was not recorded and
+      // its job was retried, so the receiver got more calls than the attempts allowed.
+      const binary = await startHttpReceiver(() => ({ status: 500, body: 'bin\u0000ary\u0000' }));
+      try {
+        const requestId = await send({ experience: 'summer', registeredCallbackUrl: `${binary.url}/registered` });
+        const failed = await eventually(async () => {
+          const body = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token })).body;
+          return body.data.find((n: any) => n.event === 'registered-requests' && n.status === 'failed');
+        }, 15_000, 'failed');
+        const detail = (await api(t.url, 'GET', `/v2/notifications/${failed.id}`, { token })).body;
+        assert.equal(detail.attempts.length, 4);
+        assert.ok(detail.attempts.every((a: any) => a.responseBody === 'bin\uFFFDary\uFFFD'));
+        // Give a job-level retry (1 s after a failed bookkeeping commit) the time to show up.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        assert.equal(binary.requests.length, 4);
+      } finally {
+        await binary.close();
+      }
+    });
+
     it('another account sees none of these notifications', async () => {
       await tenant();
       await subscribe({ event: 'registered-request', callback: { url: `${receiver.url}/isolation` } });

@@ -15,20 +15,36 @@ export interface AttemptSettlement {
   now: number;
 }
 
+interface Entry {
+  settlement: AttemptSettlement;
+  resolve: (recorded: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+/** What an attempt's log says when its answer could not be stored as received. */
+export const ANSWER_NOT_STORED = 'the answer could not be stored; the attempt is logged without it';
+
 /**
  * Group commit of finished attempts. Each attempt must complete its job, log itself, move its
  * notification on and maybe enqueue the next attempt, atomically and under the job's lease. One
  * transaction per attempt cost an fsync (~1.1 ms on this machine's SQLite) per delivery and made
  * delivery CPU-bound at ~200/s; attempts finishing together now share one transaction.
  * An attempt whose lease was lost (another worker took the job over) is left out, not recorded.
+ *
+ * A call whose attempt is not recorded is made again (its job is retried), so one attempt the
+ * database refuses must not take the others of its commit down with it: a failed group is written
+ * again one attempt at a time, and an attempt refused on its own is written once more without the
+ * receiver's answer and error text (the part of an attempt that comes from outside). Only what
+ * still fails then (the database unreachable, the notification gone) is left to the job's retry.
  */
 export class AttemptLogWriter {
-  #queue: Array<{ settlement: AttemptSettlement; resolve: (recorded: boolean) => void; reject: (error: unknown) => void }> = [];
+  #queue: Entry[] = [];
   #flushing = false;
 
   constructor(
     private readonly db: Db,
     private readonly maxBatch = 256,
+    private readonly onLeaseLost: () => void = () => {},
   ) {}
 
   /** Resolves true once committed, false when the job's lease was lost meanwhile. */
@@ -46,29 +62,48 @@ export class AttemptLogWriter {
   }
 
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, this.maxBatch);
-      try {
-        const held = await lightTransaction(this.db, async (tx) => {
-          const heldIds = await completeHeldJobs(tx, batch.map(({ settlement }) => settlement.job));
-          const recorded = batch.map((entry) => entry.settlement).filter((settlement) => heldIds.has(settlement.job.id));
-          // One time for the whole group commit, so that the same outcome is one UPDATE.
-          const now = Math.max(...recorded.map((settlement) => settlement.now));
-          await recordAttempts(tx, recorded.map((settlement) => ({ ...settlement, now })));
-          const retries = new Map<number, string[]>();
-          for (const settlement of recorded) {
-            if (settlement.nextAttemptAt !== null) {
-              retries.set(settlement.nextAttemptAt, [...(retries.get(settlement.nextAttemptAt) ?? []), settlement.attempt.notification_id]);
-            }
-          }
-          for (const [runAt, ids] of retries) await enqueueDeliveries(tx, ids, { runAt, now: batch[0]!.settlement.now, wakeOtherProcesses: false });
-          return heldIds;
-        });
-        for (const entry of batch) entry.resolve(held.has(entry.settlement.job.id));
-      } catch (error) {
-        for (const entry of batch) entry.reject(error);
-      }
-    }
+    while (this.#queue.length > 0) await this.#commit(this.#queue.splice(0, this.maxBatch));
     this.#flushing = false;
+  }
+
+  async #commit(batch: Entry[]): Promise<void> {
+    try {
+      const held = await this.#write(batch.map((entry) => entry.settlement));
+      for (const entry of batch) {
+        const recorded = held.has(entry.settlement.job.id);
+        if (!recorded) this.onLeaseLost();
+        entry.resolve(recorded);
+      }
+      return;
+    } catch (error) {
+      if (batch.length > 1) {
+        for (const entry of batch) await this.#commit([entry]);
+        return;
+      }
+      const [entry] = batch as [Entry];
+      const { attempt } = entry.settlement;
+      if (attempt.response_body === null && attempt.error === ANSWER_NOT_STORED) return entry.reject(error);
+      const withoutAnswer = { ...entry.settlement, attempt: { ...attempt, response_body: null, error: ANSWER_NOT_STORED } };
+      await this.#commit([{ ...entry, settlement: withoutAnswer, reject: () => entry.reject(error) }]);
+    }
+  }
+
+  /** One transaction: completes the jobs still held, logs their attempts, schedules their retries. Returns the held job ids. */
+  #write(settlements: AttemptSettlement[]): Promise<Set<string>> {
+    return lightTransaction(this.db, async (tx) => {
+      const heldIds = await completeHeldJobs(tx, settlements.map((settlement) => settlement.job));
+      const recorded = settlements.filter((settlement) => heldIds.has(settlement.job.id));
+      // One time for the whole group commit, so that the same outcome is one UPDATE.
+      const now = Math.max(...recorded.map((settlement) => settlement.now));
+      await recordAttempts(tx, recorded.map((settlement) => ({ ...settlement, now })));
+      const retries = new Map<number, string[]>();
+      for (const settlement of recorded) {
+        if (settlement.nextAttemptAt !== null) {
+          retries.set(settlement.nextAttemptAt, [...(retries.get(settlement.nextAttemptAt) ?? []), settlement.attempt.notification_id]);
+        }
+      }
+      for (const [runAt, ids] of retries) await enqueueDeliveries(tx, ids, { runAt, now: settlements[0]!.now, wakeOtherProcesses: false });
+      return heldIds;
+    });
   }
 }

@@ -156,7 +156,7 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
 }
 
 export function notificationJobHandlers(deps: Deps): JobHandlers {
-  const context: DeliveryContext = { deps, notifications: new NotificationLoader(deps.db), cache: new TargetCache(deps.clock), log: new AttemptLogWriter(deps.db) };
+  const context: DeliveryContext = { deps, notifications: new NotificationLoader(deps.db), cache: new TargetCache(deps.clock), log: new AttemptLogWriter(deps.db, 256, () => deps.metrics.queue.leasesLost.inc()) };
   return {
     [DELIVER_NOTIFICATION]: {
       mode: 'standalone',

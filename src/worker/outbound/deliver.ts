@@ -56,6 +56,15 @@ function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * Text kept in the attempt log (the answer's first KiB, an error message): as received, except
+ * NUL characters, which PostgreSQL's text columns refuse (a binary answer made the whole attempt
+ * unrecordable there). SQLite stores the same, so both databases log the same text.
+ */
+export function loggableText(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
+}
+
 function failureMessage(statusCode: number): string | undefined {
   if (statusCode >= 200 && statusCode <= 299) return undefined;
   if (statusCode >= 300 && statusCode <= 399) return `callback answered HTTP ${statusCode}; redirects are not followed`;
@@ -104,12 +113,12 @@ export async function deliverAttempt(input: DeliveryAttemptInput, deps: Delivery
       ok: error === undefined,
       statusCode: response.statusCode,
       latencyMs: elapsed(),
-      responseBody: response.body.toString('utf8'),
+      responseBody: loggableText(response.body.toString('utf8')),
       ...(error ? { error } : {}),
       ...(retryAfter !== undefined ? { retryAfter } : {}),
     };
   } catch (error) {
-    return { ok: false, latencyMs: elapsed(), error: (error as Error)?.message ?? String(error) };
+    return { ok: false, latencyMs: elapsed(), error: loggableText((error as Error)?.message ?? String(error)) };
   }
 }
 

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { claimDueJobs } from '../../src/storage/queue/index.js';
+import { insertNotifications, listAttempts, newNotificationRow } from '../../src/storage/repositories/notifications.js';
+import { ANSWER_NOT_STORED, AttemptLogWriter, type AttemptSettlement } from '../../src/worker/notifications/attempt-log-writer.js';
+import { DELIVER_NOTIFICATION, enqueueDeliveries } from '../../src/worker/notifications/schedule-delivery.js';
+import { testDialects } from '../support/databases.js';
+import { startTestApp, type TestApp } from '../support/test-app.js';
+
+/**
+ * The group commit of attempt outcomes: one attempt the database refuses must not keep the others
+ * of its commit from being recorded (each unrecorded attempt's call would be made again).
+ */
+for (const dialect of testDialects()) {
+  describe(`attempt log group commit [${dialect}]`, () => {
+    let t: TestApp;
+    before(async () => {
+      t = await startTestApp(dialect);
+    });
+    after(() => t.close());
+
+    /** `count` pending notifications with their delivery jobs, claimed by one worker. */
+    async function claimed(count: number) {
+      const client = await t.createClientAccount();
+      const now = Date.now();
+      const rows = Array.from({ length: count }, (_, i) =>
+        newNotificationRow({ accountId: client.accountId, requestId: `req_${i}`, subscriptionId: null, event: 'registered-requests', url: 'http://127.0.0.1:9/hook', payload: '{}' }, now),
+      );
+      await t.deps.db.transaction().execute(async (tx) => {
+        await insertNotifications(tx, rows);
+        await enqueueDeliveries(tx, rows.map((row) => row.id), { now });
+      });
+      const jobs = await claimDueJobs(t.deps.db, { workerId: 'w-test', kinds: [DELIVER_NOTIFICATION], limit: count, leaseMs: 60_000 });
+      assert.equal(jobs.length, count);
+      return jobs.map((job) => ({ job, notificationId: (job.payload as { notificationId: string }).notificationId }));
+    }
+
+    const settlement = (job: AttemptSettlement['job'], notificationId: string, responseBody: string): AttemptSettlement => ({
+      job,
+      attempt: { notification_id: notificationId, attempt: 1, started_at: Date.now(), url: 'http://127.0.0.1:9/hook', status_code: 500, latency_ms: 3, response_body: responseBody, error: 'callback answered HTTP 500', outcome: 'retry' },
+      status: 'pending',
+      nextAttemptAt: Date.now() + 60_000,
+      now: Date.now(),
+    });
+
+    it('an attempt the database refuses is rejected alone; the others of its commit are recorded', async () => {
+      const [good, other, gone] = await claimed(3);
+      // An attempt of a notification that no longer exists: refused by the foreign key, with or without its answer.
+      await t.deps.db.deleteFrom('notifications').where('id', '=', gone!.notificationId).execute();
+      const writer = new AttemptLogWriter(t.deps.db);
+      const outcomes = await Promise.allSettled([
+        writer.settle(settlement(good!.job, good!.notificationId, 'boom')),
+        writer.settle(settlement(gone!.job, gone!.notificationId, 'boom')),
+        writer.settle(settlement(other!.job, other!.notificationId, 'boom')),
+      ]);
+      assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+      for (const { notificationId } of [good!, other!]) {
+        const attempts = await listAttempts(t.deps.db, notificationId);
+        assert.deepEqual(attempts.map((a) => [a.attempt, a.response_body]), [[1, 'boom']]);
+      }
+    });
+
+    it('an answer the database refuses is left out, and its attempt is recorded without it', async () => {
+      const [entry] = await claimed(1);
+      // PostgreSQL's text refuses a NUL character (deliver.ts replaces it before it gets here, so it
+      // stands for any answer a database refuses); SQLite stores it, so a trigger refuses it there.
+      const refused = 'binary\u0000answer';
+      if (dialect === 'sqlite') {
+        await sql.raw(`create trigger refuse_nul before insert on notification_attempts when instr(new.response_body, char(0)) > 0 begin select raise(abort, 'refused'); end`).execute(t.deps.db);
+      }
+      const writer = new AttemptLogWriter(t.deps.db);
+      assert.equal(await writer.settle(settlement(entry!.job, entry!.notificationId, refused)), true);
+      const [attempt] = await listAttempts(t.deps.db, entry!.notificationId);
+      assert.equal(attempt!.response_body, null);
+      assert.equal(attempt!.error, ANSWER_NOT_STORED);
+      assert.equal(attempt!.status_code, 500);
+      assert.equal(attempt!.outcome, 'retry');
+    });
+  });
+}
