@@ -201,7 +201,7 @@ async function benchBackend(backend: Backend, receiver: Child, options: BenchOpt
     await waitForCount(receiver.url, WARMUP, `${backend.name} warm-up`);
     await waitForEmptyQueue(storage);
     // The baseline right before, so both see the same machine (it is shared and noisy).
-    await waitForQuietMachine();
+    await waitForQuietMachine({ postgresUrl: options.postgresUrl });
     const baseline = await plainPostLoop(receiver.url, count);
     await reset(receiver.url);
     await preload(storage, tenant, count);
@@ -211,7 +211,7 @@ async function benchBackend(backend: Backend, receiver: Child, options: BenchOpt
 
     // (b) latency at a steady rate: every request produces one registered-requests notification.
     const seconds = options.quick ? 2 : 10;
-    await waitForQuietMachine();
+    await waitForQuietMachine({ postgresUrl: options.postgresUrl });
     const atRate = await latencyPhase(service.url, receiver.url, storage, tenant.bearer, RATE, seconds, backend.name);
     // The same at a rate far below the throughput: shows the floor without queueing.
     const light = await latencyPhase(service.url, receiver.url, storage, tenant.bearer, LIGHT_RATE, options.quick ? 2 : 5, backend.name);

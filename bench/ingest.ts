@@ -33,7 +33,7 @@ async function countByStatus(storage: Storage): Promise<{ total: number; process
 
 async function benchOneDatabase(label: string, env: Record<string, string>, storageUrl: (dataDir: string) => string, options: BenchOptions): Promise<BenchRow[]> {
   const duration = loadSeconds(options);
-  await waitForQuietMachine();
+  await waitForQuietMachine({ postgresUrl: options.postgresUrl });
   const service = await startRewards(env, [], SERVER_CORE);
   const storage = openStorage(storageUrl(service.dataDir));
   try {
@@ -82,7 +82,7 @@ async function benchOneDatabase(label: string, env: Record<string, string>, stor
 
 /** Ingest alone (`serve --role api`, no worker sharing the CPU and the SQLite connection). */
 async function benchIngestOnly(options: BenchOptions): Promise<BenchRow> {
-  await waitForQuietMachine();
+  await waitForQuietMachine({ postgresUrl: options.postgresUrl });
   const service = await startRewards({}, ['--role', 'api'], SERVER_CORE);
   const storage = openStorage(`sqlite:${join(service.dataDir, 'rewards.db')}`);
   try {

@@ -27,13 +27,10 @@ const ENTRIES: Entry[] = [
 const args = process.argv.slice(2);
 const flagValue = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
 const nodeLines = flagValue('--node')?.split(',');
-if (nodeLines) {
-  compareNodeLines(nodeLines, args.filter((arg, i) => arg !== '--node' && args[i - 1] !== '--node'));
-  process.exit(0);
-}
+if (nodeLines) process.exit(compareNodeLines(nodeLines, args.filter((arg, i) => arg !== '--node' && args[i - 1] !== '--node')));
 
-/** Runs this suite once per Node.js line, each in its own process, then prints their rows side by side. */
-function compareNodeLines(lines: string[], suiteArgs: string[]): void {
+/** Runs this suite once per Node.js line, each in its own process, then prints their rows side by side; returns the exit code. */
+function compareNodeLines(lines: string[], suiteArgs: string[]): number {
   const root = new URL('..', import.meta.url).pathname;
   const dir = mkdtempSync(join(tmpdir(), 'rewards-bench-lines-'));
   const results: { line: string; version: string; rows: BenchRow[] }[] = [];
@@ -44,7 +41,7 @@ function compareNodeLines(lines: string[], suiteArgs: string[]): void {
       stdio: 'inherit',
       env: { ...process.env, BENCH_ROWS_FILE: rowsFile },
     });
-    if (run.status !== 0) throw new Error(`the suite on Node.js ${line} failed (exit ${run.status})`);
+    if (run.status !== 0 && run.status !== 1) throw new Error(`the suite on Node.js ${line} failed (exit ${run.status})`);
     results.push({ line, ...(JSON.parse(readFileSync(rowsFile, 'utf8')) as { version: string; rows: BenchRow[] }) });
   }
   rmSync(dir, { recursive: true, force: true });
@@ -57,6 +54,7 @@ function compareNodeLines(lines: string[], suiteArgs: string[]): void {
     });
     console.log(`| ${row.entry} | ${cells.join(' | ')} |`);
   }
+  return results.some((r) => r.rows.some((row) => row.required && !row.met)) ? 1 : 0;
 }
 
 const options: BenchOptions = { quick: args.includes('--quick'), postgresUrl: process.env.BENCH_POSTGRES_URL };
@@ -70,13 +68,13 @@ for (const entry of ENTRIES) {
   if (only && !only.includes(entry.name)) continue;
   process.stderr.write(`running ${entry.name}…\n`);
   pinLoadGenerator(entry.pinned);
-  await waitForQuietMachine();
+  await waitForQuietMachine({ postgresUrl: options.postgresUrl });
   const started = performance.now();
   const produced = await entry.run(options);
   process.stderr.write(`${entry.name} took ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
   for (const row of produced) {
     rows.push(row);
-    const goal = row.goal ? ` goal ${row.goal} ${row.met ? 'MET' : 'MISSED'}` : '';
+    const goal = row.goal ? ` goal ${row.goal} ${row.met ? 'MET' : row.required ? 'FAILED' : 'MISSED'}` : '';
     console.log(`${row.entry}: ${row.figure} | baseline: ${row.baseline} | ratio ${row.ratio.toFixed(2)}${goal}`);
   }
 }
@@ -84,4 +82,6 @@ console.log('\n| entry | figure | baseline | ratio | goal |\n|---|---|---|---|--
 for (const row of rows) console.log(`| ${row.entry} | ${row.figure} | ${row.baseline} | ${row.ratio.toFixed(2)} | ${row.goal ? `${row.goal} ${row.met ? '✅' : '❌'}` : ''} |`);
 console.log(`\nwhole suite: ${((performance.now() - suiteStarted) / 1000).toFixed(0)} s on Node.js ${process.version}`);
 if (process.env.BENCH_ROWS_FILE) writeFileSync(process.env.BENCH_ROWS_FILE, JSON.stringify({ version: process.version, rows }));
-process.exit(0);
+const failed = rows.filter((row) => row.required && !row.met);
+for (const row of failed) console.log(`FAILED check: ${row.entry}: ratio ${row.ratio.toFixed(2)}, required ${row.goal}`);
+process.exit(failed.length > 0 ? 1 : 0);
