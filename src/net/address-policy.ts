@@ -2,11 +2,13 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
 /**
- * Addresses a callback may never reach unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true: loopback,
- * private, CGNAT, link-local (cloud metadata lives at 169.254.169.254 and fd00:ec2::254),
- * unspecified, documentation, benchmarking, multicast and reserved ranges.
+ * Addresses a callback may never reach unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true, decided by
+ * address block on the parsed address, never by spelling: loopback, private, CGNAT, link-local
+ * (cloud metadata lives at 169.254.169.254 and fd00:ec2::254), unspecified, documentation,
+ * benchmarking, multicast and reserved ranges. An IPv6 address that carries an IPv4 address
+ * (mapped, translated, NAT64, 6to4) is judged by the IPv4 address it carries.
  */
-const BLOCKED = new BlockList();
+const BLOCKED_V4 = new BlockList();
 for (const [network, prefix] of [
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
@@ -24,45 +26,70 @@ for (const [network, prefix] of [
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
 ] as const) {
-  BLOCKED.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['2001::', 23],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['fec0::', 10],
-  ['ff00::', 8],
-] as const) {
-  BLOCKED.addSubnet(network, prefix, 'ipv6');
+  BLOCKED_V4.addSubnet(network, prefix, 'ipv4');
 }
 
-/** IPv4 carried inside IPv6 (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`) is judged as IPv4. */
-function embeddedIPv4(address: string): string | undefined {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const high = parseInt(hex[1]!, 16);
-    const low = parseInt(hex[2]!, 16);
-    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+const BLOCKED_V6 = new BlockList();
+for (const [network, prefix] of [
+  // ::/8 holds the unspecified and loopback addresses, the IPv4-compatible form (::7f00:1) and
+  // ISATAP-like spellings (::5efe:7f00:1); the mapped and translated forms inside it are judged by
+  // their IPv4 address before this list is consulted.
+  ['::', 8],
+  ['64:ff9b:1::', 48], // NAT64 for local use (RFC 8215): only ever reaches private networks
+  ['100::', 64], // discard
+  ['2001::', 23], // IETF protocol assignments: Teredo, ORCHID, benchmarking…
+  ['2001:db8::', 32], // documentation
+  ['fc00::', 7], // unique local
+  ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated)
+  ['ff00::', 8], // multicast
+] as const) {
+  BLOCKED_V6.addSubnet(network, prefix, 'ipv6');
+}
+
+/** The 16 bytes of an IPv6 address (any valid spelling, dotted-quad tail included). */
+function ipv6Bytes(address: string): Uint8Array {
+  let text = address.toLowerCase().split('%')[0]!;
+  const bytes = new Uint8Array(16);
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted[1]!.split('.').map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const groups = (part: string | undefined) => (part ? part.split(':').filter((g) => g !== '') : []);
+  const left = groups(head);
+  const right = groups(tail);
+  const all = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  all.forEach((group, i) => {
+    const value = parseInt(group, 16);
+    bytes[2 * i] = value >> 8;
+    bytes[2 * i + 1] = value & 255;
+  });
+  return bytes;
+}
+
+const ipv4At = (bytes: Uint8Array, offset: number) => `${bytes[offset]}.${bytes[offset + 1]}.${bytes[offset + 2]}.${bytes[offset + 3]}`;
+const startsWith = (bytes: Uint8Array, prefix: number[]) => prefix.every((byte, i) => bytes[i] === byte);
+
+/** The IPv4 address an IPv6 address carries, by block: mapped, translated, NAT64 well-known prefix, 6to4. */
+export function embeddedIPv4(address: string): string | undefined {
+  const bytes = ipv6Bytes(address);
+  const zeros = (n: number) => Array(n).fill(0) as number[];
+  if (startsWith(bytes, [...zeros(10), 0xff, 0xff])) return ipv4At(bytes, 12); // ::ffff:0:0/96, mapped
+  if (startsWith(bytes, [...zeros(8), 0xff, 0xff, 0, 0])) return ipv4At(bytes, 12); // ::ffff:0:0:0/96, translated (SIIT)
+  if (startsWith(bytes, [0, 0x64, 0xff, 0x9b, ...zeros(8)])) return ipv4At(bytes, 12); // 64:ff9b::/96, NAT64
+  if (startsWith(bytes, [0x20, 0x02])) return ipv4At(bytes, 2); // 2002::/16, 6to4
   return undefined;
 }
 
 export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
-  if (family === 0) return false;
-  if (family === 6) {
-    const v4 = embeddedIPv4(address);
-    if (v4) return !BLOCKED.check(v4, 'ipv4');
-    return !BLOCKED.check(address, 'ipv6');
-  }
-  return !BLOCKED.check(address, 'ipv4');
+  if (family === 4) return !BLOCKED_V4.check(address, 'ipv4');
+  if (family !== 6) return false;
+  const v4 = embeddedIPv4(address);
+  if (v4 !== undefined) return !BLOCKED_V4.check(v4, 'ipv4');
+  return !BLOCKED_V6.check(address, 'ipv6');
 }
 
 export class ForbiddenAddressError extends Error {
@@ -73,9 +100,14 @@ export class ForbiddenAddressError extends Error {
   }
 }
 
+/** A URL's host as it is looked up: brackets of an IPv6 literal and one trailing dot removed. */
+export function hostForLookup(hostname: string): string {
+  return hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+}
+
 /** Resolves a host name and refuses it when any of its addresses is not public. */
 export async function resolvePublicAddresses(hostname: string, allowPrivate: boolean): Promise<LookupAddress[]> {
-  const host = hostname.replace(/^\[|\]$/g, '');
+  const host = hostForLookup(hostname);
   const addresses: LookupAddress[] = isIP(host)
     ? [{ address: host, family: isIP(host) }]
     : await new Promise((resolve, reject) =>

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { ForbiddenAddressError, isPublicAddress, resolvePublicAddresses } from './address-policy.js';
+import { ForbiddenAddressError, hostForLookup, isPublicAddress, resolvePublicAddresses } from './address-policy.js';
 
 export const MAX_CALLBACK_URL_LENGTH = 2048;
 
@@ -31,7 +31,7 @@ export function parseCallbackUrl(raw: string): URL {
  */
 export async function checkCallbackUrl(raw: string, allowPrivate: boolean): Promise<URL> {
   const url = parseCallbackUrl(raw);
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const host = hostForLookup(url.hostname);
   if (allowPrivate) return url;
   if (isIP(host)) {
     if (!isPublicAddress(host)) throw new CallbackUrlError(`host ${host} is a loopback, private, link-local or reserved address`);

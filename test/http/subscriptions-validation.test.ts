@@ -151,6 +151,17 @@ for (const dialect of testDialects()) {
       ['http://169.254.169.254/latest/meta-data', 'host 169.254.169.254 is a loopback, private, link-local or reserved address'],
       ['https://100.64.0.1/hook', 'host 100.64.0.1 is a loopback, private, link-local or reserved address'],
       ['https://[::ffff:10.0.0.1]/hook', 'host ::ffff:a00:1 is a loopback, private, link-local or reserved address'],
+      // Loopback inside IPv6 carriers, accepted before the policy judged addresses by block.
+      ['http://[::7f00:1]/', 'host ::7f00:1 is a loopback, private, link-local or reserved address'],
+      ['http://[::ffff:0:7f00:1]/', 'host ::ffff:0:7f00:1 is a loopback, private, link-local or reserved address'],
+      ['http://[64:ff9b:1::7f00:1]/', 'host 64:ff9b:1::7f00:1 is a loopback, private, link-local or reserved address'],
+      ['http://[2002:7f00:1::1]/', 'host 2002:7f00:1::1 is a loopback, private, link-local or reserved address'],
+      ['http://[::5efe:7f00:1]/', 'host ::5efe:7f00:1 is a loopback, private, link-local or reserved address'],
+      // IPv4 spellings the URL parser turns into 127.0.0.1, and a trailing-dot host name.
+      ['http://2130706433/hook', 'host 127.0.0.1 is a loopback, private, link-local or reserved address'],
+      ['http://0x7f.1/hook', 'host 127.0.0.1 is a loopback, private, link-local or reserved address'],
+      ['http://0177.0.0.1/hook', 'host 127.0.0.1 is a loopback, private, link-local or reserved address'],
+      ['http://localhost./hook', 'host localhost is loopback'],
     ];
     for (const [url, message] of refused) {
       it(`refuses ${url}`, async () => {
@@ -161,6 +172,11 @@ for (const dialect of testDialects()) {
     }
 
     it('checks OAuth2 token URLs too, on create and on update', async () => {
+      const sixToFour = await api(t.url, 'POST', '/v2/subscriptions', {
+        token,
+        body: { event: 'registered-request', callback: { url: 'https://93.184.216.34/hook', authorization: { oauth2: { client_id: 'c', client_secret: 's', url: 'http://[2002:a9fe:a9fe::]/token' } } } },
+      });
+      assert.deepEqual(sixToFour.body, badRequest('body.callback.authorization.oauth2.url', 'host 2002:a9fe:a9fe:: is a loopback, private, link-local or reserved address'));
       const authorization = { oauth2: { client_id: 'c', client_secret: 's', url: 'http://10.0.0.5/token' } };
       const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback: { url: 'https://93.184.216.34/hook', authorization } } });
       assert.deepEqual(created.body, badRequest('body.callback.authorization.oauth2.url', 'host 10.0.0.5 is a loopback, private, link-local or reserved address'));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isPublicAddress, resolvePublicAddresses, ForbiddenAddressError } from '../../src/net/address-policy.js';
+import { embeddedIPv4, isPublicAddress, resolvePublicAddresses, ForbiddenAddressError } from '../../src/net/address-policy.js';
 import { checkCallbackUrl, CallbackUrlError, parseCallbackUrl } from '../../src/net/callback-url.js';
 
 describe('address policy (SSRF guard)', () => {
@@ -17,6 +17,34 @@ describe('address policy (SSRF guard)', () => {
   it('accepts public addresses', () => {
     for (const address of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
       assert.equal(isPublicAddress(address), true, address);
+    }
+  });
+
+  it('judges IPv6 by block: the IPv4 an address carries decides, however it is spelled', () => {
+    // Loopback, spelled the ways a client tried (all accepted before): IPv4-compatible, translated,
+    // NAT64 local-use, 6to4, ISATAP-like; then metadata and private addresses inside each carrier.
+    for (const address of [
+      '::7f00:1', '::127.0.0.1', '::ffff:0:7f00:1', '::ffff:0:127.0.0.1', '64:ff9b:1::7f00:1', '2002:7f00:1::1', '::5efe:7f00:1',
+      '::ffff:a9fe:a9fe', '64:ff9b::10.0.0.1', '64:ff9b::0a00:0001', '2002:c0a8:0101::1', '2002:a00:1::', '::ffff:0:a9fe:a9fe',
+      '::1:2:3', '0:0:0:0:0:0:0:1', '0000:0000:0000:0000:0000:ffff:7f00:0001', 'FE80::1', 'fec0::1', '2001::1', '2001:db8::1', '100::1',
+    ]) {
+      assert.equal(isPublicAddress(address), false, address);
+    }
+    for (const address of ['64:ff9b::808:808', '::ffff:0:808:808', '2002:808:808::1', '2a00:1450:4001:800::200e']) {
+      assert.equal(isPublicAddress(address), true, address);
+    }
+    assert.equal(embeddedIPv4('2002:7f00:1::1'), '127.0.0.1');
+    assert.equal(embeddedIPv4('::ffff:0:a9fe:a9fe'), '169.254.169.254');
+    assert.equal(embeddedIPv4('2606:4700:4700::1111'), undefined);
+  });
+
+  it('refuses the IPv6 loopback spellings and the IPv4 ones URL parsing turns into loopback, at save time', async () => {
+    for (const url of [
+      'http://[::7f00:1]/', 'http://[::ffff:0:7f00:1]/', 'http://[64:ff9b:1::7f00:1]/', 'http://[2002:7f00:1::1]/', 'http://[::5efe:7f00:1]/',
+      'http://2130706433/', 'http://0177.0.0.1/', 'http://0x7f.1/', 'http://0x7f000001/', 'http://127.1/', 'http://127.0.0.1./',
+      'http://localhost./', 'http://LOCALHOST/', 'http://sub.localhost/',
+    ]) {
+      await assert.rejects(checkCallbackUrl(url, false), CallbackUrlError, url);
     }
   });
 

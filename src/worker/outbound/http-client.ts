@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
-import { ForbiddenAddressError, guardedLookup, isPublicAddress } from '../../net/address-policy.js';
+import { ForbiddenAddressError, guardedLookup, hostForLookup, isPublicAddress } from '../../net/address-policy.js';
 
 /**
  * The one HTTP client for everything the service sends out: callback calls and OAuth2 token
@@ -100,7 +100,7 @@ function describeFailure(error: unknown, url: URL, timedOut: boolean, timeoutMs:
 
 /** IP literals never reach `lookup`, so the address policy is applied to them here. */
 function refuseForbiddenLiteral(url: URL, allowPrivate: boolean): void {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const host = hostForLookup(url.hostname);
   if (!allowPrivate && isIP(host) && !isPublicAddress(host)) throw new ForbiddenAddressError(host, host);
 }
 
