@@ -50,8 +50,13 @@ type RouteModule = (app: FastifyInstance, deps: AppDeps) => Promise<void>;
 /** Bearer-protected resource routes, served identically under /v1 and /v2. */
 const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes];
 
+export interface BuildAppOptions {
+  /** Sees every route as it is registered (the route table that tests walk). */
+  onRoute?: (route: { method: string | string[]; url: string; config?: { scope?: string } }) => void;
+}
+
 /** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   const tokenEndpoint = createTokenEndpoint(deps);
   const answerTokenRequest = tokenFastPath(tokenEndpoint, deps.log);
   const app = Fastify({
@@ -75,6 +80,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     genReqId: (req) => requestIdOf(req.headers),
     routerOptions: { ignoreTrailingSlash: true },
   });
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   // Only JSON bodies are accepted (the token endpoint adds its form parser in its own scope): text/plain is a 415.
   app.removeContentTypeParser('text/plain');

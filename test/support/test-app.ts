@@ -17,6 +17,12 @@ export interface ClientCredentials {
   clientSecret: string;
 }
 
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  scope: string | undefined;
+}
+
 export interface TestApp {
   dialect: TestDialect;
   app: FastifyInstance;
@@ -24,6 +30,8 @@ export interface TestApp {
   config: Config;
   /** Base URL of the listening server, e.g. http://127.0.0.1:41234 */
   url: string;
+  /** Every route the app registered: method, URL pattern and the scope it declares. */
+  routes: RegisteredRoute[];
   dataDir: string;
   operator: ClientCredentials;
   /** A new account with one client holding `scopes` (default: every scope but admin). */
@@ -51,7 +59,12 @@ export async function startTestApp(dialect: TestDialect, env: Record<string, str
     ...env,
   });
   const deps = await createDeps(config, { schema: pgSchema?.schema });
-  const app = await buildApp(deps);
+  const routes: RegisteredRoute[] = [];
+  const app = await buildApp(deps, {
+    onRoute: (route) => {
+      for (const method of [route.method].flat()) if (method !== 'HEAD') routes.push({ method, url: route.url, scope: route.config?.scope });
+    },
+  });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   await ensureOperator(deps.db, dataDir, `${address}/v2/oauth/token`);
   const operatorRow = await deps.db.selectFrom('accounts').select('id').where('is_operator', '=', 1).executeTakeFirstOrThrow();
@@ -66,6 +79,7 @@ export async function startTestApp(dialect: TestDialect, env: Record<string, str
     deps,
     config,
     url: address,
+    routes,
     dataDir,
     operator,
     async createClientAccount(name, scopes) {
