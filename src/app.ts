@@ -9,7 +9,7 @@ import type { FailureLimiter } from './domain/tokens/failure-limiter.js';
 import type { KeyStore } from './domain/tokens/key-store.js';
 import type { SecretBox } from './domain/crypto/secret-box.js';
 import type { Db, Dialect } from './storage/database.js';
-import { errorsPlugin, formatSchemaErrors } from './http/plugins/errors.js';
+import { errorsPlugin, formatSchemaErrors, sendProblem } from './http/plugins/errors.js';
 import { protectRoutes } from './http/plugins/auth.js';
 import { validatorCompiler } from './http/validation.js';
 import { lazyRequestLogger } from './http/request-logger.js';
@@ -20,6 +20,8 @@ import { requestRoutes } from './http/routes/requests.js';
 import { requestEventRoutes } from './http/routes/request-events.js';
 import { tokenRouteV1, tokenRouteV2 } from './http/routes/oauth-token.js';
 import { requestIdOf } from './http/request-id.js';
+import { jsonHasNul, NUL_REFUSED, urlHasNul } from './http/nul-characters.js';
+import { HttpProblem } from './http/problem.js';
 import { createTokenEndpoint } from './http/token-endpoint.js';
 import { tokenFastPath } from './http/token-fast-path.js';
 import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
@@ -79,15 +81,23 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     trustProxy: false,
     genReqId: (req) => requestIdOf(req.headers),
     routerOptions: { ignoreTrailingSlash: true },
+    // Refused before routing (a URL whose percent-encoding is not UTF-8): a problem document too.
+    frameworkErrors: (error, _request, reply) => sendProblem(reply, new HttpProblem(400, `the URL is malformed: ${error.code === 'FST_ERR_BAD_URL' ? 'its percent-encoding is not UTF-8' : 'it cannot be routed'}`)),
   });
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   // Only JSON bodies are accepted (the token endpoint adds its form parser in its own scope): text/plain is a 415.
   app.removeContentTypeParser('text/plain');
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (jsonHasNul(body as string)) return done(new HttpProblem(400, `request body ${NUL_REFUSED}`), undefined);
+    parseJson(request, body as string, done);
+  });
   // Callback-style (not async) hooks: they run on every request, and a promise per hook shows in profiles.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    done();
+    done(urlHasNul(request.url) ? new HttpProblem(400, `the URL ${NUL_REFUSED}`) : undefined);
   });
 
   await app.register(errorsPlugin);

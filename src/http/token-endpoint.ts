@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { parse as parseForm } from 'fast-querystring';
+import { hasNul, NUL_REFUSED } from './nul-characters.js';
 import type { AppDeps } from '../app.js';
 import { grantClientCredentials, type TokenRequest } from '../domain/tokens/client-credentials.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
@@ -175,6 +176,7 @@ function single(body: Record<string, unknown>, name: string): string | undefined
   const value = Object.hasOwn(body, name) ? body[name] : undefined;
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw new OAuthError('invalid_request', `parameter "${name}" must appear once, as a string`);
+  if (hasNul(value)) throw new OAuthError('invalid_request', `parameter "${name}" ${NUL_REFUSED}`);
   return value;
 }
 
@@ -201,8 +203,11 @@ function parseBasic(header: string): { id: string; secret: string } {
   if (colon < 0) throw basicFailure('malformed Basic credentials');
   const formDecode = (text: string) => decodeURIComponent(text.replaceAll('+', ' '));
   try {
-    return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
-  } catch {
+    const credentials = { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
+    if (hasNul(credentials.id) || hasNul(credentials.secret)) throw basicFailure(`Basic credentials ${NUL_REFUSED}`);
+    return credentials;
+  } catch (error) {
+    if (error instanceof OAuthError) throw error;
     throw basicFailure('Basic credentials are not form-urlencoded');
   }
 }

@@ -41,7 +41,7 @@ export interface SecretOwnerRef {
 }
 
 function ownerFilter(owner: SecretOwnerRef): SigningSecretOwner {
-  return owner.subscriptionId ? { subscriptionId: owner.subscriptionId } : { accountId: owner.accountId };
+  return owner.subscriptionId !== null ? { subscriptionId: owner.subscriptionId } : { accountId: owner.accountId };
 }
 
 function sealedRow(box: SecretBox, owner: SecretOwnerRef, secret: string, now: number): SigningSecretRow {
@@ -96,7 +96,7 @@ export interface RotatedSecret {
  */
 export async function rotateSigningSecret(db: Db, box: SecretBox, owner: SecretOwnerRef, now: number): Promise<RotatedSecret | undefined> {
   return db.transaction().execute(async (trx) => {
-    if (owner.subscriptionId) {
+    if (owner.subscriptionId !== null) {
       if (!(await lockSubscription(trx, owner.accountId, owner.subscriptionId))) return undefined;
     } else {
       await lockAccountSubscriptions(trx, owner.accountId);

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { OAuthError } from '../../domain/tokens/oauth-errors.js';
+import { HttpProblem } from '../problem.js';
 import { JSON_CONTENT_TYPE, oauthErrorResponse, serverErrorResponse, TOKEN_BODY_LIMIT, type TokenEndpoint, type TokenEndpointVersion, type TokenHttpResponse } from '../token-endpoint.js';
 
 /**
@@ -40,6 +41,8 @@ function send(reply: FastifyReply, response: TokenHttpResponse): FastifyReply {
 /** Fastify's own refusals (a body over the limit, a broken stream) as RFC 6749 bodies, never problem+json. */
 function toOAuthError(error: FastifyError): OAuthError | undefined {
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new OAuthError('invalid_request', 'request body too large', 413);
+  // The app-wide request checks (a NUL in the URL) answer problems; here they are RFC 6749 errors.
+  if (error instanceof HttpProblem && error.status < 500) return new OAuthError('invalid_request', error.detail);
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return new OAuthError('invalid_request', 'request body is malformed');
   return undefined;
 }
