@@ -1,6 +1,8 @@
 import { hash } from 'node:crypto';
 import { parse as parseForm } from 'fast-querystring';
 import { hasNul, NUL_REFUSED } from './nul-characters.js';
+import { isDatabaseUnavailable } from '../storage/database-errors.js';
+import { DATABASE_RETRY_AFTER_S } from './plugins/errors.js';
 import type { AppDeps } from '../app.js';
 import { grantClientCredentials, type TokenRequest } from '../domain/tokens/client-credentials.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
@@ -116,6 +118,12 @@ export function createTokenEndpoint(deps: EndpointDeps): TokenEndpoint {
       return response;
     } catch (error) {
       if (error instanceof OAuthError) return oauthErrorResponse(error);
+      if (isDatabaseUnavailable(error)) {
+        deps.log.warn({ err: error }, 'token request: database unavailable');
+        const unavailable = new OAuthError('temporarily_unavailable', 'the service cannot reach its database right now; retry later', 503);
+        unavailable.retryAfterSeconds = DATABASE_RETRY_AFTER_S;
+        return oauthErrorResponse(unavailable);
+      }
       deps.log.error({ err: error }, 'token request failed');
       return serverErrorResponse();
     }

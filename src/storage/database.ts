@@ -25,6 +25,9 @@ export const SQLITE_DURABLE_SYNCHRONOUS = 'FULL';
 // int8 (bigint) holds epoch milliseconds, well inside Number's exact range.
 pg.types.setTypeParser(20, (value) => Number(value));
 
+/** Stands for a statement with nothing to do (see the rollback in withStatementCache). */
+const NO_OP_STATEMENT = { reader: false, run: () => ({ changes: 0, lastInsertRowid: 0 }), all: () => [], iterate: () => [][Symbol.iterator]() };
+
 /**
  * Kysely asks the SQLite driver to prepare every query anew; the same few dozen SQL texts repeat
  * forever, and preparing was 6 % of the worker's CPU while delivering notifications. Prepared
@@ -40,6 +43,9 @@ function withStatementCache(sqlite: SqliteDatabase): SqliteDatabase {
         return typeof value === 'function' ? value.bind(target) : value;
       }
       return (source: string) => {
+        // SQLite ends a transaction by itself on some errors (disk full, I/O error); Kysely's
+        // ROLLBACK then failed with "no transaction is active" and hid the error that mattered.
+        if (source === 'rollback' && !target.inTransaction) return NO_OP_STATEMENT;
         let statement = cache.get(source);
         if (!statement) {
           statement = prepare(source);

@@ -1,5 +1,5 @@
 import type { Db, Executor } from '../../storage/database.js';
-import { isUniqueViolation } from '../../storage/constraint-errors.js';
+import { isUniqueViolation } from '../../storage/database-errors.js';
 import {
   findExperienceById,
   findExperienceByName,

@@ -1,6 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import fp from 'fastify-plugin';
+import { isDatabaseUnavailable } from '../../storage/database-errors.js';
 import { badRequest, HttpProblem, type ProblemFieldError } from '../problem.js';
+
+/** Retry-After of a 503 while the database is away (a restart takes seconds). */
+export const DATABASE_RETRY_AFTER_S = 2;
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -58,6 +62,9 @@ export function toProblem(error: FastifyError | Error): HttpProblem {
     default:
       break;
   }
+  if (isDatabaseUnavailable(error)) {
+    return new HttpProblem(503, 'the database is unavailable right now; nothing was stored, retry later', undefined, { 'retry-after': String(DATABASE_RETRY_AFTER_S) });
+  }
   if (fastifyError.statusCode === 429) {
     return new HttpProblem(429, 'rate limit exceeded; retry later');
   }
@@ -71,7 +78,8 @@ export function toProblem(error: FastifyError | Error): HttpProblem {
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const problem = toProblem(error);
-    if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (problem.status === 503) request.log.warn({ err: error }, 'database unavailable');
+    else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, problem);
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, new HttpProblem(404, `no route for ${request.method} ${request.url.split('?')[0]}`)));

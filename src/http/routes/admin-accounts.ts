@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../app.js';
 import { AccountsError, changeAccount, createAccount } from '../../domain/accounts/accounts-service.js';
-import { isUniqueViolation } from '../../storage/constraint-errors.js';
+import { isUniqueViolation } from '../../storage/database-errors.js';
 import { findAccountById, listAccounts } from '../../storage/repositories/accounts.js';
 import { HttpProblem, notFound } from '../problem.js';
 import { AccountCreateSchema, AccountParamsSchema, AccountPatchSchema, AccountSchema, accountToJson } from '../schemas/admin.js';

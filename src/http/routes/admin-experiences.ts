@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { AppDeps } from '../../app.js';
 import type { ExperienceCreateInput, ExperienceUpdateInput } from '../../domain/experiences/experience-schema.js';
 import { ExperienceError, createExperience, updateExperience } from '../../domain/experiences/experiences-service.js';
-import { isForeignKeyViolation } from '../../storage/constraint-errors.js';
+import { isForeignKeyViolation } from '../../storage/database-errors.js';
 import { deleteExperience, findExperienceById, listExperiences } from '../../storage/repositories/experiences.js';
 import { HttpProblem, notFound } from '../problem.js';
 import {
