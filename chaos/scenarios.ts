@@ -219,14 +219,17 @@ const badReceivers: Scenario = {
 
 const parseDuration = (text: string) => (text.endsWith('ms') ? Number(text.slice(0, -2)) : Number(text.slice(0, -1)) * 1000);
 
-/** SQLite on a tiny file system that fills up during the load: 503s, nothing corrupted, recovery when space is back. */
+/** SQLite on a small file system that a filler fills up during the load: 503s, nothing corrupted, recovery when space is back. */
 const diskFull: Scenario = {
   name: 'disk full',
   dialects: ['sqlite'],
   unavailable: () => (!isRoot() ? 'needs root to mount a tmpfs' : undefined),
   async run(options, dialect) {
     const mount = mkdtempSync(join(tmpdir(), 'rewards-chaos-disk-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', mount]);
+    // Room for the run's own data (about 8 KiB per request with its notifications, attempts and
+    // WAL) plus a margin: only the filler is meant to fill it.
+    const sizeMiB = 24 + Math.ceil((options.rate * options.seconds * 8) / 1024);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMiB}m`, 'tmpfs', mount]);
     try {
       const dataDir = join(mount, 'data');
       mkdirSync(dataDir);
