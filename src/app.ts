@@ -2,13 +2,7 @@ import { createServer } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { Config } from './config.js';
-import type { Logger } from './logger.js';
-import type { AccessTokens } from './domain/tokens/access-token.js';
-import type { FailureLimiter } from './domain/tokens/failure-limiter.js';
-import type { KeyStore } from './domain/tokens/key-store.js';
-import type { SecretBox } from './domain/crypto/secret-box.js';
-import type { Db, Dialect } from './storage/database.js';
+import type { AppDeps } from './deps.js';
 import { errorsPlugin, formatSchemaErrors, sendProblem } from './http/plugins/errors.js';
 import { protectRoutes } from './http/plugins/auth.js';
 import { validatorCompiler } from './http/validation.js';
@@ -31,21 +25,6 @@ import { subscriptionRoutes } from './http/routes/subscriptions.js';
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { notificationRoutes } from './http/routes/notifications.js';
 import { metricsRoute } from './http/routes/metrics.js';
-import type { Metrics } from './metrics.js';
-
-/** Everything a route may use, built once in the composition root (deps.ts). */
-export interface AppDeps {
-  config: Config;
-  db: Db;
-  dialect: Dialect;
-  box: SecretBox;
-  keys: KeyStore;
-  tokens: AccessTokens;
-  failures: FailureLimiter;
-  clock: () => number;
-  log: Logger;
-  metrics: Metrics;
-}
 
 type RouteModule = (app: FastifyInstance, deps: AppDeps) => Promise<void>;
 

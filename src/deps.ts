@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import type { AppDeps } from './app.js';
 import type { Config } from './config.js';
+import type { Db, Dialect } from './storage/database.js';
+import { JobSignals } from './storage/queue/index.js';
+import { RequestIngestWriter } from './storage/request-ingest-writer.js';
 import { SecretBox } from './domain/crypto/secret-box.js';
 import { AccessTokens } from './domain/tokens/access-token.js';
 import { FailureLimiter } from './domain/tokens/failure-limiter.js';
@@ -11,9 +13,27 @@ import { KeyStore } from './domain/tokens/key-store.js';
 import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
 import { migrateToLatest } from './storage/migrations/index.js';
-import { createMetrics } from './metrics.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import type { OutboundDelivery } from './worker/outbound/outbound-config.js';
 import { createThreadedOutbound } from './worker/outbound/threaded-outbound.js';
+
+/** Everything a route may use, built once in the composition root (deps.ts). */
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  dialect: Dialect;
+  box: SecretBox;
+  keys: KeyStore;
+  tokens: AccessTokens;
+  failures: FailureLimiter;
+  clock: () => number;
+  log: Logger;
+  metrics: Metrics;
+  /** Wakes this process's job worker after a commit that enqueued jobs. */
+  signals: JobSignals;
+  /** The group commit of accepted reward requests (POST /requests). */
+  ingest: RequestIngestWriter;
+}
 
 export interface Deps extends AppDeps {
   storage: Storage;
@@ -61,6 +81,8 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
         redact: { paths: ['req.headers.authorization', '*.client_secret', '*.clientSecret', '*.secret'], censor: '[redacted]' },
       });
     const outbound = createThreadedOutbound(config, { log });
+    const signals = new JobSignals();
+    const ingest = new RequestIngestWriter(storage.db, signals, { clock });
     return {
       config,
       log,
@@ -73,8 +95,11 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       failures,
       clock,
       metrics: createMetrics(storage.db, clock),
+      signals,
+      ingest,
       outbound,
       close: async () => {
+        await ingest.flush();
         await outbound.close();
         await storage.close();
       },

@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import { errorsPlugin } from './http/plugins/errors.js';
 import { lazyRequestLogger } from './http/request-logger.js';
 import { healthRoutes } from './http/routes/health.js';

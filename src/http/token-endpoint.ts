@@ -3,7 +3,7 @@ import { parse as parseForm } from 'fast-querystring';
 import { hasNul, NUL_REFUSED } from './nul-characters.js';
 import { isDatabaseUnavailable } from '../storage/database-errors.js';
 import { DATABASE_RETRY_AFTER_S } from './plugins/errors.js';
-import type { AppDeps } from '../app.js';
+import type { AppDeps } from '../deps.js';
 import { grantClientCredentials, type TokenRequest } from '../domain/tokens/client-credentials.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
 import { clientCacheGeneration } from '../storage/repositories/oauth-clients.js';

@@ -1,5 +1,6 @@
+import { Batcher } from '../batcher.js';
 import type { Db, Executor } from './database.js';
-import { enqueueJobs, signalJobsEnqueued } from './queue/index.js';
+import { enqueueJobs, notifyOtherProcesses, type JobSignals } from './queue/index.js';
 import { claimIdempotencyKeys } from './repositories/idempotency-keys.js';
 import { insertRequestRows } from './repositories/requests.js';
 import type { IdempotencyKeysTable, RequestsTable } from './tables/index.js';
@@ -14,63 +15,38 @@ export interface IngestItem {
 /** `key-taken`: another writer stored a response under the same key first; replay that one. */
 export type IngestResult = 'stored' | 'key-taken';
 
-interface Pending {
-  item: IngestItem;
-  resolve(result: IngestResult): void;
-  reject(error: unknown): void;
-}
-
 /**
- * Group commit for the ingest path. With synchronous=FULL every SQLite commit fsyncs (~0.5 ms on
- * the benchmark machine, i.e. ~2,000 commits/s at best), so requests arriving while a commit is
- * in flight wait and are written together by the next one, with their registration jobs, in a
- * single transaction. Each POST is answered 202 only after the commit that holds it. Under light
- * load a batch is one request and adds no delay; under heavy load batches grow on their own.
+ * Group commit for the ingest path (a Batcher). With synchronous=FULL every SQLite commit fsyncs
+ * (~0.5 ms on the benchmark machine, i.e. ~2,000 commits/s at best), so requests arriving while a
+ * commit is in flight wait and are written together by the next one, with their registration
+ * jobs, in a single transaction. Each POST is answered 202 only after the commit that holds it.
+ * Under light load a batch is one request and adds no delay; under heavy load batches grow on
+ * their own. One bad row (its account deleted meanwhile, say) fails alone.
  */
 export class RequestIngestWriter {
-  private queue: Pending[] = [];
-  private flushing: Promise<void> | undefined;
+  readonly #batcher: Batcher<IngestItem, IngestResult>;
 
-  constructor(
-    private readonly db: Db,
-    private readonly options: { maxBatch?: number; clock?: () => number } = {},
-  ) {}
-
-  submit(item: IngestItem): Promise<IngestResult> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+  constructor(db: Db, signals: JobSignals, options: { maxBatch?: number; clock?: () => number } = {}) {
+    this.#batcher = new Batcher({
       // setImmediate lets the requests already parsed in this turn of the event loop join the batch.
-      if (!this.flushing) this.flushing = new Promise((done) => setImmediate(() => this.drain().finally(done)));
+      gather: 'immediate',
+      maxBatch: options.maxBatch ?? 1000,
+      isolateFailures: true,
+      run: async (items) => {
+        const results = await db.transaction().execute((tx) => writeItems(tx, items, options.clock?.() ?? Date.now()));
+        signals.enqueued([REGISTER_REQUEST_JOB]);
+        return results;
+      },
     });
   }
 
+  submit(item: IngestItem): Promise<IngestResult> {
+    return this.#batcher.submit(item);
+  }
+
   /** Resolves once everything submitted so far is written. */
-  async flush(): Promise<void> {
-    while (this.flushing) await this.flushing;
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      const maxBatch = this.options.maxBatch ?? 1000;
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, maxBatch);
-        await this.writeBatch(batch);
-      }
-    } finally {
-      this.flushing = undefined;
-    }
-  }
-
-  private async writeBatch(batch: Pending[]): Promise<void> {
-    try {
-      const results = await this.db.transaction().execute((tx) => writeItems(tx, batch.map((p) => p.item), this.options.clock?.() ?? Date.now()));
-      signalJobsEnqueued(this.db, [REGISTER_REQUEST_JOB]);
-      batch.forEach((pending, i) => pending.resolve(results[i]!));
-    } catch (error) {
-      if (batch.length === 1) return batch[0]!.reject(error);
-      // One bad row (its account deleted meanwhile, say) must not fail its neighbours: write each alone.
-      for (const pending of batch) await this.writeBatch([pending]);
-    }
+  flush(): Promise<void> {
+    return this.#batcher.flush();
   }
 }
 
@@ -88,5 +64,6 @@ async function writeItems(tx: Executor, items: IngestItem[], now: number): Promi
   // 18 columns × 1000 rows stays under both databases' bound-parameter limits.
   await insertRequestRows(tx, rows);
   await enqueueJobs(tx, rows.map((row) => registerRequestJob(row.id)), { now });
+  if (rows.length > 0) await notifyOtherProcesses(tx);
   return results;
 }

@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.js';
 import type { Db, Dialect, Tx } from '../storage/database.js';
-import type { ClaimedJob } from '../storage/queue/index.js';
+import type { ClaimedJob, LeaseOffer } from '../storage/queue/index.js';
 
 /** What a handler may use besides its transaction. */
 export interface JobContext {
@@ -11,6 +11,12 @@ export interface JobContext {
   workerId: string;
 }
 
+/** What a transactional batch offers its handlers. */
+export interface BatchContext {
+  /** Jobs the handlers enqueue for this worker's delivery loop are leased to it through this offer. */
+  leaseTo?: LeaseOffer | undefined;
+}
+
 /**
  * A handler whose whole effect is database writes. The worker runs a batch of its jobs in ONE
  * transaction, together with the lease check and the jobs' completion: the effects happen
@@ -19,7 +25,7 @@ export interface JobContext {
  */
 export interface TransactionalJobHandler {
   mode: 'transactional';
-  handle(tx: Tx, jobs: ClaimedJob[], ctx: JobContext): Promise<void>;
+  handle(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batch: BatchContext): Promise<void>;
   /** Runs in the transaction that marks the job failed after its last attempt. */
   onExhausted?(tx: Tx, job: ClaimedJob, error: unknown, ctx: JobContext): Promise<void>;
 }
@@ -36,7 +42,7 @@ export interface StandaloneJobControl {
 /**
  * A handler with effects outside the database (an HTTP call): it runs alone, outside any
  * transaction, with up to `concurrency` jobs in flight. It may settle its job itself with
- * completeJob / failJob(…, { retryAt }) inside its own transaction; if it returns without doing
+ * completeHeldJobs / failHeldJob(…, { retryAt }) inside its own transaction; if it returns without doing
  * so the worker completes the job, and if it throws the worker records a failed attempt.
  */
 export interface StandaloneJobHandler {

@@ -23,7 +23,7 @@ import {
   toRewardRequest,
 } from '../storage/repositories/requests.js';
 import type { RequestsTable } from '../storage/tables/index.js';
-import type { JobContext, JobHandlers } from './job-handlers.js';
+import type { BatchContext, JobContext, JobHandlers } from './job-handlers.js';
 
 // Both handlers work per batch with a fixed number of statements (one status UPDATE per decision
 // group, one multi-row insert each for events and jobs). Statement by statement, the worker
@@ -39,7 +39,7 @@ async function rowsInStatus(tx: Tx, jobs: ClaimedJob[], status: RequestsTable['s
 }
 
 /** Registration: decide each request, then one status change per group of identical decisions. */
-async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, recordOutcome: OutcomeRecorder): Promise<void> {
+async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batch: BatchContext, recordOutcome: OutcomeRecorder): Promise<void> {
   const now = ctx.clock();
   const experiences = new Map<string, Experience | undefined>();
   const groups = new Map<string, { decision: RegistrationDecision; rows: RequestsTable[] }>();
@@ -80,14 +80,14 @@ async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, rec
       }
     }
   }
-  await recordOutcome(tx, outcomes);
+  await recordOutcome(tx, outcomes, batch);
   await recordRequestEvents(tx, events, now);
-  // This worker claims again right after its batch, so other processes need no NOTIFY.
-  await enqueueJobs(tx, followUps, { now, wakeOtherProcesses: false });
+  // This worker takes the next batch right after this one: no wake-up needed for the follow-ups.
+  await enqueueJobs(tx, followUps, { now });
 }
 
 /** Processing: allocate stock for the whole batch, take it, build items, mark processed. */
-async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, recordOutcome: OutcomeRecorder): Promise<void> {
+async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batch: BatchContext, recordOutcome: OutcomeRecorder): Promise<void> {
   const now = ctx.clock();
   const rows = await rowsInStatus(tx, jobs, 'registered');
   if (rows.length === 0) return;
@@ -125,7 +125,7 @@ async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, reco
     }
     outcomes.push({ kind: 'processed', request, payload: processedPayload(request) });
   }
-  await recordOutcome(tx, outcomes);
+  await recordOutcome(tx, outcomes, batch);
   await recordRequestEvents(tx, events, now);
 }
 
@@ -140,12 +140,12 @@ export function requestJobHandlers(options: { recordOutcome: OutcomeRecorder }):
   return {
     [REGISTER_REQUEST_JOB]: {
       mode: 'transactional',
-      handle: (tx, jobs, ctx) => registerRequests(tx, jobs, ctx, options.recordOutcome),
+      handle: (tx, jobs, ctx, batch) => registerRequests(tx, jobs, ctx, batch, options.recordOutcome),
       onExhausted: markFailed('received', 'REGISTRATION_FAILED'),
     },
     [PROCESS_REQUEST_JOB]: {
       mode: 'transactional',
-      handle: (tx, jobs, ctx) => processRequests(tx, jobs, ctx, options.recordOutcome),
+      handle: (tx, jobs, ctx, batch) => processRequests(tx, jobs, ctx, batch, options.recordOutcome),
       onExhausted: markFailed('registered', 'PROCESSING_FAILED'),
     },
   };

@@ -10,7 +10,7 @@ export type WorkerOverrides = Partial<JobWorkerOptions> & BuildHandlersOptions;
 export function startWorker(deps: Deps, overrides: WorkerOverrides = {}): JobWorker {
   const { recordOutcome, ...options } = overrides;
   return startJobWorker(
-    { db: deps.db, dialect: deps.dialect, log: deps.log, clock: deps.clock, pool: deps.storage.pool, metrics: deps.metrics.queue },
+    { db: deps.db, dialect: deps.dialect, log: deps.log, clock: deps.clock, signals: deps.signals, pool: deps.storage.pool, metrics: deps.metrics.queue },
     { handlers: buildJobHandlers(deps, { recordOutcome }), leaseMs: deps.config.jobLeaseMs, ...options },
   );
 }

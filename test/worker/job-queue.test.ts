@@ -4,21 +4,21 @@ import { sql } from 'kysely';
 import {
   claimDueJobs,
   completeHeldJobs,
-  completeJob,
-  completeLockedJobs,
-  enqueueJob,
   enqueueJobs,
-  extendJobLease,
-  extendJobLeases,
-  failJob,
-  LeaseLostError,
-  lockDueJobs,
-  offerToTakeJobs,
-  releaseJobs,
+  extendHeldLeases,
+  failHeldJob,
+  leaseOffer,
   retryDelayMs,
+  takeDueJobs,
   TRANSACTION_LEASE,
+  type EnqueueOptions,
+  type NewJob,
 } from '../../src/storage/queue/index.js';
-import { dueJobIds } from '../../src/storage/queue/dueJobs.js';
+import { dueJobIds } from '../../src/storage/queue/due-jobs.js';
+import type { Executor } from '../../src/storage/database.js';
+
+/** One job: its id, or undefined on a dedupe hit. */
+const enqueueJob = async (db: Executor, job: NewJob, options?: EnqueueOptions) => (await enqueueJobs(db, [job], options))[0];
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import { testDialects } from '../support/databases.js';
@@ -60,11 +60,11 @@ for (const dialect of testDialects()) {
       assert.ok(retaken.every((j) => j.attempts === 2));
     });
 
-    it('hand-off: jobs enqueued in a transaction whose worker offered to take them are inserted leased to it, as far as it has room', async () => {
+    it('leaseTo: jobs enqueued with a worker\'s offer are inserted leased to it, as far as it has room', async () => {
       const now = 10_000;
       const offer = await t.deps.db.transaction().execute(async (tx) => {
         await enqueueJob(tx, { kind: 'test', payload: 'existing', dedupeKey: 'k1' }, { now });
-        const handOff = offerToTakeJobs(tx, { kinds: new Set(['test']), lease: 'w1:7:abc', leaseUntil: now + 1_000, room: 3 });
+        const handOff = leaseOffer(new Set(['test']), { token: 'w1:7:abc', until: now + 1_000 }, 3);
         await enqueueJobs(
           tx,
           [
@@ -75,10 +75,10 @@ for (const dialect of testDialects()) {
             { kind: 'test', payload: 'b' },
             { kind: 'test', payload: 'no room' },
           ],
-          { now },
+          { now, leaseTo: handOff },
         );
         // The duplicate's place is free again for what the transaction enqueues next.
-        await enqueueJob(tx, { kind: 'test', payload: 'c' }, { now });
+        await enqueueJob(tx, { kind: 'test', payload: 'c' }, { now, leaseTo: handOff });
         return handOff;
       });
       assert.deepEqual(
@@ -100,32 +100,27 @@ for (const dialect of testDialects()) {
       assert.deepEqual([...(await completeHeldJobs(t.deps.db, offer.taken))].sort(), offer.taken.map((job) => job.id).sort(), 'the hand-off lease completes them');
     });
 
-    it('hand-off: nothing is taken outside the offering transaction, and a rollback takes nothing', async () => {
-      const offer = offerToTakeJobs(t.deps.db as never, { kinds: new Set(['test']), lease: 'w1:1:abc', leaseUntil: Date.now() + 1_000, room: 5 });
-      await enqueueJob(t.deps.db, { kind: 'test', payload: 'outside' });
-      assert.equal(offer.taken.length, 0, 'an offer binds to a transaction only');
-      let rolledBack: ReturnType<typeof offerToTakeJobs> | undefined;
+    it('leaseTo: a rollback inserts nothing, though the offer says what it would have taken', async () => {
+      const offer = leaseOffer(new Set(['test']), { token: 'w1:2:abc', until: Date.now() + 1_000 }, 5);
       await assert.rejects(
         t.deps.db.transaction().execute(async (tx) => {
-          rolledBack = offerToTakeJobs(tx, { kinds: new Set(['test']), lease: 'w1:2:abc', leaseUntil: Date.now() + 1_000, room: 5 });
-          await enqueueJob(tx, { kind: 'test', payload: 'rolled back' });
+          await enqueueJob(tx, { kind: 'test', payload: 'rolled back' }, { leaseTo: offer });
           throw new Error('abort');
         }),
         /abort/,
       );
-      assert.equal(rolledBack!.taken.length, 1, 'taken inside the transaction…');
-      const payloads = (await t.deps.db.selectFrom('jobs').select('payload').execute()).map((row) => row.payload);
-      assert.deepEqual(payloads, ['"outside"'], '…but the worker starts taken jobs only after a commit, and this one never existed');
+      assert.equal(offer.taken.length, 1, 'taken inside the transaction…');
+      assert.deepEqual(await t.deps.db.selectFrom('jobs').select('payload').execute(), [], '…so the worker starts taken jobs only after a commit: this one never existed');
     });
 
     it('only the current lease holder completes, fails or extends a job', async () => {
       await enqueueJob(t.deps.db, { kind: 'test', payload: {}, runAt: 0 });
       const [first] = await claim('a', 1_000);
       const [second] = await claim('b', 2_500);
-      await assert.rejects(completeJob(t.deps.db, first!), LeaseLostError);
-      await assert.rejects(failJob(t.deps.db, first!, new Error('x')), LeaseLostError);
-      await assert.rejects(extendJobLease(t.deps.db, first!, 10_000), LeaseLostError);
-      await completeJob(t.deps.db, second!);
+      assert.equal((await completeHeldJobs(t.deps.db, [first!])).size, 0);
+      assert.equal(await failHeldJob(t.deps.db, first!, new Error('x')), 'lost');
+      assert.equal(await extendHeldLeases(t.deps.db, [first!], 10_000), 0);
+      assert.deepEqual([...(await completeHeldJobs(t.deps.db, [second!]))], [second!.id]);
       assert.deepEqual(await t.deps.db.selectFrom('jobs').select('id').execute(), []);
     });
 
@@ -136,7 +131,7 @@ for (const dialect of testDialects()) {
       ]);
       const mine = await claim('a', 1_000);
       const [takenOver] = await claim('b', 2_500, 1);
-      assert.equal(await extendJobLeases(t.deps.db, mine, 50_000, 2_600), 1);
+      assert.equal(await extendHeldLeases(t.deps.db, mine, 50_000, 2_600), 1);
       const runAt = new Map((await t.deps.db.selectFrom('jobs').select(['id', 'run_at', 'locked_by']).execute()).map((row) => [row.id, row]));
       const kept = mine.find((job) => job.id !== takenOver!.id)!;
       assert.equal(runAt.get(kept.id)!.run_at, 50_000);
@@ -162,7 +157,7 @@ for (const dialect of testDialects()) {
           await held;
         });
         await isLocked;
-        const renewed = await extendJobLeases(t.deps.db, jobs, 50_000, 1_100);
+        const renewed = await extendHeldLeases(t.deps.db, jobs, 50_000, 1_100);
         release();
         await committing;
         assert.equal(renewed, 1);
@@ -173,12 +168,12 @@ for (const dialect of testDialects()) {
     it('a failed attempt is retried on the schedule; after max attempts the job is kept as failed and never claimed', async () => {
       await enqueueJob(t.deps.db, { kind: 'test', payload: {}, runAt: 0, maxAttempts: 2 });
       const [job] = await claim('a', 1_000);
-      assert.equal(await failJob(t.deps.db, job!, new Error('boom'), { now: 1_000 }), 'retrying');
+      assert.equal(await failHeldJob(t.deps.db, job!, new Error('boom'), { now: 1_000 }), 'retrying');
       assert.deepEqual(await claim('a', 1_000 + retryDelayMs(1) - 1), []);
       const [again] = await claim('a', 1_000 + retryDelayMs(1));
       assert.equal(again!.attempts, 2);
       assert.equal(again!.lastError, 'boom');
-      assert.equal(await failJob(t.deps.db, again!, new Error('boom twice')), 'failed');
+      assert.equal(await failHeldJob(t.deps.db, again!, new Error('boom twice')), 'failed');
       assert.deepEqual(await claim('a', Number.MAX_SAFE_INTEGER), []);
       const row = await t.deps.db.selectFrom('jobs').selectAll().executeTakeFirstOrThrow();
       assert.deepEqual([row.state, row.last_error, row.locked_by], ['failed', 'boom twice', null]);
@@ -205,17 +200,9 @@ for (const dialect of testDialects()) {
     it('failJob with retryAt schedules the next attempt exactly then (notification retry interval)', async () => {
       await enqueueJob(t.deps.db, { kind: 'test', payload: {}, runAt: 0, maxAttempts: 5 });
       const [job] = await claim('a', 1_000);
-      await failJob(t.deps.db, job!, 'callback answered 500', { retryAt: 1_000 + 3 * 3_600_000 });
+      await failHeldJob(t.deps.db, job!, 'callback answered 500', { retryAt: 1_000 + 3 * 3_600_000 });
       assert.deepEqual(await claim('a', 1_000 + 3 * 3_600_000 - 1), []);
       assert.equal((await claim('a', 1_000 + 3 * 3_600_000)).length, 1);
-    });
-
-    it('released jobs are due at once and the claim does not count as an attempt', async () => {
-      await enqueueJob(t.deps.db, { kind: 'test', payload: {}, runAt: 0 });
-      const [job] = await claim('a', 1_000);
-      await releaseJobs(t.deps.db, [job!], 1_000);
-      const [again] = await claim('b', 1_000);
-      assert.equal(again!.attempts, 1);
     });
 
     it('a dedupe key enqueues once', async () => {
@@ -233,7 +220,7 @@ for (const dialect of testDialects()) {
       assert.equal(new Set(ids).size, 240);
     });
 
-    it('lockDueJobs holds due jobs for the transaction that completes them, writing no lease', async () => {
+    it('takeDueJobs holds due jobs for the transaction that completes them, writing no lease', async () => {
       await enqueueJobs(t.deps.db, [
         { kind: 'test', payload: 2, runAt: 200 },
         { kind: 'test', payload: 1, runAt: 100 },
@@ -241,10 +228,10 @@ for (const dialect of testDialects()) {
         { kind: 'other', payload: 4, runAt: 100 },
       ]);
       const taken = await t.deps.db.transaction().execute(async (tx) => {
-        const jobs = await lockDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 });
+        const jobs = await takeDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 });
         const rows = await tx.selectFrom('jobs').select(['locked_by', 'attempts']).where('id', 'in', jobs.map((j) => j.id)).execute();
         assert.deepEqual(rows.map((r) => [r.locked_by, r.attempts]), [[null, 0], [null, 0]], 'no lease row written');
-        await completeLockedJobs(tx, jobs);
+        assert.equal((await completeHeldJobs(tx, jobs)).size, 2, 'completed by the transaction that holds them');
         return jobs;
       });
       assert.deepEqual(taken.map((j) => j.payload).sort(), [1, 2]);
@@ -253,17 +240,14 @@ for (const dialect of testDialects()) {
       assert.deepEqual(left.map((r) => r.kind), ['other', 'test'], 'completed jobs are gone, the others stay');
     });
 
-    it('completing locked jobs that another transaction removed rolls the batch back', async () => {
+    it('completing jobs taken by a transaction says which were still there', async () => {
       await enqueueJobs(t.deps.db, [{ kind: 'test', payload: 1, runAt: 0 }]);
-      await assert.rejects(
-        t.deps.db.transaction().execute(async (tx) => {
-          const jobs = await lockDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 });
-          await tx.deleteFrom('jobs').where('id', '=', jobs[0]!.id).execute();
-          await completeLockedJobs(tx, jobs);
-        }),
-        LeaseLostError,
-      );
-      assert.equal((await t.deps.db.selectFrom('jobs').select('id').execute()).length, 1, 'rolled back');
+      const held = await t.deps.db.transaction().execute(async (tx) => {
+        const jobs = await takeDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 });
+        await tx.deleteFrom('jobs').where('id', '=', jobs[0]!.id).execute();
+        return completeHeldJobs(tx, jobs);
+      });
+      assert.equal(held.size, 0, 'the worker then rolls its batch back (transactional-loop.ts)');
     });
 
     it("claiming reads its kinds' due range of the partial index: 50,000 future jobs, and 50,000 due jobs of another kind, are not read", async () => {
@@ -292,7 +276,7 @@ for (const dialect of testDialects()) {
       await enqueueJob(t.deps.db, { kind: 'test', payload: 'due', runAt: now - 1 });
       const claimed = await claim('a', now);
       assert.deepEqual(claimed.map((j) => j.payload), ['due']);
-      const locked = await t.deps.db.transaction().execute((tx) => lockDueJobs(tx, { kinds: ['test', 'another'], limit: 10, now: now + 1 }));
+      const locked = await t.deps.db.transaction().execute((tx) => takeDueJobs(tx, { kinds: ['test', 'another'], limit: 10, now: now + 1 }));
       assert.deepEqual(locked, [], 'the claimed job is leased; the other kind is not asked for');
     });
   });
@@ -321,11 +305,11 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       const held = new Promise<void>((resolve) => (release = resolve));
       let first: string[] = [];
       const batch = t.deps.db.transaction().execute(async (tx) => {
-        first = (await lockDueJobs(tx, { kinds: ['test'], limit: 6, now: 1_000 })).map((j) => j.id);
+        first = (await takeDueJobs(tx, { kinds: ['test'], limit: 6, now: 1_000 })).map((j) => j.id);
         await held;
       });
       while (first.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
-      const second = await other.db.transaction().execute(async (tx) => (await lockDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 })).map((j) => j.id));
+      const second = await other.db.transaction().execute(async (tx) => (await takeDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 })).map((j) => j.id));
       release();
       await batch;
       assert.equal(second.length, 4);

@@ -3,7 +3,10 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { openStorage, type Storage } from '../../src/storage/database.js';
-import { claimDueJobs, enqueueJob, enqueueJobs, signalJobsEnqueued, type ClaimedJob } from '../../src/storage/queue/index.js';
+import { claimDueJobs, enqueueJobs, JobSignals, notifyOtherProcesses, type ClaimedJob, type NewJob } from '../../src/storage/queue/index.js';
+import type { Executor } from '../../src/storage/database.js';
+
+const enqueueJob = (db: Executor, job: NewJob) => enqueueJobs(db, [job]);
 import type { JobHandlers } from '../../src/worker/job-handlers.js';
 import { startJobWorker, type JobWorkerOptions } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
@@ -17,7 +20,7 @@ for (const dialect of testDialects()) {
     let experienceId: string;
     const HOUR = 3_600_000;
     const worker = (handlers: JobHandlers, options: Partial<JobWorkerOptions> = {}) =>
-      startJobWorker({ db: t.deps.db, dialect, log: t.deps.log, clock: Date.now, pool: t.deps.storage.pool }, { handlers, leaseMs: 60_000, ...options });
+      startJobWorker({ db: t.deps.db, dialect, log: t.deps.log, clock: Date.now, signals: t.deps.signals, pool: t.deps.storage.pool }, { handlers, leaseMs: 60_000, ...options });
     // Observable effect of a job: one unit of a prize's stock.
     const takeUnit: JobHandlers = {
       take: {
@@ -80,7 +83,7 @@ for (const dialect of testDialects()) {
       const w = worker(takeUnit, { pollIntervalMs: HOUR });
       await sleep(50); // let the loop reach its idle wait
       await enqueueJob(t.deps.db, { kind: 'take', payload: 1 });
-      signalJobsEnqueued(t.deps.db);
+      t.deps.signals.enqueued();
       await eventually(async () => ((await stock()) === 999 ? true : undefined), 60_000, 'the woken worker');
       await w.stop();
     });
@@ -104,7 +107,7 @@ for (const dialect of testDialects()) {
         { kind: 'call', payload: 'fails' },
         { kind: 'call', payload: 'slow' },
       ]);
-      signalJobsEnqueued(t.deps.db);
+      t.deps.signals.enqueued();
       const w = worker(handlers, { pollIntervalMs: HOUR, concurrency: 4 });
       await eventually(async () => (seen.length === 3 ? true : undefined), 60_000, 'all three to start');
       let stopped = false;
@@ -123,11 +126,12 @@ for (const dialect of testDialects()) {
       const handlers: JobHandlers = {
         take: {
           mode: 'transactional',
-          async handle(tx, jobs) {
+          async handle(tx, jobs, _ctx, batch) {
+            // The batch's offer, passed on explicitly: what this worker will run is said here.
             await enqueueJobs(
               tx,
               jobs.map((job) => ({ kind: 'call', payload: job.payload })),
-              { now: ENQUEUED_AT },
+              { now: ENQUEUED_AT, leaseTo: batch.leaseTo },
             );
           },
         },
@@ -174,7 +178,7 @@ for (const dialect of testDialects()) {
       };
       await enqueueJobs(t.deps.db, Array.from({ length: 200 }, (_, i) => ({ kind: 'take', payload: i })));
       const w = worker(handlers, { pollIntervalMs: HOUR, batchSize: 20, gatherMs: 0 });
-      signalJobsEnqueued(t.deps.db);
+      t.deps.signals.enqueued();
       await eventually(async () => (done.length >= 200 ? true : undefined), 60_000, 'every job');
       await w.stop();
       assert.equal(new Set(done).size, 200);
@@ -200,7 +204,7 @@ for (const dialect of testDialects()) {
         },
       };
       await enqueueJobs(t.deps.db, Array.from({ length: 10 }, (_, i) => ({ kind: 'call', payload: i })));
-      signalJobsEnqueued(t.deps.db);
+      t.deps.signals.enqueued();
       const w = worker(handlers, { pollIntervalMs: HOUR, concurrency: 2 });
       // Two call slots, but jobs past their call do not hold one: more start, up to 2 × concurrency held.
       await eventually(async () => (started === 4 ? true : undefined), 60_000, 'four jobs to start with two slots');
@@ -241,12 +245,16 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       },
     });
     const start = (storage: Storage, h: JobHandlers, options: Partial<JobWorkerOptions> = {}) =>
-      startJobWorker({ db: storage.db, dialect: 'postgres', log: t.deps.log, clock: Date.now, pool: storage.pool }, { handlers: h, leaseMs: 60_000, ...options });
+      startJobWorker({ db: storage.db, dialect: 'postgres', log: t.deps.log, clock: Date.now, signals: new JobSignals(), pool: storage.pool }, { handlers: h, leaseMs: 60_000, ...options });
 
     it('LISTEN/NOTIFY wakes a worker of another process (polling set to an hour)', async () => {
       const w = start(t.deps.storage, handlers(), { pollIntervalMs: 3_600_000 });
       await sleep(300); // LISTEN is established
-      await enqueueJob(other.db, { kind: 'take', payload: 1 }); // another pool: no in-process signal
+      // Another pool, as another process would: no in-process signal, only the NOTIFY on commit.
+      await other.db.transaction().execute(async (tx) => {
+        await enqueueJob(tx, { kind: 'take', payload: 1 });
+        await notifyOtherProcesses(tx);
+      });
       await eventually(async () => ((await prizeStock(t.deps.db, experienceId, 'p')) === 9 ? true : undefined), 60_000, 'the NOTIFY wake-up');
       await w.stop();
     });

@@ -1,4 +1,5 @@
 import type { Tx } from '../../storage/database.js';
+import type { LeaseOffer } from '../../storage/queue/index.js';
 import type { CanceledItem, DeliveredItem } from './items.js';
 import type { RewardRequest } from './request.js';
 import { iso } from './request.js';
@@ -35,15 +36,16 @@ export type RequestOutcome =
  * rows, delivery jobs via enqueueJobs(tx, …)) commits or rolls back together with that change.
  * Throwing rolls the change back and retries the jobs.
  */
-export type OutcomeRecorder = (tx: Tx, outcomes: RequestOutcome[]) => Promise<void>;
+/** Jobs a recorder enqueues for this worker are leased to it through `leaseTo` (the batch's offer). */
+export type OutcomeRecorder = (tx: Tx, outcomes: RequestOutcome[], batch?: { leaseTo?: LeaseOffer | undefined }) => Promise<void>;
 
 export const recordNoOutcome: OutcomeRecorder = async () => {};
 
 export function combineOutcomeRecorders(recorders: OutcomeRecorder[]): OutcomeRecorder {
   if (recorders.length === 0) return recordNoOutcome;
   if (recorders.length === 1) return recorders[0]!;
-  return async (tx, outcomes) => {
-    for (const record of recorders) await record(tx, outcomes);
+  return async (tx, outcomes, batch) => {
+    for (const record of recorders) await record(tx, outcomes, batch);
   };
 }
 

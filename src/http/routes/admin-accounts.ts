@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { AccountsError, changeAccount, createAccount } from '../../domain/accounts/accounts-service.js';
 import { isUniqueViolation } from '../../storage/database-errors.js';
 import { findAccountById, listAccounts } from '../../storage/repositories/accounts.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { checkClientScopes, createClient, resolveScopes, rotateClientSecret } from '../../domain/accounts/accounts-service.js';
 import type { Executor } from '../../storage/database.js';
 import { findAccountById, type Account } from '../../storage/repositories/accounts.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import type { ExperienceCreateInput, ExperienceUpdateInput } from '../../domain/experiences/experience-schema.js';
 import { ExperienceError, createExperience, updateExperience } from '../../domain/experiences/experiences-service.js';
 import { isForeignKeyViolation } from '../../storage/database-errors.js';

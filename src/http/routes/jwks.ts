@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 
 /** The public keys that verify our access tokens (RFC 7517), including keys being rotated out. */
 export async function jwksRoute(app: FastifyInstance, deps: AppDeps): Promise<void> {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 
 /** Who the token belongs to: lets a client check its credentials and scopes. */
 export async function meRoute(app: FastifyInstance, _deps: AppDeps): Promise<void> {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 
 /** Prometheus exposition. Public like the health checks: restrict it at the network edge. */
 export async function metricsRoute(app: FastifyInstance, deps: AppDeps): Promise<void> {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { toAttemptResource, toNotificationResource } from '../../domain/notifications/notification-view.js';
 import { scheduleManualRetry } from '../../worker/notifications/schedule-delivery.js';
 import { findNotification, listAttempts, listNotifications } from '../../storage/repositories/notifications.js';
@@ -68,7 +68,7 @@ export async function notificationRoutes(app: FastifyInstance, deps: AppDeps): P
     async (request, reply) => {
       const row = await findNotification(deps.db, request.params.notificationId, request.auth.accountId);
       if (!row) throw notFound('notification');
-      const updated = await scheduleManualRetry(deps.db, row.id, deps.clock());
+      const updated = await scheduleManualRetry(deps.db, deps.signals, row.id, deps.clock());
       return reply.code(202).send(toNotificationResource(updated));
     },
   );

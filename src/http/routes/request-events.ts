@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import type { RequestEventName } from '../../domain/requests/events.js';
 import { appendRequestEvent, listRequestEvents } from '../../storage/repositories/request-events.js';
 import { findRequest } from '../../storage/repositories/requests.js';

@@ -1,14 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { newId } from '../../domain/ids.js';
 import { bodyHash, IDEMPOTENCY_TTL_MS } from '../../domain/requests/idempotency.js';
 import { toRequestView } from '../../domain/requests/request.js';
 import { CallbackUrlError, checkCallbackUrl } from '../../net/callback-url.js';
-import type { Db } from '../../storage/database.js';
 import { findIdempotentResponse, type StoredResponse } from '../../storage/repositories/idempotency-keys.js';
 import { findRequest, newRequestRow } from '../../storage/repositories/requests.js';
-import { RequestIngestWriter } from '../../storage/request-ingest-writer.js';
 import { badRequest, conflict, HttpProblem, notFound, type ProblemFieldError } from '../problem.js';
 import { CreateRequestBody, RequestAccepted, RequestIdParams, RequestView } from '../schemas/requests.js';
 
@@ -16,14 +14,6 @@ type CreateRequest = Static<typeof CreateRequestBody>;
 
 // Printable ASCII, as the IETF Idempotency-Key draft's examples; long enough for a UUID or a hash.
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
-/** One group-commit writer per database, shared by the /v1 and /v2 routes. */
-const writers = new WeakMap<Db, RequestIngestWriter>();
-function writerFor(deps: AppDeps): RequestIngestWriter {
-  let writer = writers.get(deps.db);
-  if (!writer) writers.set(deps.db, (writer = new RequestIngestWriter(deps.db, { clock: deps.clock })));
-  return writer;
-}
 
 async function checkCallbacks(body: CreateRequest, allowPrivate: boolean): Promise<void> {
   const errors: ProblemFieldError[] = [];
@@ -47,7 +37,7 @@ function replay(reply: FastifyReply, stored: StoredResponse, hash: string) {
 }
 
 export async function requestRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  const writer = writerFor(deps);
+  const writer = deps.ingest;
   app.addHook('onClose', async () => writer.flush());
 
   app.post(

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource } from '../../domain/subscriptions/mapping.js';
 import { loadSigningSecrets, rotateSigningSecret } from '../../domain/subscriptions/signing-secrets.js';
 import { OperatorQuerySchema, SigningSecretSchema } from '../schemas/subscription.js';

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AppDeps } from '../../app.js';
+import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource, toSubscriptionResource } from '../../domain/subscriptions/mapping.js';
 import { loadSigningSecrets, rotateSigningSecret } from '../../domain/subscriptions/signing-secrets.js';
 import {

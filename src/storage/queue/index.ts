@@ -1,13 +1,15 @@
-/** The durable job queue: one file per operation (see docs/requests.md, "Job queue"). */
-export { claimDueJobs, newLease, type ClaimOptions } from './claimDueJobs.js';
-export { completeJob, completeJobs } from './completeJob.js';
-export { completeHeldJobs } from './completeHeldJobs.js';
-export { enqueueJob, enqueueJobs, type EnqueueOptions, type NewJob } from './enqueueJob.js';
-export { extendJobLease, extendJobLeases } from './extendJobLease.js';
-export { failJob, type FailOptions } from './failJob.js';
-export { handOffOf, offerToTakeJobs, type HandOff } from './handOff.js';
-export { LeaseLostError, retryDelayMs, type ClaimedJob, type Job } from './job.js';
-export { lockClaimedJobs } from './lockClaimedJobs.js';
-export { completeLockedJobs, lockDueJobs, TRANSACTION_LEASE } from './lockDueJobs.js';
-export { releaseJobs } from './releaseJobs.js';
-export { JOBS_CHANNEL, listenForJobs, notifyOtherProcesses, onJobsEnqueued, signalJobsEnqueued } from './wakeups.js';
+/**
+ * The durable job queue, one file per operation (docs/requests.md, "Job queue"). A job is owned
+ * either by a written lease (claimDueJobs, or enqueueJobs with leaseTo) or by the transaction
+ * that took it (takeDueJobs); every operation on an owned job checks that it is still held and
+ * says what happened when it was not.
+ */
+export { enqueueJobs, leaseOffer, type EnqueueOptions, type LeaseOffer, type NewJob } from './enqueue-jobs.js';
+export { claimDueJobs, newLease, type ClaimOptions } from './claim-due-jobs.js';
+export { takeDueJobs } from './take-due-jobs.js';
+export { completeHeldJobs } from './complete-held-jobs.js';
+export { failHeldJob, type FailOptions } from './fail-held-job.js';
+export { extendHeldLeases } from './extend-held-leases.js';
+export { LeaseLostError, retryDelayMs, TRANSACTION_LEASE, type ClaimedJob, type Job, type Lease } from './job.js';
+export { JobSignals, type JobsEnqueuedListener } from './job-signals.js';
+export { JOBS_CHANNEL, listenForJobs, notifyOtherProcesses } from './notify.js';

@@ -13,23 +13,36 @@ export interface Job<Payload = unknown> {
 }
 
 /**
- * A job under lease. `lease` is unique per claim, so only the claimer of this very attempt can
- * complete, fail or release it: a worker whose lease expired and was re-claimed gets LeaseLostError.
+ * A job this worker holds, in one of two ways, both said by `lease`:
+ * - a lease token written in the row (`claimDueJobs`, or `enqueueJobs` with `leaseTo`), unique to
+ *   that claim: only its holder can complete, fail or renew it, until `leaseUntil`;
+ * - TRANSACTION_LEASE: the open transaction that took it (`takeDueJobs`) holds it, and nothing is
+ *   written: it is completed in that transaction or not at all.
  */
 export interface ClaimedJob<Payload = unknown> extends Job<Payload> {
   lease: string;
-  /** When the lease ends and the job becomes due again for any worker. */
+  /** When a written lease ends and the job is due again for any worker. */
   leaseUntil: number;
 }
 
+/** The `lease` of jobs held by the transaction that took them (`takeDueJobs`): no lease row is written. */
+export const TRANSACTION_LEASE = '(this transaction)';
+
+/** A lease to write: its token and its end. */
+export interface Lease {
+  token: string;
+  until: number;
+}
+
+/** Thrown where a caller needs every job it held and one was taken over by another worker. */
 export class LeaseLostError extends Error {
-  constructor(jobId: string) {
-    super(`job ${jobId} is no longer leased by this worker`);
+  constructor(jobIds: string) {
+    super(`job ${jobIds} is no longer held by this worker`);
     this.name = 'LeaseLostError';
   }
 }
 
-export function toClaimedJob(row: JobsTable): ClaimedJob {
+export function toClaimedJob(row: JobsTable, lease = row.locked_by!): ClaimedJob {
   return {
     id: row.id,
     kind: row.kind,
@@ -39,7 +52,7 @@ export function toClaimedJob(row: JobsTable): ClaimedJob {
     maxAttempts: row.max_attempts,
     lastError: row.last_error,
     createdAt: row.created_at,
-    lease: row.locked_by!,
+    lease,
     leaseUntil: row.run_at,
   };
 }

@@ -1,11 +1,10 @@
+import { Batcher } from '../../batcher.js';
 import type { Db } from '../../storage/database.js';
 import { lightTransaction } from '../../storage/light-transaction.js';
 import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js';
 import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../storage/tables/index.js';
 import { enqueueDeliveries } from './schedule-delivery.js';
-
-const GATHER_MS = 5;
 
 export interface AttemptSettlement {
   job: ClaimedJob;
@@ -15,20 +14,17 @@ export interface AttemptSettlement {
   now: number;
 }
 
-interface Entry {
-  settlement: AttemptSettlement;
-  resolve: (recorded: boolean) => void;
-  reject: (error: unknown) => void;
-}
-
 /** What an attempt's log says when its answer could not be stored as received. */
 export const ANSWER_NOT_STORED = 'the answer could not be stored; the attempt is logged without it';
 
 /**
- * Group commit of finished attempts. Each attempt must complete its job, log itself, move its
- * notification on and maybe enqueue the next attempt, atomically and under the job's lease. One
- * transaction per attempt cost an fsync (~1.1 ms on this machine's SQLite) per delivery and made
- * delivery CPU-bound at ~200/s; attempts finishing together now share one transaction.
+ * Group commit of finished attempts (a Batcher, 5 ms of gathering). Each attempt must complete its
+ * job, log itself, move its notification on and maybe enqueue the next attempt, atomically and
+ * under the job's lease. One transaction per attempt cost an fsync (~1.1 ms on this machine's
+ * SQLite) per delivery and made delivery CPU-bound at ~200/s; attempts finishing together now
+ * share one transaction. A commit blocks the event loop (SQLite), so nothing joins a batch while
+ * one is written: the 5 ms let the attempts finishing meanwhile share the next commit. It delays
+ * only the bookkeeping, not the call to the receiver.
  * An attempt whose lease was lost (another worker took the job over) is left out, not recorded.
  *
  * A call whose attempt is not recorded is made again (its job is retried), so one attempt the
@@ -38,54 +34,36 @@ export const ANSWER_NOT_STORED = 'the answer could not be stored; the attempt is
  * still fails then (the database unreachable, the notification gone) is left to the job's retry.
  */
 export class AttemptLogWriter {
-  #queue: Entry[] = [];
-  #flushing = false;
+  readonly #batcher: Batcher<AttemptSettlement, boolean>;
 
   constructor(
     private readonly db: Db,
-    private readonly maxBatch = 256,
+    maxBatch = 256,
     private readonly onLeaseLost: () => void = () => {},
-  ) {}
+  ) {
+    this.#batcher = new Batcher({ gather: 5, maxBatch, isolateFailures: true, run: (settlements) => this.#record(settlements) });
+  }
 
   /** Resolves true once committed, false when the job's lease was lost meanwhile. */
   settle(settlement: AttemptSettlement): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ settlement, resolve, reject });
-      if (!this.#flushing) {
-        this.#flushing = true;
-        // A commit blocks the event loop (SQLite), so nothing joins a batch while one is written:
-        // a 5 ms window lets the attempts finishing meanwhile share the next commit. It delays
-        // only the bookkeeping, not the call to the receiver.
-        setTimeout(() => void this.#drain(), GATHER_MS);
-      }
-    });
+    return this.#batcher.submit(settlement);
   }
 
-  async #drain(): Promise<void> {
-    while (this.#queue.length > 0) await this.#commit(this.#queue.splice(0, this.maxBatch));
-    this.#flushing = false;
-  }
-
-  async #commit(batch: Entry[]): Promise<void> {
+  async #record(settlements: AttemptSettlement[]): Promise<boolean[]> {
+    let held: Set<string>;
     try {
-      const held = await this.#write(batch.map((entry) => entry.settlement));
-      for (const entry of batch) {
-        const recorded = held.has(entry.settlement.job.id);
-        if (!recorded) this.onLeaseLost();
-        entry.resolve(recorded);
-      }
-      return;
+      held = await this.#write(settlements);
     } catch (error) {
-      if (batch.length > 1) {
-        for (const entry of batch) await this.#commit([entry]);
-        return;
-      }
-      const [entry] = batch as [Entry];
-      const { attempt } = entry.settlement;
-      if (attempt.response_body === null && attempt.error === ANSWER_NOT_STORED) return entry.reject(error);
-      const withoutAnswer = { ...entry.settlement, attempt: { ...attempt, response_body: null, error: ANSWER_NOT_STORED } };
-      await this.#commit([{ ...entry, settlement: withoutAnswer, reject: () => entry.reject(error) }]);
+      if (settlements.length > 1) throw error;
+      const [settlement] = settlements as [AttemptSettlement];
+      const withoutAnswer = { ...settlement, attempt: { ...settlement.attempt, response_body: null, error: ANSWER_NOT_STORED } };
+      held = await this.#write([withoutAnswer]).catch(() => Promise.reject(error));
     }
+    return settlements.map((settlement) => {
+      const recorded = held.has(settlement.job.id);
+      if (!recorded) this.onLeaseLost();
+      return recorded;
+    });
   }
 
   /** One transaction: completes the jobs still held, logs their attempts, schedules their retries. Returns the held job ids. */
@@ -102,7 +80,7 @@ export class AttemptLogWriter {
           retries.set(settlement.nextAttemptAt, [...(retries.get(settlement.nextAttemptAt) ?? []), settlement.attempt.notification_id]);
         }
       }
-      for (const [runAt, ids] of retries) await enqueueDeliveries(tx, ids, { runAt, now: settlements[0]!.now, wakeOtherProcesses: false });
+      for (const [runAt, ids] of retries) await enqueueDeliveries(tx, ids, { runAt, now: settlements[0]!.now });
       return heldIds;
     });
   }

@@ -1,8 +1,9 @@
+import { Batcher } from '../../batcher.js';
 import type { Deps } from '../../deps.js';
 import { decideAfterAttempt } from '../../domain/notifications/retry-policy.js';
 import { loadDeliveryTarget, type DeliveryTarget } from '../../domain/subscriptions/delivery.js';
 import { loadSigningSecrets } from '../../domain/subscriptions/signing-secrets.js';
-import { completeJob, type ClaimedJob } from '../../storage/queue/index.js';
+import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js';
 import { findNotificationsForDelivery, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
 import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
@@ -38,31 +39,24 @@ class TargetCache {
 /**
  * The notification and, in the same query, when its subscription last changed (the cache key).
  * The worker starts every job of a claim in the same tick, so lookups made within one tick are
- * answered by one query: one read per claim instead of one per delivery.
+ * answered by one query (a Batcher): one read per claim instead of one per delivery.
  */
 class NotificationLoader {
-  #waiting = new Map<string, Array<{ resolve: (row: NotificationForDelivery | undefined) => void; reject: (error: unknown) => void }>>();
+  readonly #batcher: Batcher<string, NotificationForDelivery | undefined>;
 
-  constructor(private readonly db: Deps['db']) {}
-
-  load(id: string): Promise<NotificationForDelivery | undefined> {
-    return new Promise((resolve, reject) => {
-      if (this.#waiting.size === 0) queueMicrotask(() => void this.#flush());
-      this.#waiting.set(id, [...(this.#waiting.get(id) ?? []), { resolve, reject }]);
+  constructor(db: Deps['db']) {
+    this.#batcher = new Batcher({
+      gather: 'microtask',
+      maxBatch: 1000,
+      run: async (ids) => {
+        const byId = new Map((await findNotificationsForDelivery(db, JSON.stringify([...new Set(ids)]))).map((row) => [row.id, row]));
+        return ids.map((id) => byId.get(id));
+      },
     });
   }
 
-  async #flush(): Promise<void> {
-    const waiting = this.#waiting;
-    this.#waiting = new Map();
-    const ids = [...waiting.keys()];
-    try {
-      const rows = await findNotificationsForDelivery(this.db, JSON.stringify(ids));
-      const byId = new Map(rows.map((row) => [row.id, row]));
-      for (const [id, callers] of waiting) for (const { resolve } of callers) resolve(byId.get(id));
-    } catch (error) {
-      for (const callers of waiting.values()) for (const { reject } of callers) reject(error);
-    }
+  load(id: string): Promise<NotificationForDelivery | undefined> {
+    return this.#batcher.submit(id);
   }
 }
 
@@ -111,7 +105,8 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
   const { deps } = context;
   const row = await context.notifications.load(job.payload.notificationId);
   if (!row || row.status !== 'pending') {
-    await completeJob(deps.db, job);
+    // Nothing to send (already delivered, or gone): the job is done, whoever holds it now.
+    await completeHeldJobs(deps.db, [job]);
     return 'settled';
   }
   const startedAt = deps.clock();

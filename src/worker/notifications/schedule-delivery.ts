@@ -1,5 +1,5 @@
 import type { Db, Executor } from '../../storage/database.js';
-import { enqueueJobs, signalJobsEnqueued } from '../../storage/queue/index.js';
+import { enqueueJobs, notifyOtherProcesses, type JobSignals, type LeaseOffer } from '../../storage/queue/index.js';
 import { findNotification, markNotificationPending, type NotificationRow } from '../../storage/repositories/notifications.js';
 
 export const DELIVER_NOTIFICATION = 'deliver-notification';
@@ -11,8 +11,8 @@ export interface DeliverNotificationPayload {
 /** At most one delivery job per notification exists at a time (it is deleted when it completes). */
 export const deliveryJobKey = (notificationId: string) => `deliver:${notificationId}`;
 
-/** Inside the caller's transaction: one delivery job per notification, due at `runAt` (default now). */
-export async function enqueueDeliveries(tx: Executor, notificationIds: string[], options: { runAt?: number; now: number; wakeOtherProcesses?: boolean }): Promise<void> {
+/** Inside the caller's transaction: one delivery job per notification, due at `runAt` (default now), leased to `leaseTo`'s worker as far as it has room. */
+export async function enqueueDeliveries(tx: Executor, notificationIds: string[], options: { runAt?: number; now: number; leaseTo?: LeaseOffer | undefined }): Promise<void> {
   await enqueueJobs(
     tx,
     notificationIds.map((notificationId) => ({
@@ -23,7 +23,7 @@ export async function enqueueDeliveries(tx: Executor, notificationIds: string[],
       // The notification keeps its own attempt count; job-level retries only cover crashes of the handler.
       maxAttempts: 20,
     })),
-    { now: options.now, wakeOtherProcesses: options.wakeOtherProcesses },
+    { now: options.now, ...(options.leaseTo ? { leaseTo: options.leaseTo } : {}) },
   );
 }
 
@@ -31,7 +31,7 @@ export async function enqueueDeliveries(tx: Executor, notificationIds: string[],
  * Manual retry: one more attempt now. A waiting delivery job is moved to now; a finished
  * notification gets a new job. An attempt already in flight is left alone (no duplicate).
  */
-export async function scheduleManualRetry(db: Db, notificationId: string, now: number): Promise<NotificationRow> {
+export async function scheduleManualRetry(db: Db, signals: JobSignals, notificationId: string, now: number): Promise<NotificationRow> {
   const row = await db.transaction().execute(async (tx) => {
     const key = deliveryJobKey(notificationId);
     await tx.deleteFrom('jobs').where('dedupe_key', '=', key).where('state', '=', 'failed').execute();
@@ -43,8 +43,9 @@ export async function scheduleManualRetry(db: Db, notificationId: string, now: n
       .executeTakeFirst();
     if (Number(moved.numUpdatedRows) === 0) await enqueueDeliveries(tx, [notificationId], { now });
     await markNotificationPending(tx, notificationId, now);
+    await notifyOtherProcesses(tx);
     return findNotification(tx, notificationId);
   });
-  signalJobsEnqueued(db, [DELIVER_NOTIFICATION]);
+  signals.enqueued([DELIVER_NOTIFICATION]);
   return row!;
 }

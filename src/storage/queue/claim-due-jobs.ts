@@ -2,23 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { isPostgres } from '../migrations/types.js';
 import type { Executor } from '../database.js';
-import { dueJobIds } from './dueJobs.js';
+import { dueJobIds } from './due-jobs.js';
 import { byCreation, toClaimedJob, type ClaimedJob } from './job.js';
 
 export interface ClaimOptions {
   workerId: string;
-  kinds: string[];
+  kinds: readonly string[];
   limit: number;
   leaseMs: number;
   now?: number;
 }
 
-let claimCounter = 0;
-
-/** A lease token unique to one claim (or hand-off) of this worker. */
+/** A lease token unique to one claim (or one batch's hand-off) of this worker: its id and 72 random bits. */
 export function newLease(workerId: string): string {
-  claimCounter = (claimCounter + 1) % 1_000_000_000;
-  return `${workerId}:${claimCounter}:${randomBytes(3).toString('hex')}`;
+  return `${workerId}:${randomBytes(9).toString('base64url')}`;
 }
 
 /**
@@ -43,5 +40,5 @@ export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise
     .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now, postgres: isPostgres(db as never) })})`)
     .returningAll()
     .execute();
-  return rows.map(toClaimedJob).sort(byCreation);
+  return rows.map((row) => toClaimedJob(row)).sort(byCreation);
 }

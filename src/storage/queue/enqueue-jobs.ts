@@ -1,10 +1,7 @@
-import { isPostgres } from '../migrations/types.js';
 import { newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
 import type { JobsTable } from '../tables/index.js';
-import { handOffOf } from './handOff.js';
-import { toClaimedJob } from './job.js';
-import { notifyOtherProcesses } from './wakeups.js';
+import { toClaimedJob, type ClaimedJob, type Lease } from './job.js';
 
 export interface NewJob {
   kind: string;
@@ -17,26 +14,41 @@ export interface NewJob {
   dedupeKey?: string;
 }
 
+/**
+ * A worker's offer to run, right after the enqueueing transaction commits, the jobs of `kinds` it
+ * enqueues due now: as many as `room`, inserted already leased to it (what a claim would write),
+ * so they need no claim. It records what it took and how many it had to leave to a claim.
+ */
+export interface LeaseOffer {
+  readonly kinds: ReadonlySet<string>;
+  readonly lease: Lease;
+  room: number;
+  /** Jobs inserted leased to the worker, in enqueue order: it starts them after the commit. */
+  readonly taken: ClaimedJob[];
+  /** Jobs of these kinds, due now, inserted without a lease (no room left): someone must claim them. */
+  declined: number;
+}
+
+export function leaseOffer(kinds: ReadonlySet<string>, lease: Lease, room: number): LeaseOffer {
+  return { kinds, lease, room, taken: [], declined: 0 };
+}
+
 export interface EnqueueOptions {
   now?: number;
-  /**
-   * NOTIFY workers of other processes on commit (PostgreSQL). A worker enqueueing follow-up work
-   * for itself turns it off: it claims again right after its batch anyway.
-   */
-  wakeOtherProcesses?: boolean;
+  /** Insert the due jobs of the offered kinds leased to this worker, as far as it has room. */
+  leaseTo?: LeaseOffer;
 }
 
 /**
  * Adds jobs inside the caller's transaction (the transactional outbox): they exist exactly when
- * the state change that asked for them commits. After commit call `signalJobsEnqueued(db)` for
- * an in-process wake-up. Returns the ids of the rows inserted (dedupe hits are left out).
- * If the transaction's worker offered to take jobs of these kinds (handOff.ts), the ones due now
- * are inserted already leased to it, as far as it has room.
+ * the state change that asked for them commits. Returns the ids of the rows inserted (dedupe hits
+ * are left out). Waking workers is the transaction owner's: after the commit in this process
+ * (JobSignals), and with `notifyOtherProcesses` inside the transaction for other processes.
  */
 export async function enqueueJobs(db: Executor, jobs: NewJob[], options: EnqueueOptions = {}): Promise<string[]> {
   if (jobs.length === 0) return [];
   const now = options.now ?? Date.now();
-  const handOff = handOffOf(db);
+  const offer = options.leaseTo;
   const rows: JobsTable[] = jobs.map((job) => {
     const runAt = job.runAt ?? now;
     const row: JobsTable = {
@@ -54,13 +66,12 @@ export async function enqueueJobs(db: Executor, jobs: NewJob[], options: Enqueue
       created_at: now,
       updated_at: now,
     };
-    if (handOff?.kinds.has(job.kind) && runAt <= now) {
-      if (handOff.room > 0) {
-        // What claimDueJobs would write.
-        handOff.room -= 1;
-        Object.assign(row, { locked_by: handOff.lease, locked_at: now, run_at: handOff.leaseUntil, attempts: 1 });
+    if (offer?.kinds.has(job.kind) && runAt <= now) {
+      if (offer.room > 0) {
+        offer.room -= 1;
+        Object.assign(row, { locked_by: offer.lease.token, locked_at: now, run_at: offer.lease.until, attempts: 1 });
       } else {
-        handOff.declined += 1;
+        offer.declined += 1;
       }
     }
     return row;
@@ -72,21 +83,14 @@ export async function enqueueJobs(db: Executor, jobs: NewJob[], options: Enqueue
     .returning('id')
     .execute();
   const ids = inserted.map((row) => row.id);
-  if (handOff) {
+  if (offer) {
     const insertedIds = new Set(ids);
     for (const row of rows) {
       if (row.locked_by === null) continue;
       // A dedupe hit was not inserted: the job already there is someone else's to run.
-      if (insertedIds.has(row.id)) handOff.taken.push(toClaimedJob(row));
-      else handOff.room += 1;
+      if (insertedIds.has(row.id)) offer.taken.push(toClaimedJob(row));
+      else offer.room += 1;
     }
   }
-  // Jobs leased to this transaction's worker need no other worker woken.
-  const othersHaveWork = rows.some((row) => row.locked_by === null);
-  if (options.wakeOtherProcesses !== false && othersHaveWork && isPostgres(db as never)) await notifyOtherProcesses(db);
   return ids;
-}
-
-export async function enqueueJob(db: Executor, job: NewJob, options: EnqueueOptions = {}): Promise<string | undefined> {
-  return (await enqueueJobs(db, [job], options))[0];
 }

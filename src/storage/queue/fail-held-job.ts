@@ -1,5 +1,5 @@
 import type { Executor } from '../database.js';
-import { LeaseLostError, retryDelayMs, type ClaimedJob } from './job.js';
+import { retryDelayMs, type ClaimedJob } from './job.js';
 
 export interface FailOptions {
   now?: number;
@@ -8,10 +8,11 @@ export interface FailOptions {
 }
 
 /**
- * Records a failed attempt under this worker's lease: the job is due again later, or, after
- * `maxAttempts` attempts, kept with state 'failed' and never claimed again.
+ * Records a failed attempt of a job still held under its lease: due again later, or, after
+ * `maxAttempts` attempts, kept with state 'failed' and never claimed again. `'lost'` when another
+ * worker had taken the job over (nothing is written then).
  */
-export async function failJob(db: Executor, job: ClaimedJob, error: unknown, options: FailOptions = {}): Promise<'retrying' | 'failed'> {
+export async function failHeldJob(db: Executor, job: ClaimedJob, error: unknown, options: FailOptions = {}): Promise<'retrying' | 'failed' | 'lost'> {
   const now = options.now ?? Date.now();
   const exhausted = job.attempts >= job.maxAttempts;
   const message = (error instanceof Error ? error.message : String(error)).slice(0, 2000);
@@ -28,6 +29,6 @@ export async function failJob(db: Executor, job: ClaimedJob, error: unknown, opt
     .where('id', '=', job.id)
     .where('locked_by', '=', job.lease)
     .executeTakeFirst();
-  if (Number(result.numUpdatedRows) !== 1) throw new LeaseLostError(job.id);
+  if (Number(result.numUpdatedRows) !== 1) return 'lost';
   return exhausted ? 'failed' : 'retrying';
 }
