@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { openStorage, type Storage } from '../src/storage/database.js';
-import { insertNotifications, newNotificationRow, type NotificationRow } from '../src/storage/repositories/notifications.js';
+import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
+import type { NotificationsTable } from '../src/storage/tables/index.js';
 import { enqueueDeliveries } from '../src/worker/notifications/schedule-delivery.js';
 import { freePort, onCore, REWARDS_BIN, ROOT_DIR, startProcess, token, type Child } from './lib.js';
 
@@ -155,7 +156,7 @@ export async function preloadNotifications(storage: Storage, tenant: Tenant, cou
   const now = Date.now();
   await storage.db.transaction().execute(async (tx) => {
     for (let start = 0; start < count; start += 500) {
-      const rows: NotificationRow[] = [];
+      const rows: NotificationsTable[] = [];
       for (let i = start; i < Math.min(count, start + 500); i++) {
         rows.push(newNotificationRow({ accountId: tenant.accountId, requestId: `req_${tag}_${i}`, subscriptionId: tenant.subscriptionId, event: 'registered-requests', url: tenant.callbackUrl, payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }) }, now));
       }

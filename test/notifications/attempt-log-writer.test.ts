@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { claimDueJobs } from '../../src/storage/queue/index.js';
-import { insertNotifications, listAttempts, newNotificationRow } from '../../src/storage/repositories/notifications.js';
+import { findNotification, insertNotifications, listAttempts, newNotificationRow } from '../../src/storage/repositories/notifications.js';
+import { notificationJobHandlers } from '../../src/worker/notifications/deliver-notification-job.js';
 import { ANSWER_NOT_STORED, AttemptLogWriter, type AttemptSettlement } from '../../src/worker/notifications/attempt-log-writer.js';
 import { DELIVER_NOTIFICATION, enqueueDeliveries } from '../../src/worker/notifications/schedule-delivery.js';
 import { testDialects } from '../support/databases.js';
@@ -76,6 +77,23 @@ for (const dialect of testDialects()) {
       assert.equal(attempt!.error, ANSWER_NOT_STORED);
       assert.equal(attempt!.status_code, 500);
       assert.equal(attempt!.outcome, 'retry');
+    });
+
+    it("a notification's next attempt is its delivery job's run_at: shown while it waits, null in flight and once done", async () => {
+      const [entry] = await claimed(1);
+      assert.equal((await findNotification(t.deps.db, entry!.notificationId))!.next_attempt_at, null, 'in flight');
+      const retryAt = Date.now() + 60_000;
+      assert.equal(await new AttemptLogWriter(t.deps.db).settle({ ...settlement(entry!.job, entry!.notificationId, 'boom'), nextAttemptAt: retryAt }), true);
+      const waiting = (await findNotification(t.deps.db, entry!.notificationId))!;
+      assert.deepEqual([waiting.status, waiting.attempt_count, waiting.next_attempt_at], ['pending', 1, retryAt]);
+    });
+
+    it('a delivery job whose runs keep ending without an outcome fails its notification at the last run', async () => {
+      const [entry] = await claimed(1);
+      const handler = notificationJobHandlers(t.deps)[DELIVER_NOTIFICATION]!;
+      await t.deps.db.transaction().execute((tx) => handler.onExhausted!(tx, entry!.job, new Error('database unreachable'), { db: t.deps.db, dialect, log: t.deps.log, clock: Date.now, workerId: 'w-test' }));
+      const failed = (await findNotification(t.deps.db, entry!.notificationId))!;
+      assert.deepEqual([failed.status, failed.last_error, failed.next_attempt_at], ['failed', 'the delivery could not be run: database unreachable', null]);
     });
   });
 }

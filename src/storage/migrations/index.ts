@@ -6,6 +6,7 @@ import * as m003 from './003_experiences.js';
 import * as m004 from './004_requests_jobs.js';
 import * as m005 from './005_notifications.js';
 import * as m006 from './006_jobs_kind_index.js';
+import * as m007 from './007_notifications_schedule_in_jobs.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '004_requests_jobs': m004,
   '005_notifications': m005,
   '006_jobs_kind_index': m006,
+  '007_notifications_schedule_in_jobs': m007,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -28,11 +30,20 @@ export interface MigrationReport {
 
 /** Brings the schema up to date. Safe to run concurrently from several processes (Kysely locks). */
 export async function migrateToLatest(db: Kysely<any>): Promise<MigrationReport> {
+  return migrate(db, (migrator) => migrator.migrateToLatest());
+}
+
+/** Brings the schema to `name` exactly (tests of upgrades in place start from an older schema). */
+export async function migrateTo(db: Kysely<any>, name: keyof typeof MIGRATIONS & string): Promise<MigrationReport> {
+  return migrate(db, (migrator) => migrator.migrateTo(name));
+}
+
+async function migrate(db: Kysely<any>, run: (migrator: Migrator) => ReturnType<Migrator['migrateToLatest']>): Promise<MigrationReport> {
   // Kysely looks for its bookkeeping tables in every schema unless told which one: on a shared
   // PostgreSQL database another schema's tables would make it skip creating this schema's.
   const migrationTableSchema = isPostgres(db) ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
   const migrator = new Migrator({ db, provider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await run(migrator);
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };
 }

@@ -5,16 +5,26 @@ import { isPostgres } from '../migrations/types.js';
 import { precompiled } from '../precompiled.js';
 import type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
 
-export type NotificationRow = NotificationsTable;
+/** A notification with, from its delivery job, when its next attempt is due (null: none scheduled, or one in flight). */
+export type NotificationRow = NotificationsTable & { next_attempt_at: number | null };
 export type NotificationAttemptRow = NotificationAttemptsTable;
 
 export async function insertNotifications(db: Executor, rows: NotificationsTable[]): Promise<void> {
   if (rows.length > 0) await db.insertInto('notifications').values(rows).execute();
 }
 
-export async function findNotification(db: Executor, id: string, accountId?: string): Promise<NotificationsTable | undefined> {
-  let query = db.selectFrom('notifications').selectAll().where('id', '=', id);
-  if (accountId !== undefined) query = query.where('account_id', '=', accountId);
+/** Notifications with the schedule of their delivery job (one job per notification, found by its dedupe key). */
+function withSchedule(db: Executor) {
+  return db
+    .selectFrom('notifications')
+    .leftJoin('jobs', (join) => join.onRef('jobs.dedupe_key', '=', sql<string>`'deliver:' || notifications.id`))
+    .selectAll('notifications')
+    .select(sql<number | null>`case when notifications.status = 'pending' and jobs.state = 'pending' and jobs.locked_by is null then jobs.run_at end`.as('next_attempt_at'));
+}
+
+export async function findNotification(db: Executor, id: string, accountId?: string): Promise<NotificationRow | undefined> {
+  let query = withSchedule(db).where('notifications.id', '=', id);
+  if (accountId !== undefined) query = query.where('notifications.account_id', '=', accountId);
   return query.executeTakeFirst();
 }
 
@@ -29,13 +39,13 @@ export interface NotificationFilter {
 }
 
 /** Newest first; one extra row tells whether another page follows. */
-export async function listNotifications(db: Executor, filter: NotificationFilter): Promise<{ rows: NotificationsTable[]; more: boolean }> {
-  let query = db.selectFrom('notifications').selectAll().where('account_id', '=', filter.accountId);
-  if (filter.requestId) query = query.where('request_id', '=', filter.requestId);
-  if (filter.subscriptionId) query = query.where('subscription_id', '=', filter.subscriptionId);
-  if (filter.status) query = query.where('status', '=', filter.status);
-  if (filter.before) query = query.where('id', '<', filter.before);
-  const rows = await query.orderBy('id', 'desc').limit(filter.limit + 1).execute();
+export async function listNotifications(db: Executor, filter: NotificationFilter): Promise<{ rows: NotificationRow[]; more: boolean }> {
+  let query = withSchedule(db).where('notifications.account_id', '=', filter.accountId);
+  if (filter.requestId) query = query.where('notifications.request_id', '=', filter.requestId);
+  if (filter.subscriptionId) query = query.where('notifications.subscription_id', '=', filter.subscriptionId);
+  if (filter.status) query = query.where('notifications.status', '=', filter.status);
+  if (filter.before) query = query.where('notifications.id', '<', filter.before);
+  const rows = await query.orderBy('notifications.id', 'desc').limit(filter.limit + 1).execute();
   return { rows: rows.slice(0, filter.limit), more: rows.length > filter.limit };
 }
 
@@ -47,7 +57,6 @@ export async function listAttempts(db: Executor, notificationId: string): Promis
 export interface AttemptOutcome {
   attempt: NotificationAttemptsTable;
   status: NotificationStatus;
-  nextAttemptAt: number | null;
   now: number;
 }
 
@@ -63,11 +72,11 @@ const insertAttempts = precompiled((db, rows: string) =>
 
 const moveNotificationsOn = precompiled((db, rows: string) =>
   isPostgres(db as never)
-    ? sql`update notifications n set status = e ->> 1, attempt_count = (e ->> 2)::int, next_attempt_at = (e ->> 3)::bigint,
-            last_status_code = (e ->> 4)::int, last_error = e ->> 5, updated_at = (e ->> 6)::bigint, completed_at = (e ->> 7)::bigint
+    ? sql`update notifications n set status = e ->> 1, attempt_count = (e ->> 2)::int,
+            last_status_code = (e ->> 3)::int, last_error = e ->> 4, updated_at = (e ->> 5)::bigint, completed_at = (e ->> 6)::bigint
           from jsonb_array_elements(${rows}::jsonb) e where n.id = e ->> 0`
-    : sql`update notifications set status = e.value ->> 1, attempt_count = e.value ->> 2, next_attempt_at = e.value ->> 3,
-            last_status_code = e.value ->> 4, last_error = e.value ->> 5, updated_at = e.value ->> 6, completed_at = e.value ->> 7
+    : sql`update notifications set status = e.value ->> 1, attempt_count = e.value ->> 2,
+            last_status_code = e.value ->> 3, last_error = e.value ->> 4, updated_at = e.value ->> 5, completed_at = e.value ->> 6
           from json_each(${rows}) e where notifications.id = e.value ->> 0`,
 );
 
@@ -85,11 +94,10 @@ export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): 
   await moveNotificationsOn(
     db,
     JSON.stringify(
-      outcomes.map(({ attempt, status, nextAttemptAt, now }) => [
+      outcomes.map(({ attempt, status, now }) => [
         attempt.notification_id,
         status,
         attempt.attempt,
-        nextAttemptAt,
         attempt.status_code,
         attempt.error,
         now,
@@ -111,9 +119,14 @@ export const findNotificationsForDelivery = precompiled((db, ids: string) =>
     .where('notifications.id', 'in', isPostgres(db as never) ? sql<string>`(select jsonb_array_elements_text(${ids}::jsonb))` : sql<string>`(select value from json_each(${ids}))`),
 );
 
+/** Ends a pending notification as failed without an attempt (its delivery could not be run). */
+export async function markNotificationFailed(db: Executor, id: string, error: string, at: number): Promise<void> {
+  await db.updateTable('notifications').set({ status: 'failed', last_error: error, updated_at: at, completed_at: at }).where('id', '=', id).where('status', '=', 'pending').execute();
+}
+
 /** A manual retry puts a finished notification back in the queue for one more attempt. */
 export async function markNotificationPending(db: Executor, id: string, at: number): Promise<void> {
-  await db.updateTable('notifications').set({ status: 'pending', next_attempt_at: at, updated_at: at, completed_at: null }).where('id', '=', id).execute();
+  await db.updateTable('notifications').set({ status: 'pending', updated_at: at, completed_at: null }).where('id', '=', id).execute();
 }
 
 /** A new notification, pending and due now; its id (`msg_…`) becomes the `webhook-id`. */
@@ -131,7 +144,6 @@ export function newNotificationRow(
     payload: input.payload,
     status: 'pending',
     attempt_count: 0,
-    next_attempt_at: now,
     last_status_code: null,
     last_error: null,
     created_at: now,

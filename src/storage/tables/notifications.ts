@@ -13,8 +13,8 @@ export interface NotificationsTable {
   /** The exact body sent, JSON text. */
   payload: string;
   status: NotificationStatus;
+  /** Attempts made so far. When the next one is due is its delivery job's `run_at` (the one schedule). */
   attempt_count: number;
-  next_attempt_at: number | null;
   last_status_code: number | null;
   last_error: string | null;
   created_at: number;

@@ -4,7 +4,7 @@ import { decideAfterAttempt } from '../../domain/notifications/retry-policy.js';
 import { loadDeliveryTarget, type DeliveryTarget } from '../../domain/subscriptions/delivery.js';
 import { loadSigningSecrets } from '../../domain/subscriptions/signing-secrets.js';
 import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js';
-import { findNotificationsForDelivery, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
+import { findNotificationsForDelivery, markNotificationFailed, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
 import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
@@ -156,6 +156,11 @@ export function notificationJobHandlers(deps: Deps): JobHandlers {
     [DELIVER_NOTIFICATION]: {
       mode: 'standalone',
       handle: (job, _ctx, control) => deliverNotification(context, job as ClaimedJob<DeliverNotificationPayload>, control),
+      // DELIVERY_RUNS_WITHOUT_OUTCOME runs ended without an outcome: the notification fails instead of waiting forever.
+      onExhausted: async (tx, job, error, ctx) => {
+        const reason = `the delivery could not be run: ${error instanceof Error ? error.message : String(error)}`.slice(0, 1000);
+        await markNotificationFailed(tx, (job.payload as DeliverNotificationPayload).notificationId, reason, ctx.clock());
+      },
     },
   };
 }

@@ -8,6 +8,14 @@ export interface DeliverNotificationPayload {
   notificationId: string;
 }
 
+/**
+ * The notification counts its delivery attempts (RETRY_MAX_ATTEMPTS decides when it fails); its
+ * delivery job's own attempts count the runs that ended without a recorded outcome (the handler
+ * threw before or after the call: the database was away, say). After this many such runs the
+ * notification ends `failed` (deliver-notification-job.ts, onExhausted) instead of staying pending.
+ */
+export const DELIVERY_RUNS_WITHOUT_OUTCOME = 20;
+
 /** At most one delivery job per notification exists at a time (it is deleted when it completes). */
 export const deliveryJobKey = (notificationId: string) => `deliver:${notificationId}`;
 
@@ -20,8 +28,7 @@ export async function enqueueDeliveries(tx: Executor, notificationIds: string[],
       payload: { notificationId } satisfies DeliverNotificationPayload,
       runAt: options.runAt ?? options.now,
       dedupeKey: deliveryJobKey(notificationId),
-      // The notification keeps its own attempt count; job-level retries only cover crashes of the handler.
-      maxAttempts: 20,
+      maxAttempts: DELIVERY_RUNS_WITHOUT_OUTCOME,
     })),
     { now: options.now, ...(options.leaseTo ? { leaseTo: options.leaseTo } : {}) },
   );

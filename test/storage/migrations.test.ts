@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { sql } from 'kysely';
+import { openStorage, type Storage } from '../../src/storage/database.js';
+import { migrateTo, migrateToLatest } from '../../src/storage/migrations/index.js';
+import { createPostgresSchema, postgresUrl, testDialects } from '../support/databases.js';
+
+for (const dialect of testDialects()) {
+  describe(`schema upgrades in place [${dialect}]`, () => {
+    const cleanups: Array<() => Promise<void>> = [];
+    after(async () => {
+      for (const cleanup of cleanups) await cleanup();
+    });
+    async function olderDatabase(): Promise<Storage> {
+      if (dialect === 'sqlite') return openStorage(`sqlite:${join(mkdtempSync(join(tmpdir(), 'rewards-migrate-')), 'rewards.db')}`);
+      const schema = await createPostgresSchema();
+      cleanups.push(() => schema.drop());
+      return openStorage(postgresUrl(), { schema: schema.schema, poolSize: 2 });
+    }
+
+    it("007: a notification's schedule moves to its delivery job; existing rows and jobs are kept", async () => {
+      const storage = await olderDatabase();
+      cleanups.unshift(() => storage.close());
+      await migrateTo(storage.db, '006_jobs_kind_index');
+      await sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, next_attempt_at, created_at, updated_at)
+                values ('msg_old', 'acc_1', 'req_1', null, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 1, 5000, 1000, 1000)`.execute(storage.db);
+      await sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, dedupe_key, created_at, updated_at)
+                values ('job_old', 'deliver-notification', '{"notificationId":"msg_old"}', 'pending', 5000, 1, 20, 'deliver:msg_old', 1000, 1000)`.execute(storage.db);
+      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['007_notifications_schedule_in_jobs']);
+      const row = (await sql<Record<string, unknown>>`select * from notifications`.execute(storage.db)).rows[0]!;
+      assert.equal(row.id, 'msg_old');
+      assert.equal('next_attempt_at' in row, false, 'the column is gone');
+      assert.equal(Number(row.attempt_count), 1);
+      assert.equal((await sql`select id from jobs`.execute(storage.db)).rows.length, 1);
+    });
+  });
+}
