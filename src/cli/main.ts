@@ -4,7 +4,6 @@ import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config.js';
 import { createDeps, type Deps } from '../deps.js';
 import {
-  AccountsError,
   createAccount,
   createClient,
   checkClientScopes,
@@ -12,7 +11,8 @@ import {
   rotateClientSecret,
 } from '../domain/accounts/accounts-service.js';
 import { findAccountByIdOrName } from '../storage/repositories/accounts.js';
-import { ExperienceError, importExperiences } from '../domain/experiences/experiences-service.js';
+import { importExperiences } from '../domain/experiences/experiences-service.js';
+import { DomainError, invalid, notFound } from '../domain/errors.js';
 import { parseImportFile } from '../domain/experiences/import-file.js';
 import { migrateToLatest } from '../storage/migrations/index.js';
 import { openStorage } from '../storage/database.js';
@@ -34,7 +34,7 @@ async function withDeps<T>(run: (deps: Deps) => Promise<T>): Promise<void> {
 
 async function requireAccount(deps: Deps, idOrName: string) {
   const account = await findAccountByIdOrName(deps.db, idOrName);
-  if (!account) throw new AccountsError('not_found', `account "${idOrName}" not found`);
+  if (!account) throw notFound(`account "${idOrName}"`);
   return account;
 }
 
@@ -83,7 +83,7 @@ accounts
   .requiredOption('--name <name>', 'unique account name')
   .action((options: { name: string }) =>
     withDeps(async (deps) => {
-      const account = await createAccount(deps.db, options.name);
+      const account = await createAccount(deps.db, options.name, { field: '--name' });
       return { id: account.id, name: account.name };
     }),
   );
@@ -97,8 +97,8 @@ clients
   .action((options: { account: string; scopes?: string }) =>
     withDeps(async (deps) => {
       const account = await requireAccount(deps, options.account);
-      const scopes = resolveScopes(options.scopes);
-      checkClientScopes(account, scopes);
+      const scopes = resolveScopes(options.scopes, '--scopes');
+      checkClientScopes(account, scopes, '--scopes');
       const issued = await createClient(deps.db, account.id, scopes);
       return { accountId: account.id, client_id: issued.client.clientId, client_secret: issued.clientSecret, scopes: issued.client.scopes.join(' ') };
     }),
@@ -127,7 +127,7 @@ experiences
   .action((file: string, options: { account: string }) =>
     withDeps(async (deps) => {
       const text = await readFile(file, 'utf8').catch((error: Error) => {
-        throw new ExperienceError('invalid', `cannot read ${file}: ${error.message}`);
+        throw invalid(`cannot read ${file}: ${error.message}`);
       });
       const inputs = parseImportFile(text);
       const account = await requireAccount(deps, options.account);
@@ -151,8 +151,9 @@ export async function main(argv = process.argv): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof AccountsError || error instanceof ExperienceError) {
-      const details = error instanceof ExperienceError ? (error.errors ?? []).map((e) => `\n  ${e.path}: ${e.message}`).join('') : '';
+    // What the operator got wrong (a DomainError, a bad setting): its message and field errors, exit code 2.
+    if (error instanceof ConfigError || error instanceof DomainError) {
+      const details = error instanceof DomainError && error.errors ? error.errors.map((e) => `\n  ${e.path}: ${e.message}`).join('') : '';
       process.stderr.write(`rewards: ${error.message}${details}\n`);
       process.exitCode = 2;
       return;

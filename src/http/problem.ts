@@ -1,6 +1,8 @@
 /**
- * An RFC 9457 problem the API answers on purpose. The error handler turns it into
- * `application/problem+json`; anything else thrown becomes a 500 with no details.
+ * An RFC 9457 problem the API answers on purpose for what only HTTP knows (authentication, media
+ * types, sizes, rate limits, a database that cannot serve); the use cases throw DomainError
+ * (src/domain/errors.ts) and the error plugin maps it. Anything else thrown becomes a 500 with no
+ * details.
  */
 export interface ProblemFieldError {
   path: string;
@@ -45,6 +47,4 @@ export class HttpProblem extends Error {
   }
 }
 
-export const badRequest = (detail: string, errors?: ProblemFieldError[]) => new HttpProblem(400, detail, errors);
-export const notFound = (what = 'resource') => new HttpProblem(404, `${what} not found`);
-export const conflict = (detail: string) => new HttpProblem(409, detail);
+

@@ -3,25 +3,25 @@ import { findAccountById, findAccountByIdOrName, insertAccount, updateAccount, t
 import { insertOAuthClient, rotateOAuthClientSecret, type OAuthClient } from '../../storage/repositories/oauth-clients.js';
 import { generateClientSecret } from '../tokens/client-secret.js';
 import { DEFAULT_CLIENT_SCOPES, isScope, parseScopeList } from '../tokens/scopes.js';
+import { conflict, invalid, notFound } from '../errors.js';
+import { isUniqueViolation } from '../../storage/database-errors.js';
 
 /** A rotated-out client secret keeps working this long, so deployments can roll over. */
 export const PREVIOUS_SECRET_GRACE_MS = 24 * 3_600_000;
 
-export class AccountsError extends Error {
-  constructor(
-    readonly kind: 'not_found' | 'conflict' | 'invalid',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'AccountsError';
-  }
-}
-
-export async function createAccount(db: Executor, name: string, now?: number): Promise<Account> {
+/** `field` names the name for the caller (`body.name`, `--name`). */
+export async function createAccount(db: Executor, name: string, options: { now?: number; field?: string } = {}): Promise<Account> {
+  const { now, field = 'name' } = options;
   const trimmed = name.trim();
-  if (trimmed.length === 0 || trimmed.length > 200) throw new AccountsError('invalid', 'account name must be 1..200 characters');
-  if (await findAccountByIdOrName(db, trimmed)) throw new AccountsError('conflict', `an account named "${trimmed}" already exists`);
-  return insertAccount(db, { name: trimmed }, now);
+  if (trimmed.length === 0 || trimmed.length > 200) throw invalid('account name', [{ path: field, message: 'must be 1..200 characters' }]);
+  if (await findAccountByIdOrName(db, trimmed)) throw conflict(`an account named "${trimmed}" already exists`);
+  try {
+    return await insertAccount(db, { name: trimmed }, now);
+  } catch (error) {
+    // Two creates with the same name at once: the second finds the name taken by the first.
+    if (isUniqueViolation(error)) throw conflict(`an account named "${trimmed}" already exists`);
+    throw error;
+  }
 }
 
 /**
@@ -29,35 +29,40 @@ export async function createAccount(db: Executor, name: string, now?: number): P
  * at the token endpoint. The operator account cannot be deactivated: that would lock the operator
  * out of the admin API.
  */
-export async function changeAccount(db: Executor, id: string, patch: { name?: string; active?: boolean }): Promise<Account> {
+export async function changeAccount(db: Executor, id: string, patch: { name?: string; active?: boolean }, field = 'name'): Promise<Account> {
   const account = await findAccountById(db, id);
-  if (!account) throw new AccountsError('not_found', `account ${id} not found`);
-  if (patch.active === false && account.isOperator) throw new AccountsError('conflict', 'the operator account cannot be deactivated');
+  if (!account) throw notFound(`account ${id}`);
+  if (patch.active === false && account.isOperator) throw conflict('the operator account cannot be deactivated');
   let name: string | undefined;
   if (patch.name !== undefined) {
     name = patch.name.trim();
-    if (name.length === 0 || name.length > 200) throw new AccountsError('invalid', 'account name must be 1..200 characters');
+    if (name.length === 0 || name.length > 200) throw invalid('account name', [{ path: field, message: 'must be 1..200 characters' }]);
     const holder = await findAccountByIdOrName(db, name);
-    if (holder && holder.id !== id) throw new AccountsError('conflict', `an account named "${name}" already exists`);
+    if (holder && holder.id !== id) throw conflict(`an account named "${name}" already exists`);
   }
-  return (await updateAccount(db, id, { name, active: patch.active }))!;
+  try {
+    return (await updateAccount(db, id, { name, active: patch.active }))!;
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`an account named "${name}" already exists`);
+    throw error;
+  }
 }
 
 /**
  * `admin` makes a token an operator token (it may act for any account), so only clients of the
  * operator account may hold it. A client needs at least one scope to obtain tokens.
  */
-export function checkClientScopes(account: Account, scopes: string[]): void {
-  if (scopes.length === 0) throw new AccountsError('invalid', 'a client needs at least one scope');
-  if (scopes.includes('admin') && !account.isOperator) throw new AccountsError('invalid', 'only clients of the operator account may hold the admin scope');
+export function checkClientScopes(account: Account, scopes: string[], field: string): void {
+  if (scopes.length === 0) throw invalid('scopes', [{ path: field, message: 'a client needs at least one scope' }]);
+  if (scopes.includes('admin') && !account.isOperator) throw invalid('scopes', [{ path: field, message: 'only clients of the operator account may hold the admin scope' }]);
 }
 
-/** Validates a space-separated scope list; undefined means the default client scopes. */
-export function resolveScopes(text: string | undefined): string[] {
+/** Validates a space-separated scope list (`field` names it for the caller); undefined means the default client scopes. */
+export function resolveScopes(text: string | undefined, field: string): string[] {
   if (text === undefined) return [...DEFAULT_CLIENT_SCOPES];
   const scopes = parseScopeList(text);
   const unknown = scopes.filter((s) => !isScope(s));
-  if (unknown.length > 0) throw new AccountsError('invalid', `unknown scope: ${unknown.join(' ')}`);
+  if (unknown.length > 0) throw invalid('scopes', [{ path: field, message: `unknown scope: ${unknown.join(' ')}` }]);
   return scopes;
 }
 
@@ -76,6 +81,6 @@ export async function createClient(db: Executor, accountId: string, scopes: stri
 export async function rotateClientSecret(db: Executor, clientId: string, now = Date.now()): Promise<IssuedClient> {
   const clientSecret = generateClientSecret();
   const client = await rotateOAuthClientSecret(db, clientId, clientSecret, now + PREVIOUS_SECRET_GRACE_MS, now);
-  if (!client) throw new AccountsError('not_found', `client ${clientId} not found`);
+  if (!client) throw notFound(`client ${clientId}`);
   return { client, clientSecret };
 }

@@ -1,6 +1,8 @@
 import type { Db, Executor } from '../../storage/database.js';
-import { isUniqueViolation } from '../../storage/database-errors.js';
+import { conflict, invalid, notFound, type FieldError } from '../errors.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../../storage/database-errors.js';
 import {
+  deleteExperience,
   findExperienceById,
   findExperienceByName,
   insertExperience,
@@ -13,37 +15,21 @@ import type { ExperiencesTable } from '../../storage/tables/index.js';
 import { newId } from '../ids.js';
 import type { ExperienceCreateInput, ExperienceUpdateInput, PrizeInput } from './experience-schema.js';
 
-/** A field that breaks a rule the JSON schema cannot express; `path` is relative to the experience. */
-export interface ExperienceFieldError {
-  path: string;
-  message: string;
-}
-
-export class ExperienceError extends Error {
-  constructor(
-    readonly kind: 'invalid' | 'not_found' | 'conflict',
-    message: string,
-    readonly errors?: ExperienceFieldError[],
-  ) {
-    super(message);
-    this.name = 'ExperienceError';
-  }
-}
-
-/** Rules across members, checked after the schema: prize ids must be unique within the experience. */
-export function checkExperienceRules(input: ExperienceUpdateInput): ExperienceFieldError[] {
-  const errors: ExperienceFieldError[] = [];
+/** Rules across members, checked after the schema: prize ids must be unique within the experience. Paths start at `at`. */
+export function checkExperienceRules(input: ExperienceUpdateInput, at: string): FieldError[] {
+  const errors: FieldError[] = [];
   const seen = new Set<string>();
   for (const [index, prize] of (input.prizes ?? []).entries()) {
-    if (seen.has(prize.id)) errors.push({ path: `prizes.${index}.id`, message: `duplicate prize id "${prize.id}"` });
+    if (seen.has(prize.id)) errors.push({ path: `${at}.prizes.${index}.id`, message: `duplicate prize id "${prize.id}"` });
     seen.add(prize.id);
   }
   return errors;
 }
 
+/** An experience sent to the API: its paths are the request body's. */
 function assertValid(input: ExperienceUpdateInput): void {
-  const errors = checkExperienceRules(input);
-  if (errors.length > 0) throw new ExperienceError('invalid', 'experience is invalid', errors);
+  const errors = checkExperienceRules(input, 'body');
+  if (errors.length > 0) throw invalid('experience', errors);
 }
 
 function toPrizeWrite(prize: PrizeInput): PrizeWrite {
@@ -59,7 +45,7 @@ function toPrizeWrite(prize: PrizeInput): PrizeWrite {
   };
 }
 
-const nameTaken = (name: string) => new ExperienceError('conflict', `an experience named "${name}" already exists in this account`);
+const nameTaken = (name: string) => conflict(`an experience named "${name}" already exists in this account`);
 
 async function createIn(tx: Executor, accountId: string, input: ExperienceCreateInput, now: number): Promise<Experience> {
   assertValid(input);
@@ -101,7 +87,7 @@ async function inTransaction<T>(db: Db, work: (tx: Executor) => Promise<T>): Pro
   try {
     return await db.transaction().execute(work);
   } catch (error) {
-    if (isUniqueViolation(error)) throw new ExperienceError('conflict', 'an experience with that name already exists in this account');
+    if (isUniqueViolation(error)) throw conflict('an experience with that name already exists in this account');
     throw error;
   }
 }
@@ -113,9 +99,20 @@ export function createExperience(db: Db, accountId: string, input: ExperienceCre
 export function updateExperience(db: Db, accountId: string, id: string, input: ExperienceUpdateInput, now = Date.now()): Promise<Experience> {
   return inTransaction(db, async (tx) => {
     const current = await findExperienceById(tx, accountId, id);
-    if (!current) throw new ExperienceError('not_found', 'experience not found');
+    if (!current) throw notFound('experience');
     return replaceIn(tx, current, input, now);
   });
+}
+
+/** Deletes the experience and its prizes; false when it is not the account's. Still referenced (by requests): a conflict. */
+export async function removeExperience(db: Db, accountId: string, id: string): Promise<boolean> {
+  try {
+    return await deleteExperience(db, accountId, id);
+  } catch (error) {
+    // Deactivating it (PUT active:false) is the way out.
+    if (isForeignKeyViolation(error)) throw conflict('the experience is still referenced; deactivate it instead (PUT {"active": false})');
+    throw error;
+  }
 }
 
 export interface ImportedExperience {
@@ -132,14 +129,14 @@ export interface ImportedExperience {
  * re-importing the same file must not refill it). All or nothing: one transaction.
  */
 export function importExperiences(db: Db, accountId: string, inputs: ExperienceCreateInput[], now = Date.now()): Promise<ImportedExperience[]> {
-  const errors: ExperienceFieldError[] = [];
+  const errors: FieldError[] = [];
   const names = new Set<string>();
   for (const [index, input] of inputs.entries()) {
     if (names.has(input.name)) errors.push({ path: `${index}.name`, message: `name "${input.name}" appears more than once in the file` });
     names.add(input.name);
-    for (const error of checkExperienceRules(input)) errors.push({ path: `${index}.${error.path}`, message: error.message });
+    errors.push(...checkExperienceRules(input, String(index)));
   }
-  if (errors.length > 0) throw new ExperienceError('invalid', 'import file is invalid', errors);
+  if (errors.length > 0) throw invalid('import file', errors);
   return inTransaction(db, async (tx) => {
     const imported: ImportedExperience[] = [];
     for (const input of inputs) {

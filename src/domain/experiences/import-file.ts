@@ -1,6 +1,6 @@
 import { validatorCompiler } from '../../http/validation.js';
 import { ExperienceCreateSchema, type ExperienceCreateInput } from './experience-schema.js';
-import { ExperienceError, type ExperienceFieldError } from './experiences-service.js';
+import { invalid, type FieldError } from '../errors.js';
 
 /** A file holds one experience object or an array of them, imported in one transaction. */
 const MAX_PER_FILE = 1000;
@@ -17,12 +17,12 @@ export function parseImportFile(text: string): ExperienceCreateInput[] {
   try {
     document = JSON.parse(text);
   } catch (error) {
-    throw new ExperienceError('invalid', `import file is not valid JSON: ${(error as Error).message}`);
+    throw invalid(`import file is not valid JSON: ${(error as Error).message}`);
   }
   const list = Array.isArray(document) ? document : [document];
-  if (list.length > MAX_PER_FILE) throw new ExperienceError('invalid', `import file holds ${list.length} experiences; at most ${MAX_PER_FILE} per file`);
+  if (list.length > MAX_PER_FILE) throw invalid(`import file holds ${list.length} experiences; at most ${MAX_PER_FILE} per file`);
   validate ??= validatorCompiler({ schema: ExperienceCreateSchema, httpPart: 'body', method: 'POST', url: 'import' }) as typeof validate;
-  const errors: ExperienceFieldError[] = [];
+  const errors: FieldError[] = [];
   for (const [index, entry] of list.entries()) {
     if (validate(entry) || errors.length >= 20) continue;
     for (const error of validate.errors ?? []) {
@@ -31,6 +31,6 @@ export function parseImportFile(text: string): ExperienceCreateInput[] {
       errors.push({ path: `${index}${at}`, message: error.message ?? 'is invalid' });
     }
   }
-  if (errors.length > 0) throw new ExperienceError('invalid', 'import file is invalid', errors);
+  if (errors.length > 0) throw invalid('import file', errors);
   return list as ExperienceCreateInput[];
 }

@@ -1,4 +1,5 @@
 import type { SecretBox } from '../crypto/secret-box.js';
+import { conflict, invalid } from '../errors.js';
 import { newId } from '../ids.js';
 import { CallbackUrlError, checkCallbackUrl } from '../../net/callback-url.js';
 import type { Db, Executor } from '../../storage/database.js';
@@ -19,20 +20,6 @@ import { parseSubscriptionBody } from './validation.js';
 
 /** The use cases behind the subscription endpoints; transactions open here. */
 
-export class InvalidSubscriptionError extends Error {
-  constructor(readonly errors: FieldError[]) {
-    super('subscription is invalid');
-    this.name = 'InvalidSubscriptionError';
-  }
-}
-
-export class SubscriptionLimitError extends Error {
-  constructor() {
-    super(`an account can have at most ${LIMITS.subscriptionsPerAccount} subscriptions; delete one first`);
-    this.name = 'SubscriptionLimitError';
-  }
-}
-
 export interface SubscriptionsContext {
   db: Db;
   box: SecretBox;
@@ -42,7 +29,7 @@ export interface SubscriptionsContext {
 }
 
 function throwIfAny(errors: FieldError[]): void {
-  if (errors.length > 0) throw new InvalidSubscriptionError(errors);
+  if (errors.length > 0) throw invalid('request body', errors);
 }
 
 /** Save-time SSRF check of every URL the callback makes the service call. */
@@ -86,7 +73,7 @@ export async function createSubscription(ctx: SubscriptionsContext, accountId: s
   };
   return ctx.db.transaction().execute(async (trx) => {
     await lockAccountSubscriptions(trx, accountId);
-    if ((await countSubscriptions(trx, accountId)) >= LIMITS.subscriptionsPerAccount) throw new SubscriptionLimitError();
+    if ((await countSubscriptions(trx, accountId)) >= LIMITS.subscriptionsPerAccount) throw conflict(`an account can have at most ${LIMITS.subscriptionsPerAccount} subscriptions; delete one first`);
     await insertSubscription(trx, subscriptionToRow(subscription, ctx.box));
     const signingSecret = await createSigningSecret(trx, ctx.box, { accountId, subscriptionId: subscription.id }, ctx.now);
     return { subscription, signingSecret };

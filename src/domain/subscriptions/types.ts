@@ -73,10 +73,7 @@ export interface SubscriptionChanges {
   callback?: CallbackConfig;
 }
 
-export interface FieldError {
-  path: string;
-  message: string;
-}
+export type { FieldError } from '../errors.js';
 
 export const LIMITS = {
   subscriptionsPerAccount: 100,

@@ -1,7 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import fp from 'fastify-plugin';
 import { isDatabaseUnavailable } from '../../storage/database-errors.js';
-import { badRequest, HttpProblem, type ProblemFieldError } from '../problem.js';
+import { DomainError, invalid } from '../../domain/errors.js';
+import { HttpProblem, type ProblemFieldError } from '../problem.js';
 
 /** Retry-After of a 503 while the database is away (a restart takes seconds). */
 export const DATABASE_RETRY_AFTER_S = 2;
@@ -14,7 +15,7 @@ export function sendProblem(reply: FastifyReply, problem: HttpProblem): FastifyR
 }
 
 /** The first schema error as `{path, message}`, naming the member (ajv's own messages often do not). */
-export function formatSchemaErrors(errors: FastifySchemaValidationError[], dataVar: string): HttpProblem {
+export function formatSchemaErrors(errors: FastifySchemaValidationError[], dataVar: string): DomainError {
   const first = errors[0]!;
   const params = (first.params ?? {}) as Record<string, unknown>;
   const pointer = first.instancePath
@@ -34,12 +35,15 @@ export function formatSchemaErrors(errors: FastifySchemaValidationError[], dataV
     message = 'has an unexpected value';
   }
   const path = [dataVar, ...pointer].join('.');
-  return badRequest(`request ${dataVar} is invalid: ${path} ${message}`, [{ path, message }]);
+  return invalid(`request ${dataVar}`, [{ path, message }]);
 }
+
+const STATUS_OF = { invalid: 400, not_found: 404, conflict: 409 } as const;
 
 /** Maps anything thrown inside a route to the problem the client should see. */
 export function toProblem(error: FastifyError | Error): HttpProblem {
   if (error instanceof HttpProblem) return error;
+  if (error instanceof DomainError) return new HttpProblem(STATUS_OF[error.kind], error.message, error.errors);
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
     const errors: ProblemFieldError[] = fastifyError.validation.map((v) => {

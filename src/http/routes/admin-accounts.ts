@@ -1,22 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
-import { AccountsError, changeAccount, createAccount } from '../../domain/accounts/accounts-service.js';
-import { isUniqueViolation } from '../../storage/database-errors.js';
+import { changeAccount, createAccount } from '../../domain/accounts/accounts-service.js';
+import { notFound } from '../../domain/errors.js';
 import { findAccountById, listAccounts } from '../../storage/repositories/accounts.js';
-import { HttpProblem, notFound } from '../problem.js';
 import { AccountCreateSchema, AccountParamsSchema, AccountPatchSchema, AccountSchema, accountToJson } from '../schemas/admin.js';
 
 const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
-
-/** Turns the accounts service's errors into problems; `field` names the body member an `invalid` refers to. */
-export function accountsProblem(error: unknown, field?: string): unknown {
-  if (isUniqueViolation(error)) return new HttpProblem(409, 'an account with that name already exists');
-  if (!(error instanceof AccountsError)) return error;
-  if (error.kind === 'not_found') return new HttpProblem(404, error.message);
-  if (error.kind === 'conflict') return new HttpProblem(409, error.message);
-  return new HttpProblem(400, error.message, field ? [{ path: `body.${field}`, message: error.message }] : undefined);
-}
 
 /** Operator only: the client accounts of this deployment. */
 export async function adminAccountsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
@@ -36,9 +26,7 @@ export async function adminAccountsRoutes(app: FastifyInstance, deps: AppDeps): 
       schema: { ...ADMIN, summary: 'Create an account', body: AccountCreateSchema, response: { 201: AccountSchema } },
     },
     async (request, reply) => {
-      const account = await createAccount(deps.db, request.body.name, deps.clock()).catch((error) => {
-        throw accountsProblem(error, 'name');
-      });
+      const account = await createAccount(deps.db, request.body.name, { now: deps.clock(), field: 'body.name' });
       return reply.code(201).header('location', `${request.url.split('?')[0]}/${account.id}`).send(accountToJson(account));
     },
   );
@@ -70,9 +58,7 @@ export async function adminAccountsRoutes(app: FastifyInstance, deps: AppDeps): 
       },
     },
     async (request) => {
-      const account = await changeAccount(deps.db, request.params.id, request.body).catch((error) => {
-        throw accountsProblem(error, 'name');
-      });
+      const account = await changeAccount(deps.db, request.params.id, request.body, 'body.name');
       return accountToJson(account);
     },
   );

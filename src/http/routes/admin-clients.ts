@@ -5,7 +5,7 @@ import { checkClientScopes, createClient, resolveScopes, rotateClientSecret } fr
 import type { Executor } from '../../storage/database.js';
 import { findAccountById, type Account } from '../../storage/repositories/accounts.js';
 import { deleteOAuthClient, findOAuthClient, listOAuthClients, updateOAuthClient } from '../../storage/repositories/oauth-clients.js';
-import { notFound } from '../problem.js';
+import { notFound } from '../../domain/errors.js';
 import {
   AccountParamsSchema,
   ClientCreateSchema,
@@ -16,7 +16,6 @@ import {
   RotatedSecretSchema,
   clientToJson,
 } from '../schemas/admin.js';
-import { accountsProblem } from './admin-accounts.js';
 
 const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
 type ScopesInput = string[] | string;
@@ -36,13 +35,9 @@ async function requireClient(db: Executor, accountId: string, clientId: string) 
 
 /** Accepts `["a","b"]` or `"a b"`; checks every scope is known and allowed for the account. */
 function scopesFor(account: Account, input: ScopesInput | undefined): string[] {
-  try {
-    const scopes = resolveScopes(Array.isArray(input) ? input.join(' ') : input);
-    checkClientScopes(account, scopes);
-    return scopes;
-  } catch (error) {
-    throw accountsProblem(error, 'scopes');
-  }
+  const scopes = resolveScopes(Array.isArray(input) ? input.join(' ') : input, 'body.scopes');
+  checkClientScopes(account, scopes, 'body.scopes');
+  return scopes;
 }
 
 /** A response carrying a plain secret must never be cached (RFC 6749 §5.1 does the same for tokens). */

@@ -2,10 +2,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import type { ExperienceCreateInput, ExperienceUpdateInput } from '../../domain/experiences/experience-schema.js';
-import { ExperienceError, createExperience, updateExperience } from '../../domain/experiences/experiences-service.js';
-import { isForeignKeyViolation } from '../../storage/database-errors.js';
-import { deleteExperience, findExperienceById, listExperiences } from '../../storage/repositories/experiences.js';
-import { HttpProblem, notFound } from '../problem.js';
+import { createExperience, removeExperience, updateExperience } from '../../domain/experiences/experiences-service.js';
+import { notFound } from '../../domain/errors.js';
+import { findExperienceById, listExperiences } from '../../storage/repositories/experiences.js';
 import {
   ActingAccountQuerySchema,
   ExperienceCreateSchema,
@@ -21,13 +20,6 @@ const ADMIN = {
   querystring: ActingAccountQuerySchema,
 };
 const ACCOUNT_NOTE = 'Experiences belong to the account named by `?accountId=`; without it, to the operator\'s own account.';
-
-function experienceProblem(error: unknown): unknown {
-  if (!(error instanceof ExperienceError)) return error;
-  if (error.kind === 'not_found') return notFound('experience');
-  if (error.kind === 'conflict') return new HttpProblem(409, error.message);
-  return new HttpProblem(400, error.message, error.errors?.map((e) => ({ path: `body.${e.path}`, message: e.message })));
-}
 
 /** Where the new experience can be read back: keeps `?accountId=` when the operator acts for an account. */
 function locationOf(request: FastifyRequest, id: string): string {
@@ -60,9 +52,7 @@ export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps
       },
     },
     async (request, reply) => {
-      const experience = await createExperience(deps.db, request.auth.accountId, request.body, deps.clock()).catch((error) => {
-        throw experienceProblem(error);
-      });
+      const experience = await createExperience(deps.db, request.auth.accountId, request.body, deps.clock());
       return reply.code(201).header('location', locationOf(request, experience.id)).send(experienceToJson(experience));
     },
   );
@@ -96,9 +86,7 @@ export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps
       },
     },
     async (request) => {
-      const experience = await updateExperience(deps.db, request.auth.accountId, request.params.id, request.body, deps.clock()).catch((error) => {
-        throw experienceProblem(error);
-      });
+      const experience = await updateExperience(deps.db, request.auth.accountId, request.params.id, request.body, deps.clock());
       return experienceToJson(experience);
     },
   );
@@ -110,12 +98,7 @@ export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps
       schema: { ...ADMIN, summary: 'Delete an experience and its prizes', description: ACCOUNT_NOTE, params: ExperienceParamsSchema, response: { 204: Type.Null() } },
     },
     async (request, reply) => {
-      const deleted = await deleteExperience(deps.db, request.auth.accountId, request.params.id).catch((error) => {
-        // Another table may still reference the experience; deactivating it (PUT active:false) is the way out.
-        if (isForeignKeyViolation(error)) throw new HttpProblem(409, 'the experience is still referenced; deactivate it instead (PUT {"active": false})');
-        throw error;
-      });
-      if (!deleted) throw notFound('experience');
+      if (!(await removeExperience(deps.db, request.auth.accountId, request.params.id))) throw notFound('experience');
       return reply.code(204).send();
     },
   );

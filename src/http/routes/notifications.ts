@@ -3,7 +3,7 @@ import type { AppDeps } from '../../deps.js';
 import { toAttemptResource, toNotificationResource } from '../../domain/notifications/notification-view.js';
 import { scheduleManualRetry } from '../../worker/notifications/schedule-delivery.js';
 import { findNotification, listAttempts, listNotifications } from '../../storage/repositories/notifications.js';
-import { notFound } from '../problem.js';
+import { notFound } from '../../domain/errors.js';
 import {
   NotificationDetailSchema,
   NotificationListQuerySchema,

@@ -4,7 +4,7 @@ import type { AppDeps } from '../../deps.js';
 import type { RequestEventName } from '../../domain/requests/events.js';
 import { appendRequestEvent, listRequestEvents } from '../../storage/repositories/request-events.js';
 import { findRequest } from '../../storage/repositories/requests.js';
-import { badRequest, conflict, notFound, type ProblemFieldError } from '../problem.js';
+import { conflict, invalid, notFound, type FieldError } from '../../domain/errors.js';
 import { CreateRequestEventBody, RequestEventSchema, RequestIdParams } from '../schemas/requests.js';
 
 type CreateEvent = Static<typeof CreateRequestEventBody>;
@@ -19,8 +19,8 @@ function isHttpUrl(text: string): boolean {
 }
 
 /** What the schema cannot say: a route-to-delivery event carries its tracking code and link. */
-function checkPartnerEvent(body: CreateEvent): ProblemFieldError[] {
-  const errors: ProblemFieldError[] = [];
+function checkPartnerEvent(body: CreateEvent): FieldError[] {
+  const errors: FieldError[] = [];
   const data = body.data ?? {};
   if (body.name === 'em-rota-de-entrega') {
     if (data.trackingCode === undefined) errors.push({ path: 'body.data.trackingCode', message: 'is required for em-rota-de-entrega' });
@@ -69,7 +69,7 @@ export async function requestEventRoutes(app: FastifyInstance, deps: AppDeps): P
       const { id } = request.params as Static<typeof RequestIdParams>;
       const body = request.body as CreateEvent;
       const errors = checkPartnerEvent(body);
-      if (errors.length > 0) throw badRequest('request body is invalid', errors);
+      if (errors.length > 0) throw invalid('request body', errors);
       const found = await findRequest(deps.db, request.auth.accountId, id);
       if (!found) throw notFound('request');
       if (found.status !== 'processed') throw conflict(`the request is ${found.status}; fulfillment events are accepted once it is processed`);

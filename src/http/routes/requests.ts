@@ -7,7 +7,8 @@ import { toRequestView } from '../../domain/requests/request.js';
 import { CallbackUrlError, checkCallbackUrl } from '../../net/callback-url.js';
 import { findIdempotentResponse, type StoredResponse } from '../../storage/repositories/idempotency-keys.js';
 import { findRequest, newRequestRow } from '../../storage/repositories/requests.js';
-import { badRequest, conflict, HttpProblem, notFound, type ProblemFieldError } from '../problem.js';
+import { conflict, DomainError, invalid, notFound, type FieldError } from '../../domain/errors.js';
+import { HttpProblem } from '../problem.js';
 import { CreateRequestBody, RequestAccepted, RequestIdParams, RequestView } from '../schemas/requests.js';
 
 type CreateRequest = Static<typeof CreateRequestBody>;
@@ -16,7 +17,7 @@ type CreateRequest = Static<typeof CreateRequestBody>;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 async function checkCallbacks(body: CreateRequest, allowPrivate: boolean): Promise<void> {
-  const errors: ProblemFieldError[] = [];
+  const errors: FieldError[] = [];
   for (const field of ['registeredCallbackUrl', 'processedCallbackUrl'] as const) {
     const url = body[field];
     if (url === undefined) continue;
@@ -27,7 +28,7 @@ async function checkCallbacks(body: CreateRequest, allowPrivate: boolean): Promi
       errors.push({ path: `body.${field}`, message: error.message });
     }
   }
-  if (errors.length > 0) throw badRequest('request body is invalid', errors);
+  if (errors.length > 0) throw invalid('request body', errors);
 }
 
 function replay(reply: FastifyReply, stored: StoredResponse, hash: string) {
@@ -59,7 +60,7 @@ export async function requestRoutes(app: FastifyInstance, deps: AppDeps): Promis
       const now = deps.clock();
       const key = request.headers['idempotency-key'];
       if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
-        throw badRequest('Idempotency-Key must be 1 to 255 printable ASCII characters', [{ path: 'headers.idempotency-key', message: 'is invalid' }]);
+        throw new DomainError('invalid', 'Idempotency-Key must be 1 to 255 printable ASCII characters', [{ path: 'headers.idempotency-key', message: 'is invalid' }]);
       }
       const hash = key ? bodyHash(body) : '';
       if (key) {

@@ -7,15 +7,13 @@ import {
   createSubscription,
   deleteSubscription,
   getSubscription,
-  InvalidSubscriptionError,
   listSubscriptions,
-  SubscriptionLimitError,
   updateSubscription,
   type SubscriptionsContext,
 } from '../../domain/subscriptions/subscriptions-service.js';
 import type { SubscriptionBody } from '../../domain/subscriptions/types.js';
 import { ACCEPTED_EVENT_NAMES, normalizeEvent } from '../../domain/subscriptions/validation.js';
-import { badRequest, conflict, notFound } from '../problem.js';
+import { invalid, notFound } from '../../domain/errors.js';
 import {
   CreatedSubscriptionSchema,
   OperatorQuerySchema,
@@ -33,15 +31,6 @@ import {
 
 const TAGS = ['subscriptions'];
 const SECURITY = [{ bearerAuth: [] }];
-
-function problemFor(error: unknown): unknown {
-  if (error instanceof InvalidSubscriptionError) {
-    const first = error.errors[0]!;
-    return badRequest(`request body is invalid: ${first.path} ${first.message}`, error.errors);
-  }
-  if (error instanceof SubscriptionLimitError) return conflict(error.message);
-  return error;
-}
 
 function context(deps: AppDeps): SubscriptionsContext {
   return { db: deps.db, box: deps.box, allowPrivateNetworks: deps.config.callbackAllowPrivateNetworks, now: deps.clock() };
@@ -70,7 +59,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
       const singular = event === undefined ? undefined : normalizeEvent(event);
       if (event !== undefined && !singular) {
         const message = `must be one of ${ACCEPTED_EVENT_NAMES.join(', ')}`;
-        throw badRequest(`request querystring is invalid: querystring.event ${message}`, [{ path: 'querystring.event', message }]);
+        throw invalid('request querystring', [{ path: 'querystring.event', message }]);
       }
       const subscriptions = await listSubscriptions(deps.db, deps.box, request.auth.accountId, { event: singular, experience, active });
       return subscriptions.map(toSubscriptionResource);
@@ -91,13 +80,9 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
       },
     },
     async (request: FastifyRequest<{ Body: SubscriptionBody }>, reply) => {
-      try {
-        const { subscription, signingSecret } = await createSubscription(context(deps), request.auth.accountId, request.body);
-        reply.code(201).header('location', `${request.routeOptions.url}/${subscription.id}`);
-        return { ...toSubscriptionResource(subscription), secret: signingSecret.secret };
-      } catch (error) {
-        throw problemFor(error);
-      }
+      const { subscription, signingSecret } = await createSubscription(context(deps), request.auth.accountId, request.body);
+      reply.code(201).header('location', `${request.routeOptions.url}/${subscription.id}`);
+      return { ...toSubscriptionResource(subscription), secret: signingSecret.secret };
     },
   );
 
@@ -129,12 +114,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
       },
     },
     async (request: FastifyRequest<{ Params: { subscriptionId: string }; Body: SubscriptionBody }>) => {
-      let subscription;
-      try {
-        subscription = await updateSubscription(context(deps), request.auth.accountId, request.params.subscriptionId, request.body);
-      } catch (error) {
-        throw problemFor(error);
-      }
+      const subscription = await updateSubscription(context(deps), request.auth.accountId, request.params.subscriptionId, request.body);
       if (!subscription) throw notFound('subscription');
       return toSubscriptionResource(subscription);
     },
