@@ -1,5 +1,7 @@
 import { createServer } from 'node:http';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TypedApp } from './http/typed-app.js';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { AppDeps } from './deps.js';
@@ -26,7 +28,7 @@ import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { notificationRoutes } from './http/routes/notifications.js';
 import { metricsRoute } from './http/routes/metrics.js';
 
-type RouteModule = (app: FastifyInstance, deps: AppDeps) => Promise<void>;
+type RouteModule = (app: TypedApp, deps: AppDeps) => Promise<void>;
 
 /** Bearer-protected resource routes, served identically under /v1 and /v2. */
 const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes];
@@ -37,7 +39,7 @@ export interface BuildAppOptions {
 }
 
 /** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
-export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<TypedApp> {
   const tokenEndpoint = createTokenEndpoint(deps);
   const answerTokenRequest = tokenFastPath(tokenEndpoint, deps.log);
   const app = Fastify({
@@ -62,7 +64,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     routerOptions: { ignoreTrailingSlash: true },
     // Refused before routing (a URL whose percent-encoding is not UTF-8): a problem document too.
     frameworkErrors: (error, _request, reply) => sendProblem(reply, new HttpProblem(400, `the URL is malformed: ${error.code === 'FST_ERR_BAD_URL' ? 'its percent-encoding is not UTF-8' : 'it cannot be routed'}`)),
-  });
+  }).withTypeProvider<TypeBoxTypeProvider>();
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
   // Only JSON bodies are accepted (the token endpoint adds its form parser in its own scope): text/plain is a 415.
@@ -102,7 +104,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  await app.register(async (root) => {
+  await app.register(async (root: TypedApp) => {
     await healthRoutes(root, deps);
     await jwksRoute(root, deps);
     await metricsRoute(root, deps);
@@ -111,9 +113,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
 
   for (const version of [1, 2] as const) {
     await app.register(
-      async (versioned) => {
+      async (versioned: TypedApp) => {
         await versioned.register(async (tokenScope) => (version === 2 ? tokenRouteV2(tokenScope, tokenEndpoint) : tokenRouteV1(tokenScope, tokenEndpoint)));
-        await versioned.register(async (protectedScope) => {
+        await versioned.register(async (protectedScope: TypedApp) => {
           protectRoutes(protectedScope, deps);
           for (const routes of API_ROUTES) await routes(protectedScope, deps);
         });
@@ -121,5 +123,5 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       { prefix: `/v${version}` },
     );
   }
-  return app as unknown as FastifyInstance;
+  return app;
 }

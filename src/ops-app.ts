@@ -1,4 +1,6 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { TypedApp } from './http/typed-app.js';
 import type { AppDeps } from './deps.js';
 import { errorsPlugin } from './http/plugins/errors.js';
 import { lazyRequestLogger } from './http/request-logger.js';
@@ -10,10 +12,10 @@ import { metricsRoute } from './http/routes/metrics.js';
  * delivery counters and liveness can be scraped like the API's (METRICS_PORT). Kept apart from
  * app.ts so that a worker process loads none of the API's routes, schemas and documentation.
  */
-export async function buildOpsApp(deps: AppDeps): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: deps.log, childLoggerFactory: lazyRequestLogger });
+export async function buildOpsApp(deps: AppDeps): Promise<TypedApp> {
+  const app = Fastify({ loggerInstance: deps.log, childLoggerFactory: lazyRequestLogger }).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(errorsPlugin);
-  await healthRoutes(app as unknown as FastifyInstance, deps);
-  await metricsRoute(app as unknown as FastifyInstance, deps);
-  return app as unknown as FastifyInstance;
+  await healthRoutes(app, deps);
+  await metricsRoute(app, deps);
+  return app;
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from './http/typed-app.js';
 import type { Config } from './config.js';
 import { createDeps, type Deps } from './deps.js';
 import { ensureOperator } from './domain/accounts/operator-bootstrap.js';
@@ -10,14 +10,14 @@ export type Role = 'all' | 'api' | 'worker';
 export interface BackgroundTask {
   stop(): Promise<void>;
 }
-export type BackgroundStarter = (deps: Deps, app: FastifyInstance | undefined) => Promise<BackgroundTask>;
+export type BackgroundStarter = (deps: Deps, app: TypedApp | undefined) => Promise<BackgroundTask>;
 
 /** Workers started by `serve --role all|worker`, in order. */
 export const BACKGROUND_TASKS: BackgroundStarter[] = [startJobWorkerTask];
 
 export interface RunningServer {
   deps: Deps;
-  app: FastifyInstance | undefined;
+  app: TypedApp | undefined;
   address: string | undefined;
   /** Graceful: stop accepting, finish in-flight requests and jobs, then close the database. */
   close(): Promise<void>;

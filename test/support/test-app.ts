@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../../src/http/typed-app.js';
 import { buildApp } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createDeps, type Deps } from '../../src/deps.js';
@@ -25,7 +25,7 @@ export interface RegisteredRoute {
 
 export interface TestApp {
   dialect: TestDialect;
-  app: FastifyInstance;
+  app: TypedApp;
   deps: Deps;
   config: Config;
   /** Base URL of the listening server, e.g. http://127.0.0.1:41234 */

@@ -28,8 +28,28 @@ export interface RewardRequest {
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
 
+/** The body of GET /requests/{id} (schema: http/schemas/requests.ts, RequestView). */
+export interface RequestViewBody {
+  id: string;
+  status: RequestStatus;
+  experience: string;
+  event?: string;
+  data?: unknown;
+  registeredCallbackUrl?: string;
+  processedCallbackUrl?: string;
+  rewardValue?: number;
+  errorCode?: string;
+  message?: string;
+  createdAt: string;
+  updatedAt: string;
+  registeredAt?: string;
+  concluded?: string;
+  delivered?: DeliveredItem[];
+  canceled?: CanceledItem[];
+}
+
 /** The body of GET /requests/{id}: members without a value are left out. */
-export function toRequestView(request: RewardRequest): Record<string, unknown> {
+export function toRequestView(request: RewardRequest): RequestViewBody {
   return {
     id: request.id,
     status: request.status,

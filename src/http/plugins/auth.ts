@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
 import { InvalidTokenError, type AccessTokens } from '../../domain/tokens/access-token.js';
 import { hasScope, type Scope } from '../../domain/tokens/scopes.js';
 import type { Executor } from '../../storage/database.js';
@@ -42,7 +43,7 @@ function challenge(error?: string, description?: string, scope?: string): string
  * RFC 6750 bearer authentication for every route registered inside `app`. Each route must
  * declare `config.scope`; a route without one fails at start-up rather than being left open.
  */
-export function protectRoutes(app: FastifyInstance, deps: { tokens: AccessTokens; db: Executor }): void {
+export function protectRoutes(app: TypedApp, deps: { tokens: AccessTokens; db: Executor }): void {
   app.decorateRequest('auth', null as unknown as AuthContext);
   app.addHook('onRoute', (route) => {
     if (!route.config?.scope) throw new Error(`route ${route.method} ${route.url} declares no scope`);

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { changeAccount, createAccount } from '../../domain/accounts/accounts-service.js';
@@ -9,7 +9,7 @@ import { AccountCreateSchema, AccountParamsSchema, AccountPatchSchema, AccountSc
 const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
 
 /** Operator only: the client accounts of this deployment. */
-export async function adminAccountsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   app.get(
     '/admin/accounts',
     {
@@ -19,7 +19,7 @@ export async function adminAccountsRoutes(app: FastifyInstance, deps: AppDeps): 
     async () => (await listAccounts(deps.db)).map(accountToJson),
   );
 
-  app.post<{ Body: { name: string } }>(
+  app.post(
     '/admin/accounts',
     {
       config: { scope: 'admin' },
@@ -31,7 +31,7 @@ export async function adminAccountsRoutes(app: FastifyInstance, deps: AppDeps): 
     },
   );
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     '/admin/accounts/:id',
     {
       config: { scope: 'admin' },
@@ -44,7 +44,7 @@ export async function adminAccountsRoutes(app: FastifyInstance, deps: AppDeps): 
     },
   );
 
-  app.patch<{ Params: { id: string }; Body: { name?: string; active?: boolean } }>(
+  app.patch(
     '/admin/accounts/:id',
     {
       config: { scope: 'admin' },

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { checkClientScopes, createClient, resolveScopes, rotateClientSecret } from '../../domain/accounts/accounts-service.js';
@@ -46,8 +47,8 @@ function noStore(reply: FastifyReply): FastifyReply {
 }
 
 /** Operator only: the OAuth clients of an account. Secrets are shown once, at creation and rotation. */
-export async function adminClientsRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get<{ Params: { id: string } }>(
+export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.get(
     '/admin/accounts/:id/clients',
     {
       config: { scope: 'admin' },
@@ -59,7 +60,7 @@ export async function adminClientsRoutes(app: FastifyInstance, deps: AppDeps): P
     },
   );
 
-  app.post<{ Params: { id: string }; Body: { scopes?: ScopesInput } }>(
+  app.post(
     '/admin/accounts/:id/clients',
     {
       config: { scope: 'admin' },
@@ -87,7 +88,7 @@ export async function adminClientsRoutes(app: FastifyInstance, deps: AppDeps): P
     },
   );
 
-  app.post<{ Params: { id: string; clientId: string } }>(
+  app.post(
     '/admin/accounts/:id/clients/:clientId/rotate-secret',
     {
       config: { scope: 'admin' },
@@ -109,7 +110,7 @@ export async function adminClientsRoutes(app: FastifyInstance, deps: AppDeps): P
     },
   );
 
-  app.patch<{ Params: { id: string; clientId: string }; Body: { active?: boolean; scopes?: ScopesInput } }>(
+  app.patch(
     '/admin/accounts/:id/clients/:clientId',
     {
       config: { scope: 'admin' },
@@ -131,7 +132,7 @@ export async function adminClientsRoutes(app: FastifyInstance, deps: AppDeps): P
     },
   );
 
-  app.delete<{ Params: { id: string; clientId: string } }>(
+  app.delete(
     '/admin/accounts/:id/clients/:clientId',
     {
       config: { scope: 'admin' },
@@ -140,7 +141,7 @@ export async function adminClientsRoutes(app: FastifyInstance, deps: AppDeps): P
     async (request, reply) => {
       await requireClient(deps.db, request.params.id, request.params.clientId);
       await deleteOAuthClient(deps.db, request.params.clientId);
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 }

@@ -1,7 +1,7 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
-import type { ExperienceCreateInput, ExperienceUpdateInput } from '../../domain/experiences/experience-schema.js';
 import { createExperience, removeExperience, updateExperience } from '../../domain/experiences/experiences-service.js';
 import { notFound } from '../../domain/errors.js';
 import { findExperienceById, listExperiences } from '../../storage/repositories/experiences.js';
@@ -29,7 +29,7 @@ function locationOf(request: FastifyRequest, id: string): string {
 }
 
 /** Operator only: experiences (campaigns) and their prizes, per account. */
-export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   app.get(
     '/admin/experiences',
     {
@@ -39,7 +39,7 @@ export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps
     async (request) => (await listExperiences(deps.db, request.auth.accountId)).map(experienceToJson),
   );
 
-  app.post<{ Body: ExperienceCreateInput }>(
+  app.post(
     '/admin/experiences',
     {
       config: { scope: 'admin' },
@@ -57,7 +57,7 @@ export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps
     },
   );
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     '/admin/experiences/:id',
     {
       config: { scope: 'admin' },
@@ -70,7 +70,7 @@ export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps
     },
   );
 
-  app.put<{ Params: { id: string }; Body: ExperienceUpdateInput }>(
+  app.put(
     '/admin/experiences/:id',
     {
       config: { scope: 'admin' },
@@ -91,7 +91,7 @@ export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps
     },
   );
 
-  app.delete<{ Params: { id: string } }>(
+  app.delete(
     '/admin/experiences/:id',
     {
       config: { scope: 'admin' },
@@ -99,7 +99,7 @@ export async function adminExperiencesRoutes(app: FastifyInstance, deps: AppDeps
     },
     async (request, reply) => {
       if (!(await removeExperience(deps.db, request.auth.accountId, request.params.id))) throw notFound('experience');
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 }

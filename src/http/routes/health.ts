@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
@@ -7,7 +7,7 @@ import { HttpProblem } from '../problem.js';
 const Status = Type.Object({ status: Type.String() });
 
 /** Liveness says the process answers; readiness says it can reach its database. */
-export async function healthRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   app.get('/health/live', { schema: { tags: ['operations'], response: { 200: Status } }, logLevel: 'warn' }, async () => ({ status: 'ok' }));
   app.get('/health/ready', { schema: { tags: ['operations'], response: { 200: Status } }, logLevel: 'warn' }, async () => {
     try {

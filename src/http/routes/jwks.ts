@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 
 /** The public keys that verify our access tokens (RFC 7517), including keys being rotated out. */
-export async function jwksRoute(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function jwksRoute(app: TypedApp, deps: AppDeps): Promise<void> {
   app.get(
     '/.well-known/jwks.json',
     {

@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 
 /** Who the token belongs to: lets a client check its credentials and scopes. */
-export async function meRoute(app: FastifyInstance, _deps: AppDeps): Promise<void> {
+export async function meRoute(app: TypedApp, _deps: AppDeps): Promise<void> {
   app.get(
     '/me',
     {

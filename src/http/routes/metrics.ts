@@ -1,8 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
 import type { AppDeps } from '../../deps.js';
 
 /** Prometheus exposition. Public like the health checks: restrict it at the network edge. */
-export async function metricsRoute(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function metricsRoute(app: TypedApp, deps: AppDeps): Promise<void> {
   app.get('/metrics', { schema: { tags: ['operations'], summary: 'Prometheus metrics' }, logLevel: 'warn' }, async (_request, reply) => {
     reply.type(deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
 import type { AppDeps } from '../../deps.js';
 import { toAttemptResource, toNotificationResource } from '../../domain/notifications/notification-view.js';
 import { scheduleManualRetry } from '../../worker/notifications/schedule-delivery.js';
@@ -19,8 +19,8 @@ const SECURITY = [{ bearerAuth: [] }];
  * The delivery log: every notification of the account with its attempts, and manual retry.
  * Reading needs `subscriptions:read`, retrying `subscriptions:write` (both are webhook management).
  */
-export async function notificationRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
-  app.get<{ Querystring: { requestId?: string; subscriptionId?: string; status?: 'pending' | 'succeeded' | 'failed'; limit?: number; cursor?: string } }>(
+export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+  app.get(
     '/notifications',
     {
       config: { scope: 'subscriptions:read' },
@@ -40,7 +40,7 @@ export async function notificationRoutes(app: FastifyInstance, deps: AppDeps): P
     },
   );
 
-  app.get<{ Params: { notificationId: string } }>(
+  app.get(
     '/notifications/:notificationId',
     {
       config: { scope: 'subscriptions:read' },
@@ -53,7 +53,7 @@ export async function notificationRoutes(app: FastifyInstance, deps: AppDeps): P
     },
   );
 
-  app.post<{ Params: { notificationId: string } }>(
+  app.post(
     '/notifications/:notificationId/retry',
     {
       config: { scope: 'subscriptions:write' },

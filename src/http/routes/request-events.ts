@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
 import type { Static } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import type { RequestEventName } from '../../domain/requests/events.js';
@@ -30,7 +30,7 @@ function checkPartnerEvent(body: CreateEvent): FieldError[] {
   return errors;
 }
 
-export async function requestEventRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function requestEventRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   // The seed's path is singular: /request/{requestId}/events.
   app.get(
     '/request/:id/events',
@@ -45,7 +45,7 @@ export async function requestEventRoutes(app: FastifyInstance, deps: AppDeps): P
       },
     },
     async (request) => {
-      const { id } = request.params as Static<typeof RequestIdParams>;
+      const { id } = request.params;
       const found = await findRequest(deps.db, request.auth.accountId, id);
       if (!found) throw notFound('request');
       return listRequestEvents(deps.db, id);
@@ -66,8 +66,8 @@ export async function requestEventRoutes(app: FastifyInstance, deps: AppDeps): P
       },
     },
     async (request, reply) => {
-      const { id } = request.params as Static<typeof RequestIdParams>;
-      const body = request.body as CreateEvent;
+      const { id } = request.params;
+      const body = request.body;
       const errors = checkPartnerEvent(body);
       if (errors.length > 0) throw invalid('request body', errors);
       const found = await findRequest(deps.db, request.auth.accountId, id);

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
+import type { FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { newId } from '../../domain/ids.js';
@@ -37,7 +38,7 @@ function replay(reply: FastifyReply, stored: StoredResponse, hash: string) {
   return reply.code(stored.status).header('idempotent-replayed', 'true').send(stored.body);
 }
 
-export async function requestRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function requestRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   const writer = deps.ingest;
   app.addHook('onClose', async () => writer.flush());
 
@@ -55,7 +56,7 @@ export async function requestRoutes(app: FastifyInstance, deps: AppDeps): Promis
       },
     },
     async (request, reply) => {
-      const body = request.body as CreateRequest;
+      const body = request.body;
       const accountId = request.auth.accountId;
       const now = deps.clock();
       const key = request.headers['idempotency-key'];
@@ -109,8 +110,7 @@ export async function requestRoutes(app: FastifyInstance, deps: AppDeps): Promis
       },
     },
     async (request) => {
-      const { id } = request.params as Static<typeof RequestIdParams>;
-      const found = await findRequest(deps.db, request.auth.accountId, id);
+      const found = await findRequest(deps.db, request.auth.accountId, request.params.id);
       if (!found) throw notFound('request');
       return toRequestView(found);
     },

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypedApp } from '../typed-app.js';
+import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource } from '../../domain/subscriptions/mapping.js';
 import { loadSigningSecrets, rotateSigningSecret } from '../../domain/subscriptions/signing-secrets.js';
@@ -9,7 +10,7 @@ import { OperatorQuerySchema, SigningSecretSchema } from '../schemas/subscriptio
  * (`registeredCallbackUrl` / `processedCallbackUrl`), which have no subscription of their own.
  * Created on first use; rotation keeps the previous secret signing for 24 h.
  */
-export async function signingSecretRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function signingSecretRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   const common = { tags: ['subscriptions'], security: [{ bearerAuth: [] }], querystring: OperatorQuerySchema, response: { 200: SigningSecretSchema } };
 
   app.get(

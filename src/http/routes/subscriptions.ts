@@ -1,5 +1,5 @@
+import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource, toSubscriptionResource } from '../../domain/subscriptions/mapping.js';
 import { loadSigningSecrets, rotateSigningSecret } from '../../domain/subscriptions/signing-secrets.js';
@@ -11,7 +11,6 @@ import {
   updateSubscription,
   type SubscriptionsContext,
 } from '../../domain/subscriptions/subscriptions-service.js';
-import type { SubscriptionBody } from '../../domain/subscriptions/types.js';
 import { ACCEPTED_EVENT_NAMES, normalizeEvent } from '../../domain/subscriptions/validation.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import {
@@ -36,9 +35,7 @@ function context(deps: AppDeps): SubscriptionsContext {
   return { db: deps.db, box: deps.box, allowPrivateNetworks: deps.config.callbackAllowPrivateNetworks, now: deps.clock() };
 }
 
-type WithId = FastifyRequest<{ Params: { subscriptionId: string } }>;
-
-export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): Promise<void> {
+export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   const read = { scope: 'subscriptions:read' as const };
   const write = { scope: 'subscriptions:write' as const };
 
@@ -54,7 +51,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
         response: { 200: Type.Array(SubscriptionSchema) },
       },
     },
-    async (request: FastifyRequest<{ Querystring: { event?: string; experience?: string; active?: boolean } }>) => {
+    async (request) => {
       const { event, experience, active } = request.query;
       const singular = event === undefined ? undefined : normalizeEvent(event);
       if (event !== undefined && !singular) {
@@ -79,7 +76,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
         response: { 201: CreatedSubscriptionSchema },
       },
     },
-    async (request: FastifyRequest<{ Body: SubscriptionBody }>, reply) => {
+    async (request, reply) => {
       const { subscription, signingSecret } = await createSubscription(context(deps), request.auth.accountId, request.body);
       reply.code(201).header('location', `${request.routeOptions.url}/${subscription.id}`);
       return { ...toSubscriptionResource(subscription), secret: signingSecret.secret };
@@ -92,7 +89,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
       config: read,
       schema: { tags: TAGS, summary: 'One subscription', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SubscriptionSchema } },
     },
-    async (request: WithId) => {
+    async (request) => {
       const subscription = await getSubscription(deps.db, deps.box, request.auth.accountId, request.params.subscriptionId);
       if (!subscription) throw notFound('subscription');
       return toSubscriptionResource(subscription);
@@ -113,7 +110,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
         response: { 200: SubscriptionSchema },
       },
     },
-    async (request: FastifyRequest<{ Params: { subscriptionId: string }; Body: SubscriptionBody }>) => {
+    async (request) => {
       const subscription = await updateSubscription(context(deps), request.auth.accountId, request.params.subscriptionId, request.body);
       if (!subscription) throw notFound('subscription');
       return toSubscriptionResource(subscription);
@@ -126,9 +123,9 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
       config: write,
       schema: { tags: TAGS, summary: 'Delete a subscription and its signing secrets', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 204: Type.Null() } },
     },
-    async (request: WithId, reply) => {
+    async (request, reply) => {
       if (!(await deleteSubscription(deps.db, request.auth.accountId, request.params.subscriptionId))) throw notFound('subscription');
-      return reply.code(204).send();
+      return reply.code(204).send(null);
     },
   );
 
@@ -138,7 +135,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
       config: read,
       schema: { tags: TAGS, summary: 'The subscription’s current signing secret', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SigningSecretSchema } },
     },
-    async (request: WithId) => {
+    async (request) => {
       const { accountId } = request.auth;
       const { subscriptionId } = request.params;
       if (!(await getSubscription(deps.db, deps.box, accountId, subscriptionId))) throw notFound('subscription');
@@ -160,7 +157,7 @@ export async function subscriptionRoutes(app: FastifyInstance, deps: AppDeps): P
         response: { 200: SigningSecretSchema },
       },
     },
-    async (request: WithId) => {
+    async (request) => {
       const { accountId } = request.auth;
       const { subscriptionId } = request.params;
       const rotated = await rotateSigningSecret(deps.db, deps.box, { accountId, subscriptionId }, deps.clock());
