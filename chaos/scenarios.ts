@@ -86,6 +86,12 @@ async function withRun(
       if (notes.some((note) => note.startsWith('PROBLEM: '))) books.problems.push(...notes.filter((note) => note.startsWith('PROBLEM: ')).map((note) => note.slice(9)));
       const outcome: Outcome = { scenario: name, dialect, ...books, refused: JSON.stringify(Object.fromEntries(load.refused)), notes };
       await setup.check?.(storage, outcome, receiver);
+      // The faults replace what they kill: a current process that has exited did so by itself.
+      for (const service of services.current) {
+        if (service.process.exitCode === null && service.process.signalCode === null) continue;
+        const last = service.output().split('\n').filter((line) => line !== '' && !line.startsWith('{"level":30')).slice(-30);
+        outcome.problems.push(`a service process exited by itself (${service.process.exitCode ?? service.process.signalCode}): ${last.map((line) => line.slice(0, 800)).join(' | ')}`);
+      }
       if (outcome.problems.length > 0) {
         const errors = services.current.flatMap((service) => service.output().split('\n').filter((line) => /"level":50/.test(line)));
         if (errors.length > 0) outcome.notes.push(`first error logged: ${errors[0]!.slice(0, 600)}`);

@@ -84,8 +84,13 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     max: options.poolSize ?? 10,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
+  // A connection PostgreSQL drops (a restart, pg_terminate_backend) makes its client emit 'error'.
+  // The pool listens only to idle clients; a client in use (a transaction between two statements,
+  // the LISTEN connection) would have no listener, and an unhandled 'error' ends the process. The
+  // statement in flight is rejected anyway, so the work that used the client fails and is retried;
+  // the pool drops the dead client at its release.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', pool, close: () => db.destroy() };
 }

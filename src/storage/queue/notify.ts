@@ -31,7 +31,9 @@ export function listenForJobs(pool: pg.Pool, fn: () => void, onError: (error: un
       c.on('notification', (message) => {
         if (message.channel === JOBS_CHANNEL) fn();
       });
-      c.on('error', (error) => {
+      // A dropped connection reports twice (PostgreSQL's FATAL message, then the socket's end):
+      // release the client and reconnect once.
+      c.once('error', (error) => {
         onError(error);
         c.release(error);
         client = undefined;
