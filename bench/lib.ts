@@ -285,9 +285,11 @@ export async function pacedLoad(options: { url: string; method: 'POST' | 'GET'; 
   return { sent: total, ok, failed };
 }
 
-export function describeLoad(result: LoadResult): string {
+/** `requestsPerCall` > 1: a load whose every call is that many requests, given in calls/s. */
+export function describeLoad(result: LoadResult, requestsPerCall = 1): string {
   const failures = result.errors + result.non2xx;
-  return `${Math.round(result.rps).toLocaleString('en-US')} req/s, p99 ${result.p99} ms${failures ? ` (${failures} failed!)` : ''}`;
+  const rate = `${Math.round(result.rps / requestsPerCall).toLocaleString('en-US')} ${requestsPerCall === 1 ? 'req/s' : 'calls/s'}`;
+  return `${rate}, p99 ${result.p99} ms${failures ? ` (${failures} failed!)` : ''}`;
 }
 
 export async function token(url: string, clientId: string, clientSecret: string, scope: string): Promise<string> {

@@ -76,7 +76,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     parseJson(request, body as string, done);
   });
   // Callback-style (not async) hooks: they run on every request, and a promise per hook shows in profiles.
-  app.addHook('onRequest', (request, reply, done) => {
+  // A global hook must be reproduced by the token fast path too (REPRODUCED_GLOBAL_HOOKS, tested).
+  app.addHook('onRequest', function requestIdAndUrlCheck(request, reply, done) {
     reply.header('x-request-id', request.id);
     done(urlHasNul(request.url) ? new HttpProblem(400, `the URL ${NUL_REFUSED}`) : undefined);
   });

@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import type { Db, Dialect } from './storage/database.js';
 import { JobSignals } from './storage/queue/index.js';
 import { RequestIngestWriter } from './storage/request-ingest-writer.js';
+import { ClientCache } from './storage/client-cache.js';
 import { SecretBox } from './domain/crypto/secret-box.js';
 import { AccessTokens } from './domain/tokens/access-token.js';
 import { FailureLimiter } from './domain/tokens/failure-limiter.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   signals: JobSignals;
   /** The group commit of accepted reward requests (POST /requests). */
   ingest: RequestIngestWriter;
+  /** The token endpoint's client rows (1 s); the admin routes forget them after a change. */
+  clientCache: ClientCache;
 }
 
 export interface Deps extends AppDeps {
@@ -83,6 +86,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     const outbound = createThreadedOutbound(config, { log });
     const signals = new JobSignals();
     const ingest = new RequestIngestWriter(storage.db, signals, { clock });
+    const clientCache = new ClientCache(storage.db);
     return {
       config,
       log,
@@ -97,6 +101,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       metrics: createMetrics(storage.db, clock),
       signals,
       ingest,
+      clientCache,
       outbound,
       close: async () => {
         await ingest.flush();

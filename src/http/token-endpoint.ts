@@ -6,7 +6,6 @@ import { DATABASE_RETRY_AFTER_S } from './plugins/errors.js';
 import type { AppDeps } from '../deps.js';
 import { grantClientCredentials, type TokenRequest } from '../domain/tokens/client-credentials.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
-import { clientCacheGeneration } from '../storage/repositories/oauth-clients.js';
 import { REALM } from './plugins/auth.js';
 
 /**
@@ -46,7 +45,7 @@ const MEDIA_TYPE: Record<TokenEndpointVersion, string> = { 1: 'application/json'
 
 export type TokenEndpoint = (request: TokenHttpRequest) => Promise<TokenHttpResponse>;
 
-type EndpointDeps = Pick<AppDeps, 'db' | 'tokens' | 'keys' | 'failures' | 'clock' | 'log'>;
+type EndpointDeps = Pick<AppDeps, 'clientCache' | 'tokens' | 'keys' | 'failures' | 'clock' | 'log'>;
 
 interface RecentResponse {
   response: TokenHttpResponse;
@@ -62,13 +61,13 @@ const RECENT_RESPONSES_SIZE = 10_000;
  * Successful answers, kept until the clock second ends, by a SHA-256 of everything that decides
  * them (version, Authorization header, content type, body). Within a second the same grant gets
  * the same token anyway (AccessTokens shares it), so the same request gets the same bytes; a
- * client that fetches a token per call is then answered without parsing, a client lookup or
- * serialisation: 37 µs → 24 µs of CPU per request measured on the raw server (docs/benchmarks.md).
- * The digest keeps secrets out of the map's keys and out of string comparisons. A remembered
- * answer is not used when, since it was made, a client or account changed in this process, the
- * signing key rotated, or failed attempts locked the client or the address out (the full path
- * then answers 429); changes made by another process apply within the second, as with the
- * client cache.
+ * client that fetches a token before every call (a common integration) is then answered without
+ * parsing, authentication or serialisation. It pays: `npm run bench` row "token before every
+ * call" (docs/benchmarks.md). The digest keeps secrets out of the map's keys and out of string
+ * comparisons. A remembered answer is not used when, since it was made, the client cache was told
+ * of a change (a client or account changed through this process), the signing key rotated, or
+ * failed attempts locked the client or the address out (the full path then answers 429); changes
+ * made by another process apply within the second, as with the client cache.
  */
 class RecentResponses {
   #second = -1;
@@ -83,19 +82,19 @@ class RecentResponses {
   get(key: string, request: TokenHttpRequest): TokenHttpResponse | undefined {
     if (Math.floor(this.deps.clock() / 1000) !== this.#second) return undefined;
     const recent = this.#entries.get(key);
-    if (!recent || recent.clientGeneration !== clientCacheGeneration() || recent.kid !== this.deps.keys.loadedSignerKid()) return undefined;
+    if (!recent || recent.clientGeneration !== this.deps.clientCache.generation || recent.kid !== this.deps.keys.loadedSignerKid()) return undefined;
     const { failures } = this.deps;
     if (failures.retryAfterSeconds(`client:${recent.clientId}`) > 0 || failures.retryAfterSeconds(`address:${request.sourceAddress}`) > 0) return undefined;
     return recent.response;
   }
 
-  set(key: string, recent: Omit<RecentResponse, 'kid' | 'clientGeneration'>, clientGeneration: number): void {
+  set(key: string, recent: Omit<RecentResponse, 'kid'>): void {
     const second = Math.floor(this.deps.clock() / 1000);
     if (second !== this.#second) {
       this.#entries.clear();
       this.#second = second;
     }
-    if (this.#entries.size < RECENT_RESPONSES_SIZE) this.#entries.set(key, { ...recent, kid: this.deps.keys.loadedSignerKid(), clientGeneration });
+    if (this.#entries.size < RECENT_RESPONSES_SIZE) this.#entries.set(key, { ...recent, kid: this.deps.keys.loadedSignerKid() });
   }
 }
 
@@ -106,7 +105,7 @@ export function createTokenEndpoint(deps: EndpointDeps): TokenEndpoint {
     const remembered = recent.get(key, request);
     if (remembered) return remembered;
     try {
-      const clientGeneration = clientCacheGeneration();
+      const clientGeneration = deps.clientCache.generation;
       const grant = tokenRequest(request, parseBody(request));
       const granted = await grantClientCredentials(deps, grant);
       const body =
@@ -114,7 +113,7 @@ export function createTokenEndpoint(deps: EndpointDeps): TokenEndpoint {
           ? { access_token: granted.access_token, token_type: granted.token_type, expires_in: granted.expires_in, scope: granted.scope }
           : { access_token: granted.access_token, token_type: granted.token_type, expires_in: granted.expires_in };
       const response = { status: 200, headers: NO_STORE, body: JSON.stringify(body) };
-      recent.set(key, { response, clientId: grant.clientId }, clientGeneration);
+      recent.set(key, { response, clientId: grant.clientId, clientGeneration });
       return response;
     } catch (error) {
       if (error instanceof OAuthError) return oauthErrorResponse(error);

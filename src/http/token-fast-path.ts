@@ -19,6 +19,14 @@ import { oauthErrorResponse, serverErrorResponse, TOKEN_BODY_LIMIT, type TokenEn
 
 const PATHS: Record<string, TokenEndpointVersion> = { '/v1/oauth/token': 1, '/v2/oauth/token': 2 };
 
+/**
+ * The hooks Fastify runs for its token routes, by kind and function name, whose work `serve` does
+ * too: `requestIdAndUrlCheck` (app.ts) sets X-Request-Id, as `reply` below does, and refuses a URL
+ * holding NUL, which the two exact paths served here cannot. A test compares this list with the
+ * hooks Fastify reports for those routes: a hook added there must be reproduced here, then listed.
+ */
+export const REPRODUCED_GLOBAL_HOOKS: Readonly<Record<string, readonly string[]>> = { onRequest: ['requestIdAndUrlCheck'] };
+
 /** The handler for the server: returns false (untouched) for every request that is not a token request. */
 export function tokenFastPath(endpoint: TokenEndpoint, log: Logger): (request: IncomingMessage, response: ServerResponse) => boolean {
   return (request, response) => {

@@ -11,11 +11,12 @@ import { KeyStore } from '../../src/domain/tokens/key-store.js';
 import { OAuthError } from '../../src/domain/tokens/oauth-errors.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
-import { CLIENT_CACHE_MS, updateOAuthClient } from '../../src/storage/repositories/oauth-clients.js';
+import { updateOAuthClient } from '../../src/storage/repositories/oauth-clients.js';
+import { CLIENT_CACHE_MS, ClientCache } from '../../src/storage/client-cache.js';
 
 /**
- * The token endpoint reuses a client row for CLIENT_CACHE_MS. Writes through this process's
- * repositories take effect at once; "another process" is stood for by SQL that bypasses them.
+ * The token endpoint reuses a client row for CLIENT_CACHE_MS. Changes through this process take
+ * effect at once (the admin routes forget the cache); "another process" is stood for by SQL.
  */
 describe('client credentials grant: the client cache', () => {
   let storage: Storage;
@@ -28,7 +29,7 @@ describe('client credentials grant: the client cache', () => {
     await migrateToLatest(storage.db);
     const keys = new KeyStore(storage.db, new SecretBox(randomBytes(32).toString('base64')), clock);
     await keys.ensureSigningKey();
-    deps = { db: storage.db, tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures: new FailureLimiter(1_000, 60_000, clock), clock };
+    deps = { clientCache: new ClientCache(storage.db), tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures: new FailureLimiter(1_000, 60_000, clock), clock };
   });
   after(() => storage.close());
 
@@ -55,6 +56,7 @@ describe('client credentials grant: the client cache', () => {
     const { clientId, clientSecret } = await newClient();
     await grant(clientId, clientSecret);
     await updateOAuthClient(storage.db, clientId, { active: false });
+    deps.clientCache.forget(); // as the admin routes do after a change
     await assert.rejects(grant(clientId, clientSecret), refused('invalid_client'));
   });
 

@@ -7,6 +7,7 @@ import { SecretBox } from '../../src/domain/crypto/secret-box.js';
 import { AccessTokens } from '../../src/domain/tokens/access-token.js';
 import { FailureLimiter } from '../../src/domain/tokens/failure-limiter.js';
 import { KeyStore } from '../../src/domain/tokens/key-store.js';
+import { ClientCache } from '../../src/storage/client-cache.js';
 import { createTokenEndpoint, type TokenEndpoint } from '../../src/http/token-endpoint.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
@@ -23,6 +24,7 @@ describe('token endpoint: remembered answers within one second', () => {
   let keys: KeyStore;
   let failures: FailureLimiter;
   let endpoint: TokenEndpoint;
+  let clientCache: ClientCache;
 
   before(async () => {
     storage = openStorage('sqlite::memory:');
@@ -30,7 +32,8 @@ describe('token endpoint: remembered answers within one second', () => {
     keys = new KeyStore(storage.db, new SecretBox(randomBytes(32).toString('base64')), clock);
     await keys.ensureSigningKey();
     failures = new FailureLimiter(3, 60_000, clock);
-    endpoint = createTokenEndpoint({ db: storage.db, keys, tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures, clock, log: pino({ level: 'silent' }) });
+    clientCache = new ClientCache(storage.db);
+    endpoint = createTokenEndpoint({ clientCache, keys, tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures, clock, log: pino({ level: 'silent' }) });
   });
   after(() => storage.close());
 
@@ -66,6 +69,7 @@ describe('token endpoint: remembered answers within one second', () => {
     const client = await newClient();
     assert.equal((await request(client)).status, 200);
     await updateOAuthClient(storage.db, client.clientId, { active: false });
+    clientCache.forget(); // as the admin routes do after a change
     const refused = await request(client);
     assert.equal(refused.status, 401);
     assert.equal(JSON.parse(refused.body).error, 'invalid_client');

@@ -1,5 +1,5 @@
-import type { Executor } from '../../storage/database.js';
-import { findClientForAuthenticationCached, type ClientForAuthentication } from '../../storage/repositories/oauth-clients.js';
+import type { ClientCache } from '../../storage/client-cache.js';
+import type { ClientForAuthentication } from '../../storage/repositories/oauth-clients.js';
 import type { AccessTokens } from './access-token.js';
 import { secretMatches } from './client-secret.js';
 import type { FailureLimiter } from './failure-limiter.js';
@@ -37,7 +37,7 @@ function presentsSecretOf(client: ClientForAuthentication, secret: string, now: 
 
 /** RFC 6749 §4.4 client credentials grant, after the endpoint has parsed its parameters. */
 export async function grantClientCredentials(
-  deps: { db: Executor; tokens: AccessTokens; failures: FailureLimiter; clock: () => number },
+  deps: { clientCache: ClientCache; tokens: AccessTokens; failures: FailureLimiter; clock: () => number },
   request: TokenRequest,
 ): Promise<TokenResponse> {
   const clientKey = `client:${request.clientId}`;
@@ -50,11 +50,11 @@ export async function grantClientCredentials(
   }
 
   const now = deps.clock();
-  let client = await findClientForAuthenticationCached(deps.db, request.clientId, now);
+  let client = await deps.clientCache.get(request.clientId, now);
   let authenticated = client !== undefined && presentsSecretOf(client, request.clientSecret, now);
   if (client && !authenticated) {
     // The cached row may predate a rotation made by another process: ask the database before refusing.
-    client = await findClientForAuthenticationCached(deps.db, request.clientId, now, true);
+    client = await deps.clientCache.get(request.clientId, now, true);
     authenticated = client !== undefined && presentsSecretOf(client, request.clientSecret, now);
   }
   if (!client || !authenticated) {

@@ -59,6 +59,7 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
     },
     async (request) => {
       const account = await changeAccount(deps.db, request.params.id, request.body, 'body.name');
+      deps.clientCache.forget(); // an inactive account's clients get no tokens
       return accountToJson(account);
     },
   );

@@ -102,6 +102,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
     async (request, reply) => {
       await requireClient(deps.db, request.params.id, request.params.clientId);
       const issued = await rotateClientSecret(deps.db, request.params.clientId, deps.clock());
+      deps.clientCache.forget();
       return noStore(reply).send({
         client_id: issued.client.clientId,
         client_secret: issued.clientSecret,
@@ -128,6 +129,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       await requireClient(deps.db, account.id, request.params.clientId);
       const scopes = request.body.scopes === undefined ? undefined : scopesFor(account, request.body.scopes);
       const client = await updateOAuthClient(deps.db, request.params.clientId, { active: request.body.active, scopes }, deps.clock());
+      deps.clientCache.forget();
       return clientToJson(client!);
     },
   );
@@ -141,6 +143,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
     async (request, reply) => {
       await requireClient(deps.db, request.params.id, request.params.clientId);
       await deleteOAuthClient(deps.db, request.params.clientId);
+      deps.clientCache.forget();
       return reply.code(204).send(null);
     },
   );

@@ -1,4 +1,3 @@
-import { forgetCachedClients } from './oauth-clients.js';
 import type { Executor } from '../database.js';
 import type { AccountsTable } from '../tables/index.js';
 import { newId } from '../../domain/ids.js';
@@ -52,7 +51,5 @@ export async function updateAccount(db: Executor, id: string, patch: { name?: st
   if (patch.name !== undefined) values.name = patch.name;
   if (patch.active !== undefined) values.active = patch.active ? 1 : 0;
   if (Object.keys(values).length > 0) await db.updateTable('accounts').set(values).where('id', '=', id).execute();
-  // The token endpoint caches clients with their account's state.
-  forgetCachedClients();
   return findAccountById(db, id);
 }

@@ -47,7 +47,6 @@ export async function insertOAuthClient(
     updated_at: now,
   };
   await db.insertInto('oauth_clients').values(row).execute();
-  forgetCachedClients();
   return toOAuthClient(row);
 }
 
@@ -62,67 +61,11 @@ const clientForAuthentication = precompiled((db, clientId: string) =>
 
 export type ClientForAuthentication = OAuthClient & { accountActive: boolean };
 
-/**
- * How long the token endpoint may reuse a client row it has read. A client that fetches a token
- * per call (common, and the case where the endpoint's speed matters) is then served from memory:
- * the row read was the largest cost of a token request. Changes made through this process (the
- * repository functions below and `updateAccount`) take effect at once; changes made by another
- * process within this window: a secret rotated elsewhere is re-read on the first mismatch (see
- * `grantClientCredentials`), a client or account disabled elsewhere stops getting tokens after at most
- * this long, far less than the lifetime of the tokens it already holds.
- */
-export const CLIENT_CACHE_MS = 1_000;
-
-interface CachedClient {
-  client: ClientForAuthentication;
-  readAt: number;
-  generation: number;
-}
-
-/** Per database (a process may open several, as tests do), by client id. */
-const clientCache = new WeakMap<object, Map<string, CachedClient>>();
-let cacheGeneration = 0;
-
-/** Forgets every cached client row: called after any write to clients or accounts in this process. */
-export function forgetCachedClients(): void {
-  cacheGeneration += 1;
-}
-
-/** Changes whenever `forgetCachedClients` runs: caches derived from client rows compare it. */
-export function clientCacheGeneration(): number {
-  return cacheGeneration;
-}
-
 /** Looks up the client together with its account's state, in one query (token endpoint hot path). */
-async function findClientForAuthentication(db: Executor, clientId: string): Promise<ClientForAuthentication | undefined> {
+export async function findClientForAuthentication(db: Executor, clientId: string): Promise<ClientForAuthentication | undefined> {
   const [row] = await clientForAuthentication(db, clientId);
   if (!row) return undefined;
   return { ...toOAuthClient(row), accountActive: Boolean(row.account_active) };
-}
-
-/**
- * `findClientForAuthentication` through the short cache (`CLIENT_CACHE_MS`). `fresh` bypasses it:
- * the caller asks again when the presented secret did not match the cached row, so a secret
- * rotated by another process works at once.
- */
-export async function findClientForAuthenticationCached(db: Executor, clientId: string, now: number, fresh = false): Promise<ClientForAuthentication | undefined> {
-  let byId = clientCache.get(db);
-  if (!byId) {
-    byId = new Map();
-    clientCache.set(db, byId);
-  }
-  const cached = byId.get(clientId);
-  if (!fresh && cached && cached.generation === cacheGeneration && now - cached.readAt < CLIENT_CACHE_MS && now >= cached.readAt) return cached.client;
-  const generation = cacheGeneration;
-  const client = await findClientForAuthentication(db, clientId);
-  // Unknown ids are not cached: a flood of made-up ids must not grow the map.
-  if (client) {
-    if (byId.size >= 10_000) byId.clear();
-    byId.set(clientId, { client, readAt: now, generation });
-  } else {
-    byId.delete(clientId);
-  }
-  return client;
 }
 
 export async function findOAuthClient(db: Executor, clientId: string): Promise<OAuthClient | undefined> {
@@ -155,7 +98,6 @@ export async function rotateOAuthClientSecret(
     })
     .where('client_id', '=', clientId)
     .execute();
-  forgetCachedClients();
   return findOAuthClient(db, clientId);
 }
 
@@ -169,12 +111,10 @@ export async function updateOAuthClient(
   if (patch.active !== undefined) values.active = patch.active ? 1 : 0;
   if (patch.scopes !== undefined) values.scopes = patch.scopes.join(' ');
   await db.updateTable('oauth_clients').set(values).where('client_id', '=', clientId).execute();
-  forgetCachedClients();
   return findOAuthClient(db, clientId);
 }
 
 export async function deleteOAuthClient(db: Executor, clientId: string): Promise<boolean> {
   const result = await db.deleteFrom('oauth_clients').where('client_id', '=', clientId).executeTakeFirst();
-  forgetCachedClients();
   return Number(result.numDeletedRows) > 0;
 }
