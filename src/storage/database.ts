@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import pg from 'pg';
-import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, SqliteDialect, type Transaction } from 'kysely';
+import { CurrentSchemaPostgresDialect } from './current-schema-introspector.js';
 import { openSqliteDatabase, type SqliteDatabase } from './sqlite-driver.js';
 import type { Database } from './tables/index.js';
 
@@ -91,6 +92,6 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
   // the pool drops the dead client at its release.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
   return { db, dialect: 'postgres', pool, close: () => db.destroy() };
 }

@@ -38,3 +38,27 @@ for (const dialect of testDialects()) {
     });
   });
 }
+
+if (testDialects().includes('postgres')) {
+  describe('introspection on a database shared by schemas [postgres]', () => {
+    it("sees its own schema's tables only, so another schema's migration cannot fail it", async () => {
+      const [mine, theirs] = [await createPostgresSchema(), await createPostgresSchema()];
+      const own = openStorage(postgresUrl(), { schema: mine.schema, poolSize: 1 });
+      const other = openStorage(postgresUrl(), { schema: theirs.schema, poolSize: 1 });
+      try {
+        await migrateToLatest(own.db);
+        await sql`create table elsewhere (id int)`.execute(other.db);
+        const tables = await own.db.introspection.getTables({ withInternalKyselyTables: true });
+        assert.ok(tables.some((table) => table.name === 'kysely_migration' && table.schema === mine.schema));
+        assert.ok(tables.some((table) => table.name === 'notifications' && table.columns.some((column) => column.name === 'payload')));
+        assert.ok(tables.every((table) => table.schema === mine.schema));
+        assert.ok(!(await own.db.introspection.getTables()).some((table) => table.name.startsWith('kysely_migration')));
+        // Up to date already: the migrator finds its own bookkeeping in this schema.
+        assert.deepEqual((await migrateToLatest(own.db)).applied, []);
+      } finally {
+        await own.close();
+        await other.close();
+      }
+    });
+  });
+}
