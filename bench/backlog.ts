@@ -10,7 +10,7 @@ import { openSqliteDatabase } from '../src/storage/sqlite-driver.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
 import { claimDueJobs, type ClaimedJob } from '../src/storage/queue/index.js';
 import type { Executor } from '../src/storage/database.js';
-import { DELIVER_NOTIFICATION } from '../src/worker/notifications/schedule-delivery.js';
+import { DELIVER_NOTIFICATION } from '../src/services/schedule-delivery.js';
 import {
   createPgSchema,
   fmt,

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
 import type { NotificationsTable } from '../src/storage/tables/index.js';
-import { enqueueDeliveries } from '../src/worker/notifications/schedule-delivery.js';
+import { enqueueDeliveries } from '../src/services/schedule-delivery.js';
 import { freePort, onCore, REWARDS_BIN, ROOT_DIR, startProcess, token, type Child } from './lib.js';
 
 export interface PgSchema {

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { Agent, request } from 'undici';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
-import { enqueueDeliveries } from '../src/worker/notifications/schedule-delivery.js';
+import { enqueueDeliveries } from '../src/services/schedule-delivery.js';
 import { call } from './cluster.js';
 import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 

@@ -7,7 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { AppDeps } from './deps.js';
 import { errorsPlugin, formatSchemaErrors, sendProblem } from './http/plugins/errors.js';
 import { protectRoutes } from './http/plugins/auth.js';
-import { validatorCompiler } from './http/validation.js';
+import { validatorCompiler } from './schema-validation.js';
 import { lazyRequestLogger } from './http/request-logger.js';
 import { healthRoutes } from './http/routes/health.js';
 import { jwksRoute } from './http/routes/jwks.js';
@@ -103,7 +103,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       },
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // staticCSP: the docs page and its assets carry a Content-Security-Policy that allows only its own
+  // files (scripts by hash), like anything else a browser loads from the service.
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
 
   await app.register(async (root: TypedApp) => {
     await healthRoutes(root, deps);

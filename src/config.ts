@@ -43,7 +43,7 @@ export function parseDuration(text: string): number {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-type Env = Record<string, string | undefined>;
+export type Env = Record<string, string | undefined>;
 
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];

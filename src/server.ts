@@ -1,7 +1,7 @@
 import type { TypedApp } from './http/typed-app.js';
 import type { Config } from './config.js';
 import { createDeps, type Deps } from './deps.js';
-import { ensureOperator } from './domain/accounts/operator-bootstrap.js';
+import { ensureOperator } from './services/operator-bootstrap.js';
 import { startJobWorkerTask } from './worker/start-worker.js';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -10,7 +10,7 @@ export type Role = 'all' | 'api' | 'worker';
 export interface BackgroundTask {
   stop(): Promise<void>;
 }
-export type BackgroundStarter = (deps: Deps, app: TypedApp | undefined) => Promise<BackgroundTask>;
+export type BackgroundStarter = (deps: Deps) => Promise<BackgroundTask>;
 
 /** Workers started by `serve --role all|worker`, in order. */
 export const BACKGROUND_TASKS: BackgroundStarter[] = [startJobWorkerTask];
@@ -38,7 +38,7 @@ export async function startServer(config: Config, role: Role = 'all'): Promise<R
   let address: string | undefined;
   if (app) address = await app.listen({ port: role === 'worker' ? config.metricsPort! : config.port, host: config.host });
   const tasks: BackgroundTask[] = [];
-  if (role !== 'api') for (const start of BACKGROUND_TASKS) tasks.push(await start(deps, app));
+  if (role !== 'api') for (const start of BACKGROUND_TASKS) tasks.push(await start(deps));
 
   let closing: Promise<void> | undefined;
   const close = () => {

@@ -2,6 +2,10 @@ import { randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower case
 
+// The one module-level mutable state the service keeps, on purpose: ids must be unique and sorted
+// across everything one process makes, so two apps built in one process (the tests do that) must
+// share the generator rather than own one each, as they own their caches and queues (deps.ts).
+
 /**
  * Random bytes drawn from the CSPRNG 4 KiB at a time, as `randomUUID` does: a call per id made
  * `randomFillSync` 3 % of the worker's CPU (every request, notification and job gets an id).

@@ -4,7 +4,7 @@ import { hasNul, NUL_REFUSED } from './nul-characters.js';
 import { isDatabaseUnavailable } from '../storage/database-errors.js';
 import { DATABASE_RETRY_AFTER_S } from './plugins/errors.js';
 import type { AppDeps } from '../deps.js';
-import { grantClientCredentials, type TokenRequest } from '../domain/tokens/client-credentials.js';
+import { grantClientCredentials, type TokenRequest } from '../services/client-credentials.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
 import { REALM } from './plugins/auth.js';
 

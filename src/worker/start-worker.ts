@@ -1,5 +1,4 @@
 import type { Deps } from '../deps.js';
-import type { BackgroundStarter } from '../server.js';
 import { deleteExpiredIdempotencyKeys } from '../storage/repositories/idempotency-keys.js';
 import { startJobWorker, type JobWorker, type JobWorkerOptions } from './job-worker.js';
 import { buildJobHandlers, type BuildHandlersOptions } from './registry.js';
@@ -18,7 +17,7 @@ export function startWorker(deps: Deps, overrides: WorkerOverrides = {}): JobWor
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 10 * 60_000;
 
 /** BACKGROUND_TASKS entry: the job worker plus the hourly-ish purge of expired Idempotency-Keys. */
-export const startJobWorkerTask: BackgroundStarter = async (deps) => {
+export async function startJobWorkerTask(deps: Deps): Promise<{ stop(): Promise<void> }> {
   const worker = startWorker(deps);
   const purge = setInterval(() => {
     deleteExpiredIdempotencyKeys(deps.db, deps.clock()).catch((error) => deps.log.warn({ err: error }, 'idempotency key purge failed'));
@@ -31,4 +30,4 @@ export const startJobWorkerTask: BackgroundStarter = async (deps) => {
       await worker.stop();
     },
   };
-};
+}

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { SecretBox } from '../../src/domain/crypto/secret-box.js';
-import { AccessTokens, InvalidTokenError } from '../../src/domain/tokens/access-token.js';
-import { KeyStore } from '../../src/domain/tokens/key-store.js';
+import { AccessTokens, InvalidTokenError } from '../../src/services/access-tokens.js';
+import { KeyStore } from '../../src/services/key-store.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 

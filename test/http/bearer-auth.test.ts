@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SignJWT, generateKeyPair } from 'jose';
-import { AccessTokens } from '../../src/domain/tokens/access-token.js';
+import { AccessTokens } from '../../src/services/access-tokens.js';
 import { testDialects } from '../support/databases.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
 

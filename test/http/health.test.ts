@@ -26,6 +26,10 @@ for (const dialect of testDialects()) {
       const ui = await fetch(`${t.url}/docs/`);
       assert.equal(ui.status, 200);
       assert.match(await ui.text(), /swagger/i);
+      const csp = ui.headers.get('content-security-policy') ?? '';
+      assert.match(csp, /default-src 'self'/);
+      assert.match(csp, /object-src 'none'/);
+      assert.doesNotMatch(csp, /script-src[^;]*'unsafe-inline'/);
     });
 
     it('an unknown route is a problem+json 404 and echoes the request id', async () => {

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import * as oidc from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { insertOAuthClient } from '../../src/storage/repositories/oauth-clients.js';
-import { createClient } from '../../src/domain/accounts/accounts-service.js';
+import { createClient } from '../../src/services/accounts.js';
 import { testDialects } from '../support/databases.js';
 import { REPRODUCED_GLOBAL_HOOKS } from '../../src/http/token-fast-path.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';

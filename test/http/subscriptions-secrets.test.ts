@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { loadDeliveryTarget, listSubscriptionsForEvent, loadSigningSecrets } from '../../src/domain/subscriptions/delivery.js';
-import { ROTATION_GRACE_MS } from '../../src/domain/subscriptions/signing-secrets.js';
+import { loadDeliveryTarget, listSubscriptionsForEvent, loadSigningSecrets } from '../../src/services/delivery-targets.js';
+import { ROTATION_GRACE_MS } from '../../src/services/signing-secrets.js';
 import { testDialects } from '../support/databases.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
 

@@ -5,9 +5,9 @@ import { claimDueJobs } from '../../src/storage/queue/index.js';
 import { findNotification, insertNotifications, listAttempts, newNotificationRow } from '../../src/storage/repositories/notifications.js';
 import { notificationJobHandlers } from '../../src/worker/notifications/deliver-notification-job.js';
 import { ANSWER_NOT_STORED, AttemptLogWriter, type AttemptSettlement } from '../../src/worker/notifications/attempt-log-writer.js';
-import { DELIVER_NOTIFICATION, enqueueDeliveries } from '../../src/worker/notifications/schedule-delivery.js';
+import { DELIVER_NOTIFICATION, enqueueDeliveries } from '../../src/services/schedule-delivery.js';
 import { testDialects } from '../support/databases.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 /**
  * The group commit of attempt outcomes: one attempt the database refuses must not keep the others
@@ -15,9 +15,9 @@ import { startTestApp, type TestApp } from '../support/test-app.js';
  */
 for (const dialect of testDialects()) {
   describe(`attempt log group commit [${dialect}]`, () => {
-    let t: TestApp;
+    let t: TestDatabase;
     before(async () => {
-      t = await startTestApp(dialect);
+      t = await startTestDatabase(dialect);
     });
     after(() => t.close());
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startWorker } from '../../src/worker/start-worker.js';
 import { buildJobHandlers } from '../../src/worker/registry.js';
-import { DELIVER_NOTIFICATION } from '../../src/worker/notifications/schedule-delivery.js';
+import { DELIVER_NOTIFICATION } from '../../src/services/schedule-delivery.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
 import { insertExperience } from '../support/experiences.js';

@@ -4,13 +4,13 @@ import { sql } from 'kysely';
 import { lightTransaction } from '../../src/storage/light-transaction.js';
 import { findAccountByIdOrName, insertAccount } from '../../src/storage/repositories/accounts.js';
 import { testDialects } from '../support/databases.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 for (const dialect of testDialects()) {
   describe(`lightTransaction [${dialect}]`, () => {
-    let t: TestApp;
+    let t: TestDatabase;
     before(async () => {
-      t = await startTestApp(dialect);
+      t = await startTestDatabase(dialect);
     });
     after(() => t.close());
 

@@ -3,13 +3,13 @@ import { after, before, describe, it } from 'node:test';
 import { precompiled } from '../../src/storage/precompiled.js';
 import { insertAccount } from '../../src/storage/repositories/accounts.js';
 import { testDialects } from '../support/databases.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 for (const dialect of testDialects()) {
   describe(`precompiled queries [${dialect}]`, () => {
-    let t: TestApp;
+    let t: TestDatabase;
     before(async () => {
-      t = await startTestApp(dialect);
+      t = await startTestDatabase(dialect);
       await insertAccount(t.deps.db, { name: 'precompiled-a' });
       await insertAccount(t.deps.db, { name: 'precompiled-b' });
     });

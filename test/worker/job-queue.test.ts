@@ -22,7 +22,7 @@ const enqueueJob = async (db: Executor, job: NewJob, options?: EnqueueOptions) =
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import { testDialects } from '../support/databases.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 describe('retry schedule of a failed job (pure)', () => {
   it('doubles from 1 s and caps at 10 minutes', () => {
@@ -33,11 +33,11 @@ describe('retry schedule of a failed job (pure)', () => {
 
 for (const dialect of testDialects()) {
   describe(`job queue operations [${dialect}]`, () => {
-    let t: TestApp;
+    let t: TestDatabase;
     const claim = (workerId: string, now: number, limit = 10, kinds = ['test']) => claimDueJobs(t.deps.db, { workerId, kinds, limit, leaseMs: 1000, now });
 
     before(async () => {
-      t = await startTestApp(dialect);
+      t = await startTestDatabase(dialect);
     });
     beforeEach(async () => {
       await t.deps.db.deleteFrom('jobs').execute();
@@ -285,10 +285,10 @@ for (const dialect of testDialects()) {
 /** Cross-process claiming on PostgreSQL: two pools behave like two worker processes. */
 for (const dialect of testDialects().filter((d) => d === 'postgres')) {
   describe('FOR UPDATE SKIP LOCKED across connection pools [postgres]', () => {
-    let t: TestApp;
+    let t: TestDatabase;
     let other: Storage;
     before(async () => {
-      t = await startTestApp(dialect);
+      t = await startTestDatabase(dialect);
       const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(t.deps.db)).rows[0]!.s;
       other = openStorage(t.config.databaseUrl, { schema });
       await migrateToLatest(other.db);

@@ -12,11 +12,11 @@ import { startJobWorker, type JobWorkerOptions } from '../../src/worker/job-work
 import { testDialects } from '../support/databases.js';
 import { insertExperience, prizeStock } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
-import { startTestApp, type TestApp } from '../support/test-app.js';
+import { startTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 for (const dialect of testDialects()) {
   describe(`job worker [${dialect}]`, () => {
-    let t: TestApp;
+    let t: TestDatabase;
     let experienceId: string;
     const HOUR = 3_600_000;
     const worker = (handlers: JobHandlers, options: Partial<JobWorkerOptions> = {}) =>
@@ -39,7 +39,7 @@ for (const dialect of testDialects()) {
     const stock = () => prizeStock(t.deps.db, experienceId, 'p');
 
     before(async () => {
-      t = await startTestApp(dialect);
+      t = await startTestDatabase(dialect);
       const account = await t.createClientAccount();
       experienceId = (await insertExperience(t.deps.db, account.accountId, { prizes: [{ id: 'p', stock: 1000 }] })).id;
     });
@@ -221,11 +221,11 @@ for (const dialect of testDialects()) {
 
 for (const dialect of testDialects().filter((d) => d === 'postgres')) {
   describe('job worker across processes [postgres]', () => {
-    let t: TestApp;
+    let t: TestDatabase;
     let other: Storage;
     let experienceId: string;
     before(async () => {
-      t = await startTestApp(dialect);
+      t = await startTestDatabase(dialect);
       const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(t.deps.db)).rows[0]!.s;
       other = openStorage(t.config.databaseUrl, { schema });
       const account = await t.createClientAccount();

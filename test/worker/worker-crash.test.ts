@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { createAccount, createClient } from '../../src/domain/accounts/accounts-service.js';
+import { createAccount, createClient } from '../../src/services/accounts.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import { childEnvironment, startChildService, type ChildService } from '../support/child-service.js';

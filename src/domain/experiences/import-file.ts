@@ -1,4 +1,4 @@
-import { validatorCompiler } from '../../http/validation.js';
+import { validatorCompiler } from '../../schema-validation.js';
 import { ExperienceCreateSchema, type ExperienceCreateInput } from './experience-schema.js';
 import { invalid, type FieldError } from '../errors.js';
 
@@ -6,7 +6,9 @@ import { invalid, type FieldError } from '../errors.js';
 const MAX_PER_FILE = 1000;
 
 // Compiled with the same validator (and options: strict types, defaults) as the admin API's bodies.
-let validate: ((value: unknown) => boolean) & { errors?: { instancePath: string; message?: string; params?: unknown }[] | null };
+const validate = validatorCompiler({ schema: ExperienceCreateSchema, httpPart: 'body', method: 'POST', url: 'import' }) as ((value: unknown) => boolean) & {
+  errors?: { instancePath: string; message?: string; params?: unknown }[] | null;
+};
 
 /**
  * Parses and validates the text of an import file. Error paths are the API's field paths prefixed
@@ -21,7 +23,6 @@ export function parseImportFile(text: string): ExperienceCreateInput[] {
   }
   const list = Array.isArray(document) ? document : [document];
   if (list.length > MAX_PER_FILE) throw invalid(`import file holds ${list.length} experiences; at most ${MAX_PER_FILE} per file`);
-  validate ??= validatorCompiler({ schema: ExperienceCreateSchema, httpPart: 'body', method: 'POST', url: 'import' }) as typeof validate;
   const errors: FieldError[] = [];
   for (const [index, entry] of list.entries()) {
     if (validate(entry) || errors.length >= 20) continue;

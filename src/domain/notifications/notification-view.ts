@@ -1,6 +1,7 @@
 import type { NotificationAttemptRow, NotificationRow } from '../../storage/repositories/notifications.js';
+import { iso } from '../time.js';
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
 /** A delivery-log entry as the API shows it. `id` is also the `webhook-id` header of every attempt. */
 export function toNotificationResource(row: NotificationRow) {
@@ -12,12 +13,12 @@ export function toNotificationResource(row: NotificationRow) {
     url: row.url,
     status: row.status,
     attemptCount: row.attempt_count,
-    nextAttemptAt: iso(row.next_attempt_at),
+    nextAttemptAt: isoOrNull(row.next_attempt_at),
     lastStatusCode: row.last_status_code,
     lastError: row.last_error,
-    createdAt: iso(row.created_at)!,
-    updatedAt: iso(row.updated_at)!,
-    completedAt: iso(row.completed_at),
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+    completedAt: isoOrNull(row.completed_at),
     payload: JSON.parse(row.payload) as Record<string, unknown>,
   };
 }
@@ -25,7 +26,7 @@ export function toNotificationResource(row: NotificationRow) {
 export function toAttemptResource(row: NotificationAttemptRow) {
   return {
     attempt: row.attempt,
-    at: new Date(row.started_at).toISOString(),
+    at: iso(row.started_at),
     url: row.url,
     statusCode: row.status_code,
     latencyMs: row.latency_ms,

@@ -1,7 +1,7 @@
 import type { Prize } from '../../storage/repositories/experiences.js';
 import { CANCEL_REASONS } from './error-codes.js';
 import { rewardValueOf, type ExperienceSnapshot } from './registration.js';
-import { iso } from './request.js';
+import { iso } from '../time.js';
 
 /** Delivered item: exactly the seed's table. Every member is always present; a string that does not apply is "". */
 export interface DeliveredItem {

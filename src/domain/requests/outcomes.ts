@@ -2,7 +2,7 @@ import type { Tx } from '../../storage/database.js';
 import type { LeaseOffer } from '../../storage/queue/index.js';
 import type { CanceledItem, DeliveredItem } from './items.js';
 import type { RewardRequest } from './request.js';
-import { iso } from './request.js';
+import { iso } from '../time.js';
 
 /** Body of a `registered-requests` notification: exactly the seed's table. */
 export interface RegisteredRequestsPayload {

@@ -1,5 +1,6 @@
 import type { RequestStatus } from '../../storage/tables/requests-jobs.js';
 import type { CanceledItem, DeliveredItem } from './items.js';
+import { iso } from '../time.js';
 
 export type { RequestStatus };
 
@@ -26,7 +27,6 @@ export interface RewardRequest {
   concludedAt: number | null;
 }
 
-export const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** The body of GET /requests/{id} (schema: http/schemas/requests.ts, RequestView). */
 export interface RequestViewBody {

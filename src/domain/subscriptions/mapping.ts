@@ -1,8 +1,9 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { SubscriptionsTable } from '../../storage/tables/index.js';
 import { maskAuthorization } from './authorization.js';
-import type { RotatedSecret, SigningSecret } from './signing-secrets.js';
+import type { RotatedSecret, SigningSecret } from './types.js';
 import type { CallbackAuthorization, Subscription, SubscriptionEvent } from './types.js';
+import { iso } from '../time.js';
 
 /** Associated data of the encrypted authorization: a ciphertext only opens in its own row. */
 export const authorizationPurpose = (subscriptionId: string) => `subscription-authorization:${subscriptionId}`;
@@ -71,8 +72,8 @@ export function toSubscriptionResource(subscription: Subscription): Subscription
     active: subscription.active,
     experiences: subscription.experiences,
     callback: { url, ...(authorization ? { authorization: maskAuthorization(authorization) } : {}), customHeaders },
-    createdAt: new Date(subscription.createdAt).toISOString(),
-    updatedAt: new Date(subscription.updatedAt).toISOString(),
+    createdAt: iso(subscription.createdAt),
+    updatedAt: iso(subscription.updatedAt),
   };
 }
 
@@ -89,15 +90,15 @@ export function toSigningSecretResource(secrets: SigningSecret[]): SigningSecret
   const previous = secrets.find((s) => s.expiresAt !== null);
   return {
     secret: current.secret,
-    createdAt: new Date(current.createdAt).toISOString(),
-    ...(previous ? { previousSecretExpiresAt: new Date(previous.expiresAt!).toISOString() } : {}),
+    createdAt: iso(current.createdAt),
+    ...(previous ? { previousSecretExpiresAt: iso(previous.expiresAt!) } : {}),
   };
 }
 
 export function toRotatedSecretResource(rotated: RotatedSecret): SigningSecretResource {
   return {
     secret: rotated.secret,
-    createdAt: new Date(rotated.createdAt).toISOString(),
-    ...(rotated.previousExpiresAt !== null ? { previousSecretExpiresAt: new Date(rotated.previousExpiresAt).toISOString() } : {}),
+    createdAt: iso(rotated.createdAt),
+    ...(rotated.previousExpiresAt !== null ? { previousSecretExpiresAt: iso(rotated.previousExpiresAt) } : {}),
   };
 }

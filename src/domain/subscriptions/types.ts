@@ -85,3 +85,18 @@ export const LIMITS = {
   headerValueLength: 8192,
   secretLength: 8192,
 } as const;
+
+export interface SigningSecret {
+  /** `whsec_…` in plain text. */
+  secret: string;
+  createdAt: number;
+  /** null for the current secret; set for the previous one during its grace period. */
+  expiresAt: number | null;
+}
+
+export interface RotatedSecret {
+  secret: string;
+  createdAt: number;
+  /** When the replaced secret stops signing, or null if there was none. */
+  previousExpiresAt: number | null;
+}

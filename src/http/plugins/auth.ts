@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TypedApp } from '../typed-app.js';
-import { InvalidTokenError, type AccessTokens } from '../../domain/tokens/access-token.js';
+import { InvalidTokenError, type AccessTokens } from '../../services/access-tokens.js';
 import { hasScope, type Scope } from '../../domain/tokens/scopes.js';
 import type { Executor } from '../../storage/database.js';
 import { findAccountById } from '../../storage/repositories/accounts.js';

@@ -1,7 +1,7 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
-import { changeAccount, createAccount } from '../../domain/accounts/accounts-service.js';
+import { changeAccount, createAccount } from '../../services/accounts.js';
 import { notFound } from '../../domain/errors.js';
 import { findAccountById, listAccounts } from '../../storage/repositories/accounts.js';
 import { AccountCreateSchema, AccountParamsSchema, AccountPatchSchema, AccountSchema, accountToJson } from '../schemas/admin.js';

@@ -2,7 +2,7 @@ import type { TypedApp } from '../typed-app.js';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
-import { checkClientScopes, createClient, resolveScopes, rotateClientSecret } from '../../domain/accounts/accounts-service.js';
+import { checkClientScopes, createClient, resolveScopes, rotateClientSecret } from '../../services/accounts.js';
 import type { Executor } from '../../storage/database.js';
 import { findAccountById, type Account } from '../../storage/repositories/accounts.js';
 import { deleteOAuthClient, findOAuthClient, listOAuthClients, updateOAuthClient } from '../../storage/repositories/oauth-clients.js';
@@ -17,6 +17,7 @@ import {
   RotatedSecretSchema,
   clientToJson,
 } from '../schemas/admin.js';
+import { iso } from '../../domain/time.js';
 
 const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
 type ScopesInput = string[] | string;
@@ -106,7 +107,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       return noStore(reply).send({
         client_id: issued.client.clientId,
         client_secret: issued.clientSecret,
-        previous_secret_valid_until: new Date(issued.client.previousSecretExpiresAt!).toISOString(),
+        previous_secret_valid_until: iso(issued.client.previousSecretExpiresAt!),
       });
     },
   );

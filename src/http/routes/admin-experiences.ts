@@ -2,7 +2,7 @@ import type { TypedApp } from '../typed-app.js';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
-import { createExperience, removeExperience, updateExperience } from '../../domain/experiences/experiences-service.js';
+import { createExperience, removeExperience, updateExperience } from '../../services/experiences.js';
 import { notFound } from '../../domain/errors.js';
 import { findExperienceById, listExperiences } from '../../storage/repositories/experiences.js';
 import {

@@ -1,7 +1,7 @@
 import type { TypedApp } from '../typed-app.js';
 import type { AppDeps } from '../../deps.js';
 import { toAttemptResource, toNotificationResource } from '../../domain/notifications/notification-view.js';
-import { scheduleManualRetry } from '../../worker/notifications/schedule-delivery.js';
+import { scheduleManualRetry } from '../../services/schedule-delivery.js';
 import { findNotification, listAttempts, listNotifications } from '../../storage/repositories/notifications.js';
 import { notFound } from '../../domain/errors.js';
 import {

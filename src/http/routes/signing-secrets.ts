@@ -2,7 +2,7 @@ import type { TypedApp } from '../typed-app.js';
 import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource } from '../../domain/subscriptions/mapping.js';
-import { loadSigningSecrets, rotateSigningSecret } from '../../domain/subscriptions/signing-secrets.js';
+import { loadSigningSecrets, rotateSigningSecret } from '../../services/signing-secrets.js';
 import { OperatorQuerySchema, SigningSecretSchema } from '../schemas/subscription.js';
 
 /**

@@ -2,7 +2,7 @@ import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource, toSubscriptionResource } from '../../domain/subscriptions/mapping.js';
-import { loadSigningSecrets, rotateSigningSecret } from '../../domain/subscriptions/signing-secrets.js';
+import { loadSigningSecrets, rotateSigningSecret } from '../../services/signing-secrets.js';
 import {
   createSubscription,
   deleteSubscription,
@@ -10,7 +10,7 @@ import {
   listSubscriptions,
   updateSubscription,
   type SubscriptionsContext,
-} from '../../domain/subscriptions/subscriptions-service.js';
+} from '../../services/subscriptions.js';
 import { ACCEPTED_EVENT_NAMES, normalizeEvent } from '../../domain/subscriptions/validation.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import {

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import type { Account } from '../../storage/repositories/accounts.js';
 import type { OAuthClient } from '../../storage/repositories/oauth-clients.js';
+import { iso } from '../../domain/time.js';
 
-const iso = (ms: number) => new Date(ms).toISOString();
 
 export const AccountSchema = Type.Object({
   id: Type.String(),

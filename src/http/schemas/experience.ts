@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { Experience } from '../../storage/repositories/experiences.js';
+import { iso } from '../../domain/time.js';
 
 export { ExperienceCreateSchema, ExperienceUpdateSchema } from '../../domain/experiences/experience-schema.js';
 
@@ -34,5 +35,5 @@ export const ActingAccountQuerySchema = Type.Object({
 
 /** The API representation: times as ISO 8601 UTC, like every date in the seed contract. */
 export function experienceToJson(experience: Experience) {
-  return { ...experience, createdAt: new Date(experience.createdAt).toISOString(), updatedAt: new Date(experience.updatedAt).toISOString() };
+  return { ...experience, createdAt: iso(experience.createdAt), updatedAt: iso(experience.updatedAt) };
 }

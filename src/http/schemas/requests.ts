@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { PARTNER_EVENT_NAMES } from '../../domain/requests/events.js';
 
 /** JSON shapes of the request and request-event endpoints (seed tables, PRODUCT.md §6). */
 
@@ -89,7 +90,7 @@ export const RequestEventSchema = Type.Object({
 
 export const CreateRequestEventBody = Type.Object(
   {
-    name: Type.String({ enum: ['em-rota-de-entrega', 'pedido-entregue'] }),
+    name: Type.String({ enum: [...PARTNER_EVENT_NAMES] }),
     refId: Type.String({ minLength: 1, maxLength: 200, description: 'the partner\'s transaction id; (request, name, refId) makes the post idempotent' }),
     title: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     data: Type.Optional(

@@ -12,4 +12,4 @@ export { failHeldJob, type FailOptions } from './fail-held-job.js';
 export { extendHeldLeases } from './extend-held-leases.js';
 export { LeaseLostError, retryDelayMs, TRANSACTION_LEASE, type ClaimedJob, type Job, type Lease } from './job.js';
 export { JobSignals, type JobsEnqueuedListener } from './job-signals.js';
-export { JOBS_CHANNEL, listenForJobs, notifyOtherProcesses } from './notify.js';
+export { listenForJobs, notifyOtherProcesses } from './notify.js';

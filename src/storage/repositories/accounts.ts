@@ -41,11 +41,6 @@ export async function listAccounts(db: Executor): Promise<Account[]> {
   return rows.map(toAccount);
 }
 
-export async function countAccounts(db: Executor): Promise<number> {
-  const row = await db.selectFrom('accounts').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 export async function updateAccount(db: Executor, id: string, patch: { name?: string; active?: boolean }): Promise<Account | undefined> {
   const values: Partial<AccountsTable> = {};
   if (patch.name !== undefined) values.name = patch.name;

@@ -1,6 +1,7 @@
 import type { Executor } from '../database.js';
 import type { RequestEventsTable } from '../tables/index.js';
 import { REQUEST_EVENT_TITLES, type RequestEventName, type RequestEventView } from '../../domain/requests/events.js';
+import { iso } from '../../domain/time.js';
 
 export interface NewRequestEvent {
   requestId: string;
@@ -29,7 +30,7 @@ export function toRequestEventView(row: Pick<RequestEventsTable, 'name' | 'title
   return {
     name: row.name,
     title: row.title,
-    date: new Date(row.created_at).toISOString(),
+    date: iso(row.created_at),
     refId: row.ref_id,
     experience: row.experience,
     ...(row.data !== null ? { data: JSON.parse(row.data) as Record<string, unknown> } : {}),

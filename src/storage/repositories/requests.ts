@@ -114,17 +114,6 @@ export function rejectedChange(input: { errorCode: string; message: string; now:
   return { status: 'rejected', error_code: input.errorCode, message: input.message, registered_at: input.now, updated_at: input.now };
 }
 
-export function processedChange(input: { delivered: DeliveredItem[]; canceled: CanceledItem[]; rewardValue: number | undefined; now: number }): StatusChange {
-  return {
-    status: 'processed',
-    delivered: JSON.stringify(input.delivered),
-    canceled: JSON.stringify(input.canceled),
-    reward_value: input.rewardValue ?? null,
-    concluded_at: input.now,
-    updated_at: input.now,
-  };
-}
-
 export function failedChange(input: { errorCode: string; message: string; now: number }): StatusChange {
   return { status: 'failed', error_code: input.errorCode, message: input.message, updated_at: input.now };
 }

@@ -4,7 +4,7 @@ import { lightTransaction } from '../../storage/light-transaction.js';
 import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js';
 import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../storage/tables/index.js';
-import { enqueueDeliveries } from './schedule-delivery.js';
+import { enqueueDeliveries } from '../../services/schedule-delivery.js';
 
 export interface AttemptSettlement {
   job: ClaimedJob;

@@ -1,14 +1,14 @@
 import { Batcher } from '../../batcher.js';
 import type { Deps } from '../../deps.js';
 import { decideAfterAttempt } from '../../domain/notifications/retry-policy.js';
-import { loadDeliveryTarget, type DeliveryTarget } from '../../domain/subscriptions/delivery.js';
-import { loadSigningSecrets } from '../../domain/subscriptions/signing-secrets.js';
+import { loadDeliveryTarget, type DeliveryTarget } from '../../services/delivery-targets.js';
+import { loadSigningSecrets } from '../../services/signing-secrets.js';
 import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js';
 import { findNotificationsForDelivery, markNotificationFailed, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
 import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
-import { DELIVER_NOTIFICATION, type DeliverNotificationPayload } from './schedule-delivery.js';
+import { DELIVER_NOTIFICATION, type DeliverNotificationPayload } from '../../services/schedule-delivery.js';
 
 type Prepared = { input: DeliveryAttemptInput } | { refused: string; url: string };
 

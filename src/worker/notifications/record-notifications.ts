@@ -4,7 +4,7 @@ import { routeNotification, type NotificationEvent } from '../../domain/notifica
 import type { Tx } from '../../storage/database.js';
 import { insertNotifications, newNotificationRow } from '../../storage/repositories/notifications.js';
 import { listSubscriptionsForEvent, type SubscriptionRoute } from '../../storage/repositories/subscriptions.js';
-import { enqueueDeliveries } from './schedule-delivery.js';
+import { enqueueDeliveries } from '../../services/schedule-delivery.js';
 
 export function notificationEventOf(outcome: RequestOutcome): NotificationEvent {
   return outcome.kind === 'processed' ? 'processed-requests' : 'registered-requests';

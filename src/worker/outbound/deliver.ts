@@ -1,6 +1,6 @@
 import { buildWebhookHeaders } from '../../domain/notifications/signing.js';
 import { planCallbackAuth, type CallbackAuthorization, type CallbackCredential } from './callback-auth.js';
-import type { OutboundHttpClient, OutboundResponse } from './http-client.js';
+import { USER_AGENT, type OutboundHttpClient, type OutboundResponse } from './http-client.js';
 import type { OAuth2TokenCache } from './oauth2-token-cache.js';
 
 /**
@@ -11,7 +11,6 @@ import type { OAuth2TokenCache } from './oauth2-token-cache.js';
 
 export type NotificationEventType = 'registered-requests' | 'processed-requests';
 
-export const USER_AGENT = 'RewardRequestService/1.0';
 export const EVENT_TYPE_HEADER = 'x-webhook-event';
 /** The delivery log keeps the first 1 KiB of each answer (PRODUCT.md §7). */
 export const MAX_LOGGED_RESPONSE_BYTES = 1024;

@@ -3,6 +3,9 @@ import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
 import { ForbiddenAddressError, guardedLookup, hostForLookup, isPublicAddress } from '../../net/address-policy.js';
 
+/** Sent on every outbound call: notifications and the OAuth2 token requests made for them. */
+export const USER_AGENT = 'RewardRequestService/1.0';
+
 /**
  * The one HTTP client for everything the service sends out: callback calls and OAuth2 token
  * requests for them. It never follows redirects, bounds the whole call by one timeout, reads only

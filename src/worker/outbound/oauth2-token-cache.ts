@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { OAuth2ClientCredentials } from './callback-auth.js';
-import { OutboundRequestError, type OutboundHttpClient } from './http-client.js';
+import { OutboundRequestError, USER_AGENT, type OutboundHttpClient } from './http-client.js';
 
 /**
  * Access tokens for callbacks protected by OAuth2 client credentials (RFC 6749 §4.4), fetched
@@ -94,7 +94,7 @@ export class OAuth2TokenCache {
       response = await this.http.send({
         url: client.url,
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', 'user-agent': 'RewardRequestService/1.0' },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', 'user-agent': USER_AGENT },
         body: form.toString(),
         useClientCertificate: options.useClientCertificate,
         maxBodyBytes: MAX_TOKEN_RESPONSE_BYTES,

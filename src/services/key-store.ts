@@ -1,7 +1,8 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto';
-import type { Executor } from '../../storage/database.js';
-import { insertSigningKey, listUsableSigningKeys, retireSigningKeys } from '../../storage/repositories/signing-keys.js';
-import type { SecretBox } from '../crypto/secret-box.js';
+import type { Executor } from '../storage/database.js';
+import { insertSigningKey, listUsableSigningKeys, retireSigningKeys } from '../storage/repositories/signing-keys.js';
+import type { SecretBox } from '../domain/crypto/secret-box.js';
+import { iso } from '../domain/time.js';
 
 export const TOKEN_ALGORITHM = 'EdDSA';
 const KEY_PURPOSE = 'signing-key';
@@ -138,7 +139,7 @@ function decryptSigningKey(box: SecretBox, sealed: string): string {
 
 async function createSigningKey(db: Executor, box: SecretBox, now: number): Promise<string> {
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const kid = `${new Date(now).toISOString().slice(0, 10)}-${randomBytes(6).toString('base64url')}`;
+  const kid = `${iso(now).slice(0, 10)}-${randomBytes(6).toString('base64url')}`;
   const jwk: JWK = { ...publicKey.export({ format: 'jwk' }), kid, alg: TOKEN_ALGORITHM, use: 'sig' };
   await insertSigningKey(db, {
     kid,

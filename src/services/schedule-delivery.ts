@@ -1,6 +1,6 @@
-import type { Db, Executor } from '../../storage/database.js';
-import { enqueueJobs, notifyOtherProcesses, type JobSignals, type LeaseOffer } from '../../storage/queue/index.js';
-import { findNotification, markNotificationPending, type NotificationRow } from '../../storage/repositories/notifications.js';
+import type { Db, Executor } from '../storage/database.js';
+import { enqueueJobs, notifyOtherProcesses, type JobSignals, type LeaseOffer } from '../storage/queue/index.js';
+import { findNotification, markNotificationPending, type NotificationRow } from '../storage/repositories/notifications.js';
 
 export const DELIVER_NOTIFICATION = 'deliver-notification';
 

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { SecretBox } from '../crypto/secret-box.js';
-import { newId } from '../ids.js';
-import type { Db, Executor } from '../../storage/database.js';
+import type { SecretBox } from '../domain/crypto/secret-box.js';
+import { newId } from '../domain/ids.js';
+import type { RotatedSecret, SigningSecret } from '../domain/subscriptions/types.js';
+export type { RotatedSecret, SigningSecret };
+import type { Db, Executor } from '../storage/database.js';
 import {
   insertSigningSecret,
   insertSigningSecretIfNone,
@@ -9,8 +11,8 @@ import {
   retireSigningSecrets,
   type SigningSecretOwner,
   type SigningSecretRow,
-} from '../../storage/repositories/signing-secrets.js';
-import { lockAccountSubscriptions, lockSubscription } from '../../storage/repositories/subscriptions.js';
+} from '../storage/repositories/signing-secrets.js';
+import { lockAccountSubscriptions, lockSubscription } from '../storage/repositories/subscriptions.js';
 
 /**
  * Standard Webhooks signing secrets (`whsec_` + base64 of 32 random bytes). Every subscription
@@ -25,14 +27,6 @@ export function generateWebhookSecret(): string {
 }
 
 const secretPurpose = (rowId: string) => `webhook-signing-secret:${rowId}`;
-
-export interface SigningSecret {
-  /** `whsec_…` in plain text. */
-  secret: string;
-  createdAt: number;
-  /** null for the current secret; set for the previous one during its grace period. */
-  expiresAt: number | null;
-}
 
 /** The owner as stored: a subscription belongs to an account; a default secret has no subscription. */
 export interface SecretOwnerRef {
@@ -81,13 +75,6 @@ export async function loadSigningSecrets(
     return (await listValidSigningSecrets(db, owner, now)).map((row) => open(box, row));
   }
   return rows.map((row) => open(box, row));
-}
-
-export interface RotatedSecret {
-  secret: string;
-  createdAt: number;
-  /** When the replaced secret stops signing, or null if there was none. */
-  previousExpiresAt: number | null;
 }
 
 /**

@@ -1,10 +1,10 @@
-import type { Executor } from '../../storage/database.js';
-import { findAccountById, findAccountByIdOrName, insertAccount, updateAccount, type Account } from '../../storage/repositories/accounts.js';
-import { insertOAuthClient, rotateOAuthClientSecret, type OAuthClient } from '../../storage/repositories/oauth-clients.js';
-import { generateClientSecret } from '../tokens/client-secret.js';
-import { DEFAULT_CLIENT_SCOPES, isScope, parseScopeList } from '../tokens/scopes.js';
-import { conflict, invalid, notFound } from '../errors.js';
-import { isUniqueViolation } from '../../storage/database-errors.js';
+import type { Executor } from '../storage/database.js';
+import { findAccountById, findAccountByIdOrName, insertAccount, updateAccount, type Account } from '../storage/repositories/accounts.js';
+import { insertOAuthClient, rotateOAuthClientSecret, type OAuthClient } from '../storage/repositories/oauth-clients.js';
+import { generateClientSecret } from '../domain/tokens/client-secret.js';
+import { DEFAULT_CLIENT_SCOPES, isScope, parseScopeList } from '../domain/tokens/scopes.js';
+import { conflict, invalid, notFound } from '../domain/errors.js';
+import { isUniqueViolation } from '../storage/database-errors.js';
 
 /** A rotated-out client secret keeps working this long, so deployments can roll over. */
 export const PREVIOUS_SECRET_GRACE_MS = 24 * 3_600_000;

@@ -1,6 +1,6 @@
-import type { Db, Executor } from '../../storage/database.js';
-import { conflict, invalid, notFound, type FieldError } from '../errors.js';
-import { isForeignKeyViolation, isUniqueViolation } from '../../storage/database-errors.js';
+import type { Db, Executor } from '../storage/database.js';
+import { conflict, invalid, notFound, type FieldError } from '../domain/errors.js';
+import { isForeignKeyViolation, isUniqueViolation } from '../storage/database-errors.js';
 import {
   deleteExperience,
   findExperienceById,
@@ -10,10 +10,10 @@ import {
   updateExperienceRow,
   type Experience,
   type PrizeWrite,
-} from '../../storage/repositories/experiences.js';
-import type { ExperiencesTable } from '../../storage/tables/index.js';
-import { newId } from '../ids.js';
-import type { ExperienceCreateInput, ExperienceUpdateInput, PrizeInput } from './experience-schema.js';
+} from '../storage/repositories/experiences.js';
+import type { ExperiencesTable } from '../storage/tables/index.js';
+import { newId } from '../domain/ids.js';
+import type { ExperienceCreateInput, ExperienceUpdateInput, PrizeInput } from '../domain/experiences/experience-schema.js';
 
 /** Rules across members, checked after the schema: prize ids must be unique within the experience. Paths start at `at`. */
 export function checkExperienceRules(input: ExperienceUpdateInput, at: string): FieldError[] {

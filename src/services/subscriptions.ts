@@ -1,8 +1,8 @@
-import type { SecretBox } from '../crypto/secret-box.js';
-import { conflict, invalid } from '../errors.js';
-import { newId } from '../ids.js';
-import { CallbackUrlError, checkCallbackUrl } from '../../net/callback-url.js';
-import type { Db, Executor } from '../../storage/database.js';
+import type { SecretBox } from '../domain/crypto/secret-box.js';
+import { conflict, invalid } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import { CallbackUrlError, checkCallbackUrl } from '../net/callback-url.js';
+import type { Db, Executor } from '../storage/database.js';
 import {
   countSubscriptions,
   deleteSubscriptionRow,
@@ -11,12 +11,12 @@ import {
   listSubscriptionRows,
   lockAccountSubscriptions,
   updateSubscriptionRow,
-} from '../../storage/repositories/subscriptions.js';
-import { authorizationUrls, restoreMaskedSecrets } from './authorization.js';
-import { encryptAuthorization, rowToSubscription, subscriptionToRow } from './mapping.js';
+} from '../storage/repositories/subscriptions.js';
+import { authorizationUrls, restoreMaskedSecrets } from '../domain/subscriptions/authorization.js';
+import { encryptAuthorization, rowToSubscription, subscriptionToRow } from '../domain/subscriptions/mapping.js';
 import { createSigningSecret, type SigningSecret } from './signing-secrets.js';
-import { LIMITS, type FieldError, type Subscription, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from './types.js';
-import { parseSubscriptionBody } from './validation.js';
+import { LIMITS, type FieldError, type Subscription, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from '../domain/subscriptions/types.js';
+import { parseSubscriptionBody } from '../domain/subscriptions/validation.js';
 
 /** The use cases behind the subscription endpoints; transactions open here. */
 

@@ -1,10 +1,10 @@
-import type { ClientCache } from '../../storage/client-cache.js';
-import type { ClientForAuthentication } from '../../storage/repositories/oauth-clients.js';
-import type { AccessTokens } from './access-token.js';
-import { secretMatches } from './client-secret.js';
-import type { FailureLimiter } from './failure-limiter.js';
-import { OAuthError } from './oauth-errors.js';
-import { isScope, parseScopeList } from './scopes.js';
+import type { ClientCache } from '../storage/client-cache.js';
+import type { ClientForAuthentication } from '../storage/repositories/oauth-clients.js';
+import type { AccessTokens } from './access-tokens.js';
+import { secretMatches } from '../domain/tokens/client-secret.js';
+import type { FailureLimiter } from '../domain/tokens/failure-limiter.js';
+import { OAuthError } from '../domain/tokens/oauth-errors.js';
+import { isScope, parseScopeList } from '../domain/tokens/scopes.js';
 
 export interface TokenRequest {
   clientId: string;

@@ -1,9 +1,9 @@
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Db } from '../../storage/database.js';
-import { newId } from '../ids.js';
-import { SCOPES } from '../tokens/scopes.js';
-import { createClient } from './accounts-service.js';
+import type { Db } from '../storage/database.js';
+import { newId } from '../domain/ids.js';
+import { SCOPES } from '../domain/tokens/scopes.js';
+import { createClient } from './accounts.js';
 
 export const OPERATOR_ACCOUNT_NAME = 'operator';
 
