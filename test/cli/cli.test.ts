@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { runCli } from '../../src/cli/program.js';
 import { secretMatches } from '../../src/domain/tokens/client-secret.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { findExperienceByName, takePrizeStock } from '../../src/storage/repositories/experiences.js';
@@ -20,6 +22,46 @@ interface Run {
   json: any;
 }
 
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs the real `rewards` binary as a child process, as an operator would. */
+async function spawnRewards(args: string[], env: Record<string, string>): Promise<Run> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr, json: parseJson(stdout) };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: Number(failed.code ?? 1), stdout: failed.stdout, stderr: failed.stderr, json: parseJson(failed.stdout) };
+  }
+}
+
+// The commands run in-process below (program.ts, as the binary runs them); this one runs the binary
+// itself: its loader, its V8 flags, its output streams and its exit codes.
+describe('the rewards executable [sqlite]', () => {
+  it('migrates, creates an account, and exits 2 with one line on stderr for a duplicate', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rewards-bin-'));
+    try {
+      const env = { DATABASE_URL: `sqlite:${join(dir, 'rewards.db')}`, DATA_DIR: dir, SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent' };
+      assert.equal((await spawnRewards(['migrate'], env)).code, 0);
+      const created = await spawnRewards(['accounts', 'create', '--name', 'acme'], env);
+      assert.equal(created.code, 0, created.stderr);
+      assert.equal(created.json.name, 'acme');
+      const again = await spawnRewards(['accounts', 'create', '--name', 'acme'], env);
+      assert.equal(again.code, 2);
+      assert.match(again.stderr, /^rewards: .*already exists\n$/);
+      assert.equal(again.stdout, '');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 for (const dialect of testDialects()) {
   describe(`rewards CLI [${dialect}]`, () => {
     let dir: string;
@@ -27,19 +69,13 @@ for (const dialect of testDialects()) {
     let storage: Storage;
     let dropSchema: (() => Promise<void>) | undefined;
 
-    /** Runs `rewards …` as a child process, as an operator would. */
-    const rewards = (...args: string[]): Promise<Run> =>
-      new Promise((resolve) => {
-        execFile(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } }, (error, stdout, stderr) => {
-          let json: unknown;
-          try {
-            json = JSON.parse(stdout);
-          } catch {
-            json = undefined;
-          }
-          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr, json });
-        });
-      });
+    /** Runs `rewards …` in this process: the same commands, settings and exit codes as the binary. */
+    const rewards = async (...args: string[]): Promise<Run> => {
+      let stdout = '';
+      let stderr = '';
+      const code = await runCli(args, { env: { ...process.env, ...env }, out: (text) => (stdout += text), err: (text) => (stderr += text) });
+      return { code, stdout, stderr, json: parseJson(stdout) };
+    };
 
     const writeJson = (name: string, value: unknown) => {
       const file = join(dir, name);
