@@ -1,9 +1,17 @@
 #!/usr/bin/env node
 // Runs every test/**/*.test.ts with Node's test runner through tsx (Node 20's runner does not
 // expand `**` itself). SQLite always; PostgreSQL too when TEST_POSTGRES_URL is set.
+//
+// The files run in TEST_CONCURRENCY (default 4) processes, each importing its share of the files
+// one after another: loading the service's modules once per process instead of once per file is
+// most of what a small test file costs (0.8 s of its 1.1 s). A test file therefore leaves no
+// global state behind (process.env, process listeners). TEST_ISOLATION=file runs each file in a
+// process of its own, as `node --test` does.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const root = new URL('..', import.meta.url).pathname;
 const filter = process.argv.slice(2);
@@ -35,12 +43,30 @@ async function dropTestSchemas() {
   }
 }
 
+/** Round-robin shares of the files, each imported in turn by one entry file (in a temporary folder). */
+function bundle(list, count) {
+  const folder = mkdtempSync(join(tmpdir(), 'rewards-test-bundles-'));
+  const shares = Array.from({ length: Math.min(count, list.length) }, () => []);
+  list.forEach((file, i) => shares[i % shares.length].push(file));
+  const entries = shares.map((share, i) => {
+    const entry = join(folder, `bundle-${i + 1}.test.mjs`);
+    writeFileSync(entry, share.map((file) => `await import(${JSON.stringify(pathToFileURL(join(root, file)).href)});\n`).join(''));
+    return entry;
+  });
+  return { entries, cleanup: () => rmSync(folder, { recursive: true, force: true }) };
+}
+
+const concurrency = Number(process.env.TEST_CONCURRENCY ?? 4);
+const perFile = process.env.TEST_ISOLATION === 'file' || files.length <= 1;
+const bundles = perFile ? { entries: files, cleanup: () => {} } : bundle(files, concurrency);
+
 await dropTestSchemas();
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${process.env.TEST_CONCURRENCY ?? 2}`, ...files],
+  ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries],
   { stdio: 'inherit', cwd: root, env: process.env },
 );
+bundles.cleanup();
 if (!process.env.TEST_POSTGRES_URL && wanted.includes('postgres')) {
   console.log('\nNote: PostgreSQL tests were SKIPPED (TEST_POSTGRES_URL not set); only SQLite was tested.');
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { openStorage, type Storage } from '../src/storage/database.js';
-import { childEnvironment, runCli, startChildService, type ChildService } from './support/child-service.js';
+import { childEnvironment, runCliInProcess, startChildService, type ChildService } from './support/child-service.js';
 import { testDialects } from './support/databases.js';
 import { eventually, verifyWebhook } from './support/notifications.js';
 import { api } from './support/test-app.js';
@@ -173,19 +173,19 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
   const services: ChildService[] = [];
   const receivers: PidReceiver[] = [];
 
-  const cli = (args: string[]) => {
-    const result = runCli(args, env);
+  const cli = async (args: string[]) => {
+    const result = await runCliInProcess(args, env);
     assert.equal(result.status, 0, `rewards ${args.join(' ')}: ${result.stderr}`);
     return JSON.parse(result.stdout);
   };
 
   /** An account, a client, the `summer` experience and an account-wide subscription per event to `receiver`. */
   async function tenant(receiver: PidReceiver): Promise<Tenant> {
-    const account = cli(['accounts', 'create', '--name', `scale-${services.length}-${Date.now()}`]);
-    const client = cli(['clients', 'create', '--account', account.id]);
+    const account = await cli(['accounts', 'create', '--name', `scale-${services.length}-${Date.now()}`]);
+    const client = await cli(['clients', 'create', '--account', account.id]);
     const file = join(child.dataDir, `experience-${account.id}.json`);
     writeFileSync(file, JSON.stringify({ name: 'summer', title: 'Summer', prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }] }));
-    cli(['experiences', 'import', file, '--account', account.id]);
+    await cli(['experiences', 'import', file, '--account', account.id]);
     const response = await fetch(`${apiService.url}/v2/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -3,7 +3,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it, type TestContext } from 'node:test';
-import { childEnvironment, runCli, startChildService, type ChildService } from '../support/child-service.js';
+import { childEnvironment, runCliInProcess, startChildService, type ChildService } from '../support/child-service.js';
 import { testDialects, type TestDialect } from '../support/databases.js';
 import { eventually, verifyWebhook } from '../support/notifications.js';
 import { startHttpReceiver, type Receiver } from '../support/receivers.js';
@@ -37,7 +37,7 @@ interface Scenario {
   cleanup(): Promise<void>;
 }
 
-/** Slow receiver (50–100 ms per answer), an account, a client, an experience and one subscription per event. */
+/** Slow receiver (20–40 ms per answer: calls stay in flight long enough to be cut off), an account, a client, an experience and one subscription per event. */
 async function prepare(dialect: TestDialect): Promise<Scenario> {
   const child = await childEnvironment(dialect);
   const env = {
@@ -55,7 +55,7 @@ async function prepare(dialect: TestDialect): Promise<Scenario> {
     pairs.add(pairKey(String(JSON.parse(request.body).id), String(request.headers['x-webhook-event'])));
     pending += 1;
     try {
-      await sleep(50 + Math.floor(Math.random() * 50));
+      await sleep(20 + Math.floor(Math.random() * 20));
     } finally {
       pending -= 1;
     }
@@ -70,19 +70,19 @@ async function prepare(dialect: TestDialect): Promise<Scenario> {
     rmSync(child.dataDir, { recursive: true, force: true });
   };
   try {
-    const cli = (args: string[]) => {
-      const result = runCli(args, env);
+    const cli = async (args: string[]) => {
+      const result = await runCliInProcess(args, env);
       assert.equal(result.status, 0, `rewards ${args.join(' ')}: ${result.stderr}`);
       return JSON.parse(result.stdout);
     };
-    const account = cli(['accounts', 'create', '--name', 'crash-test']);
-    const client = cli(['clients', 'create', '--account', account.id]);
+    const account = await cli(['accounts', 'create', '--name', 'crash-test']);
+    const client = await cli(['clients', 'create', '--account', account.id]);
     const experienceFile = join(child.dataDir, 'experiences.json');
     writeFileSync(
       experienceFile,
       JSON.stringify({ name: 'summer', title: 'Summer', prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }] }),
     );
-    cli(['experiences', 'import', experienceFile, '--account', account.id]);
+    await cli(['experiences', 'import', experienceFile, '--account', account.id]);
 
     const service = await startChildService(env);
     services.push(service);

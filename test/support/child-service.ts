@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { unusedPort } from './receivers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runCli as runCliCommands } from '../../src/cli/program.js';
 import { createPostgresSchema, postgresUrlWithSchema, type TestDialect } from './databases.js';
 
 const BIN = new URL('../../bin/rewards.js', import.meta.url).pathname;
@@ -25,6 +26,15 @@ export async function childEnvironment(dialect: TestDialect): Promise<{ env: Rec
   return { env, dataDir, cleanup: async () => schema?.drop() };
 }
 
+/** The `rewards` commands in this process (src/cli/program.ts): set-up steps that need not pay for a process start. */
+export async function runCliInProcess(args: string[], env: Record<string, string>): Promise<{ status: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const status = await runCliCommands(args, { env, out: (text) => (stdout += text), err: (text) => (stderr += text) });
+  return { status, stdout, stderr };
+}
+
+/** The real `rewards` binary as a child process, as an operator runs it. */
 export function runCli(args: string[], env: Record<string, string>): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 60_000 });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
