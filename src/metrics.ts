@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { sql } from 'kysely';
 import type { Db } from './storage/database.js';
 
-/** Prometheus metrics of one process, exposed at /metrics (see docs/operations.md). */
+/** Prometheus metrics of one process, exposed at /metrics (docs/notifications.md, "Metrics"). */
 export interface Metrics {
   registry: Registry;
   deliveryAttempts: Counter<'event' | 'outcome'>;
