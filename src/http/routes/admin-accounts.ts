@@ -4,6 +4,7 @@ import type { AppDeps } from '../../deps.js';
 import { changeAccount, createAccount } from '../../services/accounts.js';
 import { notFound } from '../../domain/errors.js';
 import { findAccountById, listAccounts } from '../../storage/repositories/accounts.js';
+import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
 import { AccountCreateSchema, AccountParamsSchema, AccountPatchSchema, AccountSchema, accountToJson } from '../schemas/admin.js';
 
 const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
@@ -14,9 +15,15 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
     '/admin/accounts',
     {
       config: { scope: 'admin' },
-      schema: { ...ADMIN, summary: 'List accounts', response: { 200: Type.Array(AccountSchema) } },
+      schema: {
+        ...ADMIN,
+        summary: 'List accounts',
+        description: PAGING_NOTE,
+        querystring: Type.Object(PageQueryProperties),
+        response: { 200: ListOrPage(AccountSchema) },
+      },
     },
-    async () => (await listAccounts(deps.db)).map(accountToJson),
+    async (request) => answerList(request.query, (page) => listAccounts(deps.db, page), (account) => account.id, accountToJson),
   );
 
   app.post(

@@ -18,6 +18,7 @@ import {
   clientToJson,
 } from '../schemas/admin.js';
 import { iso } from '../../domain/time.js';
+import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
 
 const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
 type ScopesInput = string[] | string;
@@ -53,11 +54,18 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/admin/accounts/:id/clients',
     {
       config: { scope: 'admin' },
-      schema: { ...ADMIN, summary: "List an account's clients (never their secrets)", params: AccountParamsSchema, response: { 200: Type.Array(ClientSchema) } },
+      schema: {
+        ...ADMIN,
+        summary: "List an account's clients (never their secrets)",
+        description: PAGING_NOTE,
+        params: AccountParamsSchema,
+        querystring: Type.Object(PageQueryProperties),
+        response: { 200: ListOrPage(ClientSchema) },
+      },
     },
     async (request) => {
       const account = await requireAccount(deps.db, request.params.id);
-      return (await listOAuthClients(deps.db, account.id)).map(clientToJson);
+      return answerList(request.query, (page) => listOAuthClients(deps.db, account.id, page), (client) => client.clientId, clientToJson);
     },
   );
 

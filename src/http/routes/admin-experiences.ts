@@ -13,6 +13,7 @@ import {
   ExperienceUpdateSchema,
   experienceToJson,
 } from '../schemas/experience.js';
+import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
 
 const ADMIN = {
   tags: ['admin'],
@@ -34,9 +35,15 @@ export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Prom
     '/admin/experiences',
     {
       config: { scope: 'admin' },
-      schema: { ...ADMIN, summary: "List an account's experiences", description: ACCOUNT_NOTE, response: { 200: Type.Array(ExperienceSchema) } },
+      schema: {
+        ...ADMIN,
+        summary: "List an account's experiences",
+        description: `${ACCOUNT_NOTE} ${PAGING_NOTE}`,
+        querystring: Type.Object({ ...ActingAccountQuerySchema.properties, ...PageQueryProperties }),
+        response: { 200: ListOrPage(ExperienceSchema) },
+      },
     },
-    async (request) => (await listExperiences(deps.db, request.auth.accountId)).map(experienceToJson),
+    async (request) => answerList(request.query, (page) => listExperiences(deps.db, request.auth.accountId, page), (experience) => experience.id, experienceToJson),
   );
 
   app.post(

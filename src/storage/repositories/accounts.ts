@@ -1,3 +1,4 @@
+import type { Page } from './page.js';
 import type { Executor } from '../database.js';
 import type { AccountsTable } from '../tables/index.js';
 import { newId } from '../../domain/ids.js';
@@ -36,9 +37,11 @@ export async function findAccountByIdOrName(db: Executor, idOrName: string): Pro
   return row && toAccount(row);
 }
 
-export async function listAccounts(db: Executor): Promise<Account[]> {
-  const rows = await db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute();
-  return rows.map(toAccount);
+export async function listAccounts(db: Executor, page: Page = {}): Promise<Account[]> {
+  let query = db.selectFrom('accounts').selectAll().orderBy('id');
+  if (page.after !== undefined) query = query.where('id', '>', page.after);
+  if (page.limit !== undefined) query = query.limit(page.limit);
+  return (await query.execute()).map(toAccount);
 }
 
 export async function updateAccount(db: Executor, id: string, patch: { name?: string; active?: boolean }): Promise<Account | undefined> {

@@ -1,3 +1,4 @@
+import type { Page } from './page.js';
 import type { Executor } from '../database.js';
 import type { ExperiencesTable, PrizesTable } from '../tables/index.js';
 
@@ -101,13 +102,16 @@ export interface PrizeWrite extends Omit<Prize, 'stock'> {
   stock?: number | null;
 }
 
-export async function listExperiences(db: Executor, accountId: string): Promise<Experience[]> {
-  const rows = await db.selectFrom('experiences').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+export async function listExperiences(db: Executor, accountId: string, page: Page = {}): Promise<Experience[]> {
+  let query = db.selectFrom('experiences').selectAll().where('account_id', '=', accountId).orderBy('id');
+  if (page.after !== undefined) query = query.where('id', '>', page.after);
+  if (page.limit !== undefined) query = query.limit(page.limit);
+  const rows = await query.execute();
   if (rows.length === 0) return [];
   const prizes = await db
     .selectFrom('prizes')
     .selectAll()
-    .where('experience_id', 'in', (eb) => eb.selectFrom('experiences').select('id').where('account_id', '=', accountId))
+    .where('experience_id', 'in', rows.map((row) => row.id))
     .execute();
   const byExperience = new Map<string, PrizesTable[]>();
   for (const prize of prizes) byExperience.set(prize.experience_id, [...(byExperience.get(prize.experience_id) ?? []), prize]);

@@ -1,3 +1,4 @@
+import type { Page } from './page.js';
 import type { Executor } from '../database.js';
 import type { OAuthClientsTable } from '../tables/index.js';
 import { precompiled } from '../precompiled.js';
@@ -73,9 +74,11 @@ export async function findOAuthClient(db: Executor, clientId: string): Promise<O
   return row && toOAuthClient(row);
 }
 
-export async function listOAuthClients(db: Executor, accountId: string): Promise<OAuthClient[]> {
-  const rows = await db.selectFrom('oauth_clients').selectAll().where('account_id', '=', accountId).orderBy('created_at').execute();
-  return rows.map(toOAuthClient);
+export async function listOAuthClients(db: Executor, accountId: string, page: Page = {}): Promise<OAuthClient[]> {
+  let query = db.selectFrom('oauth_clients').selectAll().where('account_id', '=', accountId).orderBy('client_id');
+  if (page.after !== undefined) query = query.where('client_id', '>', page.after);
+  if (page.limit !== undefined) query = query.limit(page.limit);
+  return (await query.execute()).map(toOAuthClient);
 }
 
 /** New secret becomes current; the old one stays valid until `previousValidUntil`. */
