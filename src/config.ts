@@ -11,6 +11,8 @@ export interface Config {
   tokenTtlMs: number;
   /** Base64 of 32 bytes, or undefined when it must be generated (SQLite only). */
   secretKey: string | undefined;
+  /** SECRET_KEY_PREVIOUS: keys that still decrypt what they sealed (a key rotation, docs/deployment.md). */
+  secretKeyPrevious: string[];
   retryMaxAttempts: number;
   retryIntervalMs: number;
   callbackTimeoutMs: number;
@@ -90,6 +92,11 @@ export function loadConfig(env: Env = process.env): Config {
     if (Buffer.from(raw, 'base64').length !== 32) throw new Error('expected 32 bytes encoded in base64 (openssl rand -base64 32)');
     return raw;
   });
+  const secretKeyPrevious = read<string[]>('SECRET_KEY_PREVIOUS', [], (raw) => {
+    const keys = raw.split(',').map((key) => key.trim()).filter((key) => key !== '');
+    for (const key of keys) if (Buffer.from(key, 'base64').length !== 32) throw new Error('expected comma-separated keys of 32 bytes encoded in base64');
+    return keys;
+  });
   if (!secretKey && !databaseUrl.startsWith('sqlite:')) {
     problems.push('SECRET_KEY: required with PostgreSQL (32 bytes in base64: openssl rand -base64 32)');
   }
@@ -102,6 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl,
     tokenTtlMs: read('TOKEN_TTL', 3_600_000, duration(1000)),
     secretKey,
+    secretKeyPrevious,
     retryMaxAttempts: read('RETRY_MAX_ATTEMPTS', 5, integer(1, 100)),
     retryIntervalMs: read('RETRY_INTERVAL', 3 * 3_600_000, duration(1)),
     callbackTimeoutMs: read('CALLBACK_TIMEOUT', 10_000, duration(1)),

@@ -70,7 +70,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
   const clock = options.clock ?? Date.now;
   const storage = openStorage(config.databaseUrl, options);
   try {
-    const box = new SecretBox(resolveSecretKey(config));
+    const box = new SecretBox(resolveSecretKey(config), config.secretKeyPrevious);
     if (options.prepare !== false) await migrateToLatest(storage.db);
     const keys = new KeyStore(storage.db, box, clock);
     if (options.prepare !== false) await keys.ensureSigningKey();

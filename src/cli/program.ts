@@ -11,6 +11,7 @@ import {
 } from '../services/accounts.js';
 import { findAccountByIdOrName } from '../storage/repositories/accounts.js';
 import { importExperiences } from '../services/experiences.js';
+import { reencryptSecrets } from '../services/reencrypt-secrets.js';
 import { DomainError, invalid, notFound } from '../domain/errors.js';
 import { parseImportFile } from '../domain/experiences/import-file.js';
 import { migrateToLatest } from '../storage/migrations/index.js';
@@ -146,6 +147,19 @@ export function buildProgram(io: CliIo): Command {
         const account = await requireAccount(deps, options.account);
         const imported = await importExperiences(deps.db, account.id, inputs, deps.clock());
         return { imported: imported.map(({ id, name }) => ({ id, name })) };
+      }),
+    );
+
+  const secrets = program.command('secrets').description('secrets stored encrypted with SECRET_KEY (callback credentials, signing secrets, token signing keys)');
+  secrets
+    .command('reencrypt')
+    .description('seal every stored secret with the current SECRET_KEY, reading older ones with SECRET_KEY_PREVIOUS; in batches, safe to interrupt and run again')
+    .option('--batch-size <rows>', 'rows per transaction', '500')
+    .action((options: { batchSize: string }) =>
+      withDeps(io, async (deps) => {
+        const batchSize = Number(options.batchSize);
+        if (!Number.isInteger(batchSize) || batchSize < 1) throw invalid('--batch-size must be a whole number ≥ 1');
+        return reencryptSecrets(deps.db, deps.box, { batchSize });
       }),
     );
 

@@ -5,7 +5,7 @@ import type { SecretBox } from '../domain/crypto/secret-box.js';
 import { iso } from '../domain/time.js';
 
 export const TOKEN_ALGORITHM = 'EdDSA';
-const KEY_PURPOSE = 'signing-key';
+export const KEY_PURPOSE = 'signing-key';
 /** Keys can be rotated by another process (`rewards keys rotate`): re-read them this often. */
 const RELOAD_INTERVAL_MS = 30_000;
 /** An unknown `kid` triggers a reload at most this often, so forged kids cannot hammer the database. */

@@ -26,7 +26,7 @@ export function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-const secretPurpose = (rowId: string) => `webhook-signing-secret:${rowId}`;
+export const secretPurpose = (rowId: string) => `webhook-signing-secret:${rowId}`;
 
 /** The owner as stored: a subscription belongs to an account; a default secret has no subscription. */
 export interface SecretOwnerRef {

@@ -107,7 +107,7 @@ for (const dialect of testDialects()) {
     it('--help lists every command group, and each command has its own help', async () => {
       const help = await rewards('--help');
       assert.equal(help.code, 0);
-      for (const command of ['serve', 'migrate', 'accounts', 'clients', 'experiences', 'keys']) assert.match(help.stdout, new RegExp(`\\b${command}\\b`));
+      for (const command of ['serve', 'migrate', 'accounts', 'clients', 'experiences', 'keys', 'secrets']) assert.match(help.stdout, new RegExp(`\\b${command}\\b`));
       const importHelp = await rewards('experiences', 'import', '--help');
       assert.equal(importHelp.code, 0);
       assert.match(importHelp.stdout, /--account <idOrName>/);

@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createDeps, type Deps } from '../../src/deps.js';
 import { createAccount, createClient } from '../../src/services/accounts.js';
 import { SCOPES } from '../../src/domain/tokens/scopes.js';
-import { createPostgresSchema, postgresUrl, type TestDialect } from './databases.js';
+import { createPostgresSchema, postgresUrl, postgresUrlWithSchema, type TestDialect } from './databases.js';
 
 // Storage and worker tests start here: the service's dependencies without the HTTP app, whose
 // routes, schemas and documentation cost each test file a noticeable part of its start.
@@ -23,6 +23,8 @@ export interface TestDatabase {
   deps: Deps;
   config: Config;
   dataDir: string;
+  /** DATABASE_URL for another process or a CLI run on the same database (PostgreSQL: with its schema). */
+  databaseUrl: string;
   /** A new account with one client holding `scopes` (default: every scope but admin). */
   createClientAccount(name?: string, scopes?: string[]): Promise<ClientCredentials>;
   close(): Promise<void>;
@@ -52,6 +54,7 @@ export async function startTestDatabase(dialect: TestDialect, env: Record<string
     deps,
     config,
     dataDir,
+    databaseUrl: pgSchema ? postgresUrlWithSchema(pgSchema.schema) : config.databaseUrl,
     async createClientAccount(name, scopes) {
       counter += 1;
       const account = await createAccount(deps.db, name ?? `account-${counter}-${randomBytes(3).toString('hex')}`);
