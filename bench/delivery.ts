@@ -182,7 +182,7 @@ export async function preload(storage: Storage, tenant: { accountId: string; sub
       await insertNotifications(tx, batch);
       await enqueueDeliveries(
         tx,
-        batch.map((row) => row.id),
+        batch.map((row) => ({ notificationId: row.id })),
         { now },
       );
     }

@@ -8,6 +8,7 @@ import type { AppDeps } from './deps.js';
 import { errorsPlugin, formatSchemaErrors, sendProblem } from './http/plugins/errors.js';
 import { protectRoutes } from './http/plugins/auth.js';
 import { validatorCompiler } from './schema-validation.js';
+import { WEBHOOKS } from './http/schemas/webhooks.js';
 import { lazyRequestLogger } from './http/request-logger.js';
 import { healthRoutes } from './http/routes/health.js';
 import { jwksRoute } from './http/routes/jwks.js';
@@ -92,6 +93,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
         description: 'Reward requests, webhook subscriptions, signed notifications and request events. Every resource path exists under /v1 and /v2.',
       },
       servers: [{ url: deps.config.publicUrl }],
+      webhooks: WEBHOOKS,
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },

@@ -19,14 +19,21 @@ export const DELIVERY_RUNS_WITHOUT_OUTCOME = 20;
 /** At most one delivery job per notification exists at a time (it is deleted when it completes). */
 export const deliveryJobKey = (notificationId: string) => `deliver:${notificationId}`;
 
-/** Inside the caller's transaction: one delivery job per notification, due at `runAt` (default now), leased to `leaseTo`'s worker as far as it has room. */
-export async function enqueueDeliveries(tx: Executor, notificationIds: string[], options: { runAt?: number; now: number; leaseTo?: LeaseOffer | undefined }): Promise<void> {
+/**
+ * Inside the caller's transaction: one delivery job per notification, due at its `runAt` (default
+ * now), leased to `leaseTo`'s worker as far as it has room. One statement whatever the times.
+ */
+export async function enqueueDeliveries(
+  tx: Executor,
+  deliveries: ReadonlyArray<{ notificationId: string; runAt?: number }>,
+  options: { now: number; leaseTo?: LeaseOffer | undefined },
+): Promise<void> {
   await enqueueJobs(
     tx,
-    notificationIds.map((notificationId) => ({
+    deliveries.map(({ notificationId, runAt }) => ({
       kind: DELIVER_NOTIFICATION,
       payload: { notificationId } satisfies DeliverNotificationPayload,
-      runAt: options.runAt ?? options.now,
+      runAt: runAt ?? options.now,
       dedupeKey: deliveryJobKey(notificationId),
       maxAttempts: DELIVERY_RUNS_WITHOUT_OUTCOME,
     })),
@@ -48,7 +55,7 @@ export async function scheduleManualRetry(db: Db, signals: JobSignals, notificat
       .where('dedupe_key', '=', key)
       .where('locked_by', 'is', null)
       .executeTakeFirst();
-    if (Number(moved.numUpdatedRows) === 0) await enqueueDeliveries(tx, [notificationId], { now });
+    if (Number(moved.numUpdatedRows) === 0) await enqueueDeliveries(tx, [{ notificationId }], { now });
     await markNotificationPending(tx, notificationId, now);
     await notifyOtherProcesses(tx);
     return findNotification(tx, notificationId);

@@ -28,14 +28,17 @@ export interface SubscriptionsContext {
   now: number;
 }
 
-function throwIfAny(errors: FieldError[]): void {
-  if (errors.length > 0) throw invalid('request body', errors);
+function throwIfAny(errors: FieldError[], what = 'request body'): void {
+  if (errors.length > 0) throw invalid(what, errors);
 }
 
-/** Save-time SSRF check of every URL the callback makes the service call. */
-async function checkCallbackDestinations(changes: SubscriptionChanges, allowPrivate: boolean): Promise<void> {
+/**
+ * SSRF check of every URL the callback makes the service call: at save time, and before a test
+ * send (the policy or DNS may have changed since). Paths are prefixed with `at`.
+ */
+export async function checkCallbackDestinations(changes: SubscriptionChanges, allowPrivate: boolean, at = 'body.callback'): Promise<void> {
   if (!changes.callback) return;
-  const targets = [{ path: 'body.callback.url', url: changes.callback.url }, ...authorizationUrls(changes.callback.authorization, 'body.callback.authorization')];
+  const targets = [{ path: `${at}.url`, url: changes.callback.url }, ...authorizationUrls(changes.callback.authorization, `${at}.authorization`)];
   const errors: FieldError[] = [];
   for (const target of targets) {
     try {
@@ -45,7 +48,7 @@ async function checkCallbackDestinations(changes: SubscriptionChanges, allowPriv
       errors.push({ path: target.path, message: error.message });
     }
   }
-  throwIfAny(errors);
+  throwIfAny(errors, at === 'body.callback' ? 'request body' : 'the subscription\'s callback is refused by the address policy');
 }
 
 export interface CreatedSubscription {

@@ -30,6 +30,7 @@ const CLASSIFIED: Record<string, Kind> = {
   'DELETE /subscriptions/:subscriptionId': { resource: 'subscription' },
   'GET /subscriptions/:subscriptionId/secret': { resource: 'subscription' },
   'POST /subscriptions/:subscriptionId/secret/rotate': { resource: 'subscription' },
+  'POST /subscriptions/:subscriptionId/test': { resource: 'subscription' },
   'GET /signing-secret': { account: true },
   'POST /signing-secret/rotate': { account: true },
   'POST /requests': { account: true },

@@ -30,7 +30,7 @@ for (const dialect of testDialects()) {
       );
       await t.deps.db.transaction().execute(async (tx) => {
         await insertNotifications(tx, rows);
-        await enqueueDeliveries(tx, rows.map((row) => row.id), { now });
+        await enqueueDeliveries(tx, rows.map((row) => ({ notificationId: row.id })), { now });
       });
       const jobs = await claimDueJobs(t.deps.db, { workerId: 'w-test', kinds: [DELIVER_NOTIFICATION], limit: count, leaseMs: 60_000 });
       assert.equal(jobs.length, count);

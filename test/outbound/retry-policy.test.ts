@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decideAfterAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter } from '../../src/domain/notifications/retry-policy.js';
+import { decideAfterAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter, RETRY_JITTER } from '../../src/domain/notifications/retry-policy.js';
 
 const now = new Date('2024-05-01T12:00:00.000Z');
 const HOUR = 3_600_000;
@@ -38,6 +38,27 @@ describe('retry policy', () => {
     assert.deepEqual(decideAfterAttempt({ ...base, statusCode: 429, retryAfter: '10' }), at(3 * HOUR));
     assert.deepEqual(decideAfterAttempt({ ...base, statusCode: 500, retryAfter: String(10 * 3600) }), at(3 * HOUR));
     assert.deepEqual(decideAfterAttempt({ ...base, statusCode: 503, retryAfter: 'soon' }), at(3 * HOUR));
+  });
+
+  it('spreads retries by ±20 % around RETRY_INTERVAL; the number of attempts does not change', () => {
+    assert.equal(RETRY_JITTER, 0.2);
+    assert.deepEqual(decideAfterAttempt({ ...base, statusCode: 500, jitter: 0 }), at(0.8 * 3 * HOUR));
+    assert.deepEqual(decideAfterAttempt({ ...base, statusCode: 500, jitter: 0.5 }), at(3 * HOUR));
+    assert.deepEqual(decideAfterAttempt({ ...base, statusCode: 500, jitter: 0.75 }), at(1.1 * 3 * HOUR));
+    const delays = Array.from({ length: 1000 }, () => {
+      const decision = decideAfterAttempt({ ...base, statusCode: 500, jitter: Math.random() });
+      assert.equal(decision.kind, 'retry');
+      return (decision as { at: Date }).at.getTime() - now.getTime();
+    });
+    assert.ok(Math.min(...delays) >= 0.8 * 3 * HOUR && Math.max(...delays) <= 1.2 * 3 * HOUR);
+    // Spread, not a herd: the draws cover the range (ten bins of 2 % each all hit).
+    assert.equal(new Set(delays.map((delay) => Math.floor(((delay / (3 * HOUR) - 0.8) / 0.4) * 10))).size, 10);
+    assert.deepEqual(decideAfterAttempt({ ...base, attempt: 5, statusCode: 500, jitter: 0 }), { kind: 'failed' });
+  });
+
+  it('a Retry-After stays a lower bound under jitter', () => {
+    assert.deepEqual(decideAfterAttempt({ ...base, statusCode: 429, retryAfter: String(3 * 3600), jitter: 0 }), at(3 * HOUR));
+    assert.deepEqual(decideAfterAttempt({ ...base, statusCode: 429, retryAfter: String(3 * 3600), jitter: 0.99 }), at(Math.round(3 * HOUR * (1 + 0.2 * 0.98))));
   });
 
   it('parses Retry-After as seconds or an HTTP date', () => {

@@ -21,7 +21,7 @@ for (const dialect of testDialects()) {
       return openStorage(postgresUrl(), { schema: schema.schema, poolSize: 2 });
     }
 
-    it("007: a notification's schedule moves to its delivery job; existing rows and jobs are kept", async () => {
+    it("007: a notification's schedule moves to its delivery job; 008: it is not a test send; existing rows and jobs are kept", async () => {
       const storage = await olderDatabase();
       cleanups.unshift(() => storage.close());
       await migrateTo(storage.db, '006_jobs_kind_index');
@@ -29,12 +29,17 @@ for (const dialect of testDialects()) {
                 values ('msg_old', 'acc_1', 'req_1', null, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 1, 5000, 1000, 1000)`.execute(storage.db);
       await sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, dedupe_key, created_at, updated_at)
                 values ('job_old', 'deliver-notification', '{"notificationId":"msg_old"}', 'pending', 5000, 1, 20, 'deliver:msg_old', 1000, 1000)`.execute(storage.db);
-      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['007_notifications_schedule_in_jobs']);
+      assert.deepEqual((await migrateTo(storage.db, '007_notifications_schedule_in_jobs')).applied, ['007_notifications_schedule_in_jobs']);
       const row = (await sql<Record<string, unknown>>`select * from notifications`.execute(storage.db)).rows[0]!;
       assert.equal(row.id, 'msg_old');
       assert.equal('next_attempt_at' in row, false, 'the column is gone');
       assert.equal(Number(row.attempt_count), 1);
       assert.equal((await sql`select id from jobs`.execute(storage.db)).rows.length, 1);
+
+      // 008: existing notifications are not test sends.
+      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['008_notifications_test_flag']);
+      const upgraded = (await sql<Record<string, unknown>>`select * from notifications`.execute(storage.db)).rows[0]!;
+      assert.equal(Number(upgraded.test), 0);
     });
   });
 }

@@ -20,6 +20,7 @@ export function toNotificationResource(row: NotificationRow) {
     updatedAt: iso(row.updated_at),
     completedAt: isoOrNull(row.completed_at),
     payload: JSON.parse(row.payload) as Record<string, unknown>,
+    test: row.test === 1,
   };
 }
 

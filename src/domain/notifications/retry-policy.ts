@@ -3,13 +3,17 @@
  *
  * - Success is any 2xx. Everything else is a failure: 3xx (redirects are never followed), 4xx,
  *   5xx, and no response at all (timeout, connection or TLS error → `statusCode` undefined).
- * - The first attempt is immediate; each later one comes `retryIntervalMs` after the failure, or
- *   later when a 429/503 carries a longer `Retry-After`. Retry-After is capped at 24 h so a
- *   receiver cannot park a notification forever.
+ * - The first attempt is immediate; each later one comes `retryIntervalMs` ± 20 % after the
+ *   failure (RETRY_JITTER: the retries of an outage's backlog come back spread, not as one herd),
+ *   or later when a 429/503 carries a longer `Retry-After`, which stays a lower bound. Retry-After
+ *   is capped at 24 h so a receiver cannot park a notification forever.
  * - After `maxAttempts` attempts in total (the first included) the notification is failed.
  */
 
 export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
+
+/** Retries are spread over RETRY_INTERVAL × (1 ± RETRY_JITTER). */
+export const RETRY_JITTER = 0.2;
 
 export type RetryDecision = { kind: 'succeeded' } | { kind: 'retry'; at: Date } | { kind: 'failed' };
 
@@ -23,6 +27,8 @@ export interface AttemptOutcome {
   /** The raw `Retry-After` header of the answer, if any. */
   retryAfter?: string;
   now: Date;
+  /** A uniform draw in [0, 1) that places the retry within the jitter (the caller's Math.random()); 0.5, or none, is the interval itself. */
+  jitter?: number;
 }
 
 export function isSuccessStatus(statusCode: number | undefined): boolean {
@@ -52,7 +58,7 @@ export function parseRetryAfter(value: string | undefined, now: Date): number | 
 export function decideAfterAttempt(outcome: AttemptOutcome): RetryDecision {
   if (isSuccessStatus(outcome.statusCode)) return { kind: 'succeeded' };
   if (outcome.attempt >= outcome.maxAttempts) return { kind: 'failed' };
-  let delayMs = outcome.retryIntervalMs;
+  let delayMs = Math.round(outcome.retryIntervalMs * (1 + RETRY_JITTER * (2 * (outcome.jitter ?? 0.5) - 1)));
   if (honoursRetryAfter(outcome.statusCode)) {
     const requested = parseRetryAfter(outcome.retryAfter, outcome.now);
     if (requested !== undefined) delayMs = Math.max(delayMs, Math.min(requested, MAX_RETRY_AFTER_MS));

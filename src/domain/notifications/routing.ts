@@ -1,3 +1,5 @@
+import type { SubscriptionEvent } from '../subscriptions/types.js';
+
 /**
  * Where a notification goes (PRODUCT.md §7). The most specific level wins:
  *  1. the request's own callback URL for the event;
@@ -8,6 +10,16 @@
  *     active one gets a delivery.
  */
 export type NotificationEvent = 'registered-requests' | 'processed-requests';
+
+/** Subscriptions store the singular event name the seed shows; notifications carry the plural. */
+export const SUBSCRIPTION_EVENT_OF: Record<NotificationEvent, SubscriptionEvent> = {
+  'registered-requests': 'registered-request',
+  'processed-requests': 'processed-request',
+};
+export const NOTIFICATION_EVENT_OF: Record<SubscriptionEvent, NotificationEvent> = {
+  'registered-request': 'registered-requests',
+  'processed-request': 'processed-requests',
+};
 
 export interface RoutableRequest {
   experience: string;

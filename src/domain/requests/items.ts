@@ -3,41 +3,8 @@ import { CANCEL_REASONS } from './error-codes.js';
 import { rewardValueOf, type ExperienceSnapshot } from './registration.js';
 import { iso } from '../time.js';
 
-/** Delivered item: exactly the seed's table. Every member is always present; a string that does not apply is "". */
-export interface DeliveredItem {
-  value: number;
-  quantity: number;
-  name: string;
-  title: string;
-  deliveryDetail: {
-    timestamp: string;
-    info: {
-      name: 'delivered';
-      bucket: string;
-      coupon: string;
-      paymentId: string;
-      requestId: string;
-      triggerId: string;
-      rewardId: string;
-      description: string;
-    };
-    forwarded: boolean;
-  };
-}
-
-/** Canceled item: exactly the seed's table. */
-export interface CanceledItem {
-  value: number;
-  quantity: number;
-  priceless: boolean;
-  name: string;
-  title: string;
-  deliveryDetail: {
-    timestamp: string;
-    info: { name: 'canceled'; reason: string; reasonCode: number; description: string; paymentId: string };
-    forwarded: boolean;
-  };
-}
+export type { CanceledItem, DeliveredItem } from '../notifications/payload-schemas.js';
+import type { CanceledItem, DeliveredItem } from '../notifications/payload-schemas.js';
 
 /** What taking stock gave for one prize. */
 export type Allocation = 'taken' | 'out-of-stock' | 'unavailable';

@@ -1,25 +1,10 @@
 import type { Tx } from '../../storage/database.js';
 import type { LeaseOffer } from '../../storage/queue/index.js';
-import type { CanceledItem, DeliveredItem } from './items.js';
 import type { RewardRequest } from './request.js';
 import { iso } from '../time.js';
 
-/** Body of a `registered-requests` notification: exactly the seed's table. */
-export interface RegisteredRequestsPayload {
-  id: string;
-  rewardValue?: number;
-  errorCode?: string;
-  message?: string;
-}
-
-/** Body of a `processed-requests` notification: exactly the seed's table. */
-export interface ProcessedRequestsPayload {
-  id: string;
-  rewardValue?: number;
-  concluded: string;
-  delivered: DeliveredItem[];
-  canceled: CanceledItem[];
-}
+export type { ProcessedRequestsPayload, RegisteredRequestsPayload } from '../notifications/payload-schemas.js';
+import type { ProcessedRequestsPayload, RegisteredRequestsPayload } from '../notifications/payload-schemas.js';
 
 /**
  * A state change that the notification engine reports. `registered` and `rejected` both become

@@ -28,7 +28,7 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /**
  * Headers the service sets itself or that would break the HTTP exchange. PRODUCT.md §5 lists the
- * first six and `webhook-*`; User-Agent and the event header are set on every call (docs/delivery.md);
+ * first six and `webhook-*`; User-Agent and the event header are set on every call, the test header on a test send (docs/delivery.md);
  * the rest are hop-by-hop headers the HTTP client refuses to send.
  */
 const RESERVED_HEADERS = new Set([
@@ -47,6 +47,7 @@ const RESERVED_HEADERS = new Set([
   'trailer',
   'proxy-authorization',
   'proxy-connection',
+  'x-webhook-test',
 ]);
 
 export function validateCustomHeaders(headers: Record<string, string>, path: string): FieldError[] {

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource, toSubscriptionResource } from '../../domain/subscriptions/mapping.js';
 import { loadSigningSecrets, rotateSigningSecret } from '../../services/signing-secrets.js';
+import { sendTestNotification } from '../../services/test-sends.js';
 import {
   createSubscription,
   deleteSubscription,
@@ -163,6 +164,31 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       const rotated = await rotateSigningSecret(deps.db, deps.box, { accountId, subscriptionId }, deps.clock());
       if (!rotated) throw notFound('subscription');
       return toRotatedSecretResource(rotated);
+    },
+  );
+
+  app.post(
+    '/subscriptions/:subscriptionId/test',
+    {
+      config: write,
+      schema: {
+        tags: TAGS,
+        summary: 'Send a test notification',
+        description:
+          "One notification of the subscription's event with a sample body of the contract's shape (ids `req_test_…`), " +
+          'through the normal path: URL, authorization, custom headers and signature as they are now. It carries `x-webhook-test: true`, ' +
+          'appears in the delivery log with `"test": true`, gets one attempt and no retry, and is sent to an inactive subscription too. ' +
+          'A callback URL the address policy now refuses is a 400, and nothing is sent.',
+        security: SECURITY,
+        params: SubscriptionParamsSchema,
+        querystring: OperatorQuerySchema,
+        response: { 202: Type.Object({ notificationId: Type.String({ description: 'the delivery log entry; also the webhook-id' }) }) },
+      },
+    },
+    async (request, reply) => {
+      const notificationId = await sendTestNotification({ ...context(deps), signals: deps.signals }, request.auth.accountId, request.params.subscriptionId);
+      if (!notificationId) throw notFound('subscription');
+      return reply.code(202).send({ notificationId });
     },
   );
 }

@@ -19,6 +19,7 @@ export const NotificationSchema = Type.Object({
   updatedAt: Type.String({ format: 'date-time' }),
   completedAt: Nullable(Type.String({ format: 'date-time' })),
   payload: Type.Object({}, { additionalProperties: true }),
+  test: Type.Boolean({ description: 'a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver' }),
 });
 
 export const NotificationAttemptSchema = Type.Object({

@@ -1,5 +1,8 @@
 import { Type } from 'typebox';
 import { PARTNER_EVENT_NAMES } from '../../domain/requests/events.js';
+import { CanceledItemSchema, DeliveredItemSchema } from '../../domain/notifications/payload-schemas.js';
+
+export { CanceledItemSchema, DeliveredItemSchema };
 
 /** JSON shapes of the request and request-event endpoints (seed tables, PRODUCT.md §6). */
 
@@ -17,48 +20,6 @@ export const CreateRequestBody = Type.Object(
 export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Literal('received') });
 
 export const RequestIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
-
-const DeliveryTimestamp = Type.String({ format: 'date-time' });
-
-export const DeliveredItemSchema = Type.Object({
-  value: Type.Number(),
-  quantity: Type.Number(),
-  name: Type.String({ description: 'experience name' }),
-  title: Type.String({ description: 'experience title' }),
-  deliveryDetail: Type.Object({
-    timestamp: DeliveryTimestamp,
-    info: Type.Object({
-      name: Type.Literal('delivered'),
-      bucket: Type.String(),
-      coupon: Type.String({ description: 'coupon code of a coupon prize, else ""' }),
-      paymentId: Type.String({ description: 'payment id of a payment prize, else ""' }),
-      requestId: Type.String(),
-      triggerId: Type.String({ description: 'the request\'s event ("" when none)' }),
-      rewardId: Type.String({ description: 'prize id' }),
-      description: Type.String(),
-    }),
-    forwarded: Type.Boolean({ description: 'true for physical prizes, handed to a delivery partner' }),
-  }),
-});
-
-export const CanceledItemSchema = Type.Object({
-  value: Type.Number(),
-  quantity: Type.Number(),
-  priceless: Type.Boolean({ description: 'true when the prize has value 0' }),
-  name: Type.String(),
-  title: Type.String(),
-  deliveryDetail: Type.Object({
-    timestamp: DeliveryTimestamp,
-    info: Type.Object({
-      name: Type.Literal('canceled'),
-      reason: Type.String(),
-      reasonCode: Type.Integer({ description: '1 out of stock, 2 prize no longer offered' }),
-      description: Type.String(),
-      paymentId: Type.String(),
-    }),
-    forwarded: Type.Boolean(),
-  }),
-});
 
 export const RequestView = Type.Object({
   id: Type.String(),

@@ -7,6 +7,7 @@ import * as m004 from './004_requests_jobs.js';
 import * as m005 from './005_notifications.js';
 import * as m006 from './006_jobs_kind_index.js';
 import * as m007 from './007_notifications_schedule_in_jobs.js';
+import * as m008 from './008_notifications_test_flag.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '005_notifications': m005,
   '006_jobs_kind_index': m006,
   '007_notifications_schedule_in_jobs': m007,
+  '008_notifications_test_flag': m008,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

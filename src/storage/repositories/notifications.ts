@@ -131,7 +131,7 @@ export async function markNotificationPending(db: Executor, id: string, at: numb
 
 /** A new notification, pending and due now; its id (`msg_…`) becomes the `webhook-id`. */
 export function newNotificationRow(
-  input: { accountId: string; requestId: string; subscriptionId: string | null; event: NotificationsTable['event']; url: string; payload: string },
+  input: { accountId: string; requestId: string; subscriptionId: string | null; event: NotificationsTable['event']; url: string; payload: string; test?: boolean },
   now: number,
 ): NotificationsTable {
   return {
@@ -149,5 +149,6 @@ export function newNotificationRow(
     created_at: now,
     updated_at: now,
     completed_at: null,
+    test: input.test ? 1 : 0,
   };
 }

@@ -20,6 +20,8 @@ export interface NotificationsTable {
   created_at: number;
   updated_at: number;
   completed_at: number | null;
+  /** 1 for a test send: one attempt, sent to an inactive subscription too, marked in the log and to the receiver. */
+  test: number;
 }
 
 export interface NotificationAttemptsTable {

@@ -74,13 +74,10 @@ export class AttemptLogWriter {
       // One time for the whole group commit, so that the same outcome is one UPDATE.
       const now = Math.max(...recorded.map((settlement) => settlement.now));
       await recordAttempts(tx, recorded.map((settlement) => ({ ...settlement, now })));
-      const retries = new Map<number, string[]>();
-      for (const settlement of recorded) {
-        if (settlement.nextAttemptAt !== null) {
-          retries.set(settlement.nextAttemptAt, [...(retries.get(settlement.nextAttemptAt) ?? []), settlement.attempt.notification_id]);
-        }
-      }
-      for (const [runAt, ids] of retries) await enqueueDeliveries(tx, ids, { runAt, now: settlements[0]!.now });
+      const retries = recorded.flatMap((settlement) =>
+        settlement.nextAttemptAt === null ? [] : [{ notificationId: settlement.attempt.notification_id, runAt: settlement.nextAttemptAt }],
+      );
+      await enqueueDeliveries(tx, retries, { now: settlements[0]!.now });
       return heldIds;
     });
   }

@@ -70,7 +70,7 @@ interface DeliveryContext {
 /** Reads what this attempt sends and where: a subscription's callback as it is now, or the request's own URL. */
 async function prepareAttempt({ deps, cache }: DeliveryContext, row: NotificationForDelivery): Promise<Prepared> {
   const now = deps.clock();
-  const base = { body: row.payload, eventType: row.event, msgId: row.id };
+  const base = { body: row.payload, eventType: row.event, msgId: row.id, ...(row.test === 1 ? { test: true } : {}) };
   const secretsOf = (owner: { subscriptionId: string } | { accountId: string }, key: string) =>
     cache.get(`secrets:${key}`, async () => (await loadSigningSecrets(deps.db, deps.box, owner, now)).map((s) => s.secret));
   if (row.subscription_id === null) {
@@ -82,7 +82,8 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
     loadDeliveryTarget(deps.db, deps.box, subscriptionId),
   );
   if (!target) return { refused: 'the subscription was deleted', url: row.url };
-  if (!target.active) return { refused: 'the subscription is inactive', url: target.url };
+  // A test send goes to an inactive subscription too: that is when people test.
+  if (!target.active && row.test !== 1) return { refused: 'the subscription is inactive', url: target.url };
   return {
     input: {
       ...base,
@@ -120,11 +121,13 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
       ? ({ kind: 'failed' } as const)
       : decideAfterAttempt({
           attempt,
-          maxAttempts: deps.config.retryMaxAttempts,
+          // A test send gets one attempt: its outcome is the answer to "does my endpoint work?".
+          maxAttempts: row.test === 1 ? 1 : deps.config.retryMaxAttempts,
           retryIntervalMs: deps.config.retryIntervalMs,
           statusCode: result.statusCode,
           retryAfter: result.retryAfter,
           now: new Date(now),
+          jitter: Math.random(),
         });
   const recorded = await context.log.settle({
     job,

@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.js';
 import type { OutcomeRecorder, RequestOutcome } from '../../domain/requests/outcomes.js';
-import { routeNotification, type NotificationEvent } from '../../domain/notifications/routing.js';
+import { routeNotification, SUBSCRIPTION_EVENT_OF, type NotificationEvent } from '../../domain/notifications/routing.js';
 import type { Tx } from '../../storage/database.js';
 import { insertNotifications, newNotificationRow } from '../../storage/repositories/notifications.js';
 import { listSubscriptionsForEvent, type SubscriptionRoute } from '../../storage/repositories/subscriptions.js';
@@ -9,12 +9,6 @@ import { enqueueDeliveries } from '../../services/schedule-delivery.js';
 export function notificationEventOf(outcome: RequestOutcome): NotificationEvent {
   return outcome.kind === 'processed' ? 'processed-requests' : 'registered-requests';
 }
-
-/** Subscriptions store the singular event name the seed shows. */
-const SUBSCRIPTION_EVENT: Record<NotificationEvent, string> = {
-  'registered-requests': 'registered-request',
-  'processed-requests': 'processed-request',
-};
 
 /**
  * The worker registers or processes up to 256 requests in one transaction, usually of few
@@ -27,7 +21,7 @@ function subscriptionReader(tx: Tx): (accountId: string, event: NotificationEven
   return (accountId, event) => {
     const key = `${accountId}\u0000${event}`;
     let found = read.get(key);
-    if (!found) read.set(key, (found = listSubscriptionsForEvent(tx, accountId, SUBSCRIPTION_EVENT[event])));
+    if (!found) read.set(key, (found = listSubscriptionsForEvent(tx, accountId, SUBSCRIPTION_EVENT_OF[event])));
     return found;
   };
 }
@@ -75,7 +69,7 @@ export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
       await insertNotifications(tx, chunk);
-      await enqueueDeliveries(tx, chunk.map((row) => row.id), { now, leaseTo: batch?.leaseTo });
+      await enqueueDeliveries(tx, chunk.map((row) => ({ notificationId: row.id })), { now, leaseTo: batch?.leaseTo });
     }
   };
 }

@@ -1,4 +1,5 @@
 import { buildWebhookHeaders } from '../../domain/notifications/signing.js';
+import { TEST_SEND_HEADER } from '../../domain/notifications/test-sample.js';
 import { planCallbackAuth, type CallbackAuthorization, type CallbackCredential } from './callback-auth.js';
 import { USER_AGENT, type OutboundHttpClient, type OutboundResponse } from './http-client.js';
 import type { OAuth2TokenCache } from './oauth2-token-cache.js';
@@ -16,7 +17,7 @@ export const EVENT_TYPE_HEADER = 'x-webhook-event';
 export const MAX_LOGGED_RESPONSE_BYTES = 1024;
 
 /** Headers a subscription may not set; checked at save time, and here again because it is cheap. */
-const RESERVED_HEADER = /^(host|content-length|content-type|transfer-encoding|connection|authorization|user-agent|x-webhook-event|webhook-.*)$/i;
+const RESERVED_HEADER = /^(host|content-length|content-type|transfer-encoding|connection|authorization|user-agent|x-webhook-event|x-webhook-test|webhook-.*)$/i;
 
 export interface DeliveryAttemptInput {
   url: string;
@@ -31,6 +32,8 @@ export interface DeliveryAttemptInput {
   customHeaders?: Record<string, string> | null;
   /** Unix seconds for `webhook-timestamp`; defaults to now. */
   timestamp?: number;
+  /** A test send: the call carries `x-webhook-test: true`. */
+  test?: boolean;
 }
 
 export interface AttemptResult {
@@ -86,6 +89,7 @@ export async function deliverAttempt(input: DeliveryAttemptInput, deps: Delivery
         'content-type': 'application/json',
         'user-agent': USER_AGENT,
         [EVENT_TYPE_HEADER]: input.eventType,
+        ...(input.test ? { [TEST_SEND_HEADER]: 'true' } : {}),
       },
       buildWebhookHeaders({
         msgId: input.msgId,

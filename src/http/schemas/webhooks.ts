@@ -1,0 +1,54 @@
+import { ProcessedRequestsPayloadSchema, RegisteredRequestsPayloadSchema } from '../../domain/notifications/payload-schemas.js';
+
+/**
+ * The OpenAPI 3.1 `webhooks` map: the two notifications this service sends, with their headers
+ * and bodies. The bodies are the schemas the payload builders are typed by
+ * (domain/notifications/payload-schemas.ts), so the document cannot drift from what is sent.
+ */
+const header = (name: string, description: string, required = true, example?: string) => ({
+  name,
+  in: 'header' as const,
+  required,
+  description,
+  schema: { type: 'string' as const, ...(example ? { example } : {}) },
+});
+
+const HEADERS = [
+  header('webhook-id', 'the notification id (`msg_…`): the same on every retry; deduplicate on it', true, 'msg_01j9z3k8w0000000000000000'),
+  header('webhook-timestamp', 'Unix seconds of this attempt; refuse stale ones', true, '1732450000'),
+  header('webhook-signature', 'Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, several space-separated during a secret rotation'),
+  header('x-webhook-event', '`registered-requests` or `processed-requests`'),
+  header('x-webhook-test', '`true` on a test send (POST /subscriptions/{id}/test); absent otherwise', false),
+  header('authorization', "from the subscription's authorization (Bearer, Basic, or an OAuth2 access token); absent for none or mTLS alone", false),
+];
+
+const RESPONSES = {
+  '2XX': { description: 'received: any 2xx ends the notification as succeeded' },
+  default: { description: 'anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured' },
+};
+
+function webhook(summary: string, description: string, schema: object) {
+  return {
+    post: {
+      summary,
+      description,
+      tags: ['notifications'],
+      parameters: HEADERS,
+      requestBody: { required: true, content: { 'application/json': { schema } } },
+      responses: RESPONSES,
+    },
+  };
+}
+
+export const WEBHOOKS = {
+  'registered-requests': webhook(
+    'A request was registered or rejected',
+    'Registered: `{id, rewardValue?}`. Rejected: `{id, errorCode, message}`. Sent to the subscriptions of the event, or to the request\'s own `registeredCallbackUrl`.',
+    RegisteredRequestsPayloadSchema,
+  ),
+  'processed-requests': webhook(
+    'A request was processed into delivered and canceled prizes',
+    'Sent to the subscriptions of the event, or to the request\'s own `processedCallbackUrl`.',
+    ProcessedRequestsPayloadSchema,
+  ),
+};
