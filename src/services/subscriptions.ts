@@ -33,10 +33,15 @@ function throwIfAny(errors: FieldError[], what = 'request body'): void {
 }
 
 /**
- * SSRF check of every URL the callback makes the service call: at save time, and before a test
- * send (the policy or DNS may have changed since). Paths are prefixed with `at`.
+ * SSRF check of every URL the callback makes the service call: at save time (a request body's
+ * members), and before a test send (the policy or DNS may have changed since): `at` prefixes the
+ * error paths and `what` names the refused thing.
  */
-export async function checkCallbackDestinations(changes: SubscriptionChanges, allowPrivate: boolean, at = 'body.callback'): Promise<void> {
+export async function checkCallbackDestinations(
+  changes: SubscriptionChanges,
+  allowPrivate: boolean,
+  { at = 'body.callback', what = 'request body' }: { at?: string; what?: string } = {},
+): Promise<void> {
   if (!changes.callback) return;
   const targets = [{ path: `${at}.url`, url: changes.callback.url }, ...authorizationUrls(changes.callback.authorization, `${at}.authorization`)];
   const errors: FieldError[] = [];
@@ -48,7 +53,7 @@ export async function checkCallbackDestinations(changes: SubscriptionChanges, al
       errors.push({ path: target.path, message: error.message });
     }
   }
-  throwIfAny(errors, at === 'body.callback' ? 'request body' : 'the subscription\'s callback is refused by the address policy');
+  throwIfAny(errors, what);
 }
 
 export interface CreatedSubscription {

@@ -17,7 +17,7 @@ import { checkCallbackDestinations, getSubscription, type SubscriptionsContext }
 export async function sendTestNotification(ctx: SubscriptionsContext & { signals: JobSignals }, accountId: string, subscriptionId: string): Promise<string | undefined> {
   const subscription = await getSubscription(ctx.db, ctx.box, accountId, subscriptionId);
   if (!subscription) return undefined;
-  await checkCallbackDestinations({ callback: subscription.callback }, ctx.allowPrivateNetworks, 'callback');
+  await checkCallbackDestinations({ callback: subscription.callback }, ctx.allowPrivateNetworks, { at: 'callback', what: "the subscription's callback, refused by the address policy" });
   const requestId = newId('req_test', ctx.now);
   const row = newNotificationRow(
     {

@@ -239,3 +239,44 @@ for (const dialect of testDialects()) {
     });
   });
 }
+
+for (const dialect of testDialects()) {
+  describe(`retries are spread by the jitter [${dialect}]`, () => {
+    let t: TestApp;
+    let worker: JobWorker;
+    let receiver: Receiver;
+    before(async () => {
+      t = await startTestApp(dialect, { RETRY_INTERVAL: '1h', RETRY_MAX_ATTEMPTS: '3' });
+      worker = startWorker(t.deps, { pollIntervalMs: 25 });
+      receiver = await startHttpReceiver(() => ({ status: 503 }));
+    });
+    after(async () => {
+      await worker.stop();
+      await receiver.close();
+      await t.close();
+    });
+
+    it('each failed notification waits RETRY_INTERVAL ± 20 %, drawn per notification', async () => {
+      const client = await t.createClientAccount();
+      const token = await t.token(client);
+      await insertExperience(t.deps.db, client.accountId, { name: 'summer', prizes: [{ id: 'cpn', value: 10, stock: null }] });
+      const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', callback: { url: `${receiver.url}/down` } } });
+      assert.equal(created.status, 201);
+      for (let i = 0; i < 12; i++) assert.equal((await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer' } })).status, 202);
+      const waiting = await eventually(async () => {
+        const page = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${created.body._id}&limit=50`, { token })).body.data;
+        return page.length === 12 && page.every((n: any) => n.attemptCount === 1 && n.nextAttemptAt !== null) && page;
+      }, 15_000, 'twelve notifications waiting for their second attempt');
+      const hour = 3_600_000;
+      const delays = [];
+      for (const notification of waiting) {
+        const detail = (await api(t.url, 'GET', `/v2/notifications/${notification.id}`, { token })).body;
+        const delay = Date.parse(notification.nextAttemptAt) - Date.parse(detail.attempts[0].at);
+        assert.ok(delay >= 0.8 * hour && delay <= 1.2 * hour + 5_000, `${notification.id}: ${delay} ms`);
+        delays.push(delay);
+      }
+      // Drawn per notification: twelve failures in one burst do not come back together.
+      assert.ok(Math.max(...delays) - Math.min(...delays) > 60_000, JSON.stringify(delays));
+    });
+  });
+}

@@ -178,6 +178,7 @@ for (const dialect of testDialects()) {
       assert.equal(refused.status, 400, JSON.stringify(refused.body));
       assert.equal(refused.body.errors[0].path, 'callback.url');
       assert.match(refused.body.errors[0].message, /loopback/);
+      assert.match(refused.body.detail, /address policy/);
       assert.equal((await t.deps.db.selectFrom('notifications').select('id').execute()).length, 0);
     });
   });
