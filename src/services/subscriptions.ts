@@ -12,6 +12,7 @@ import {
   lockAccountSubscriptions,
   updateSubscriptionRow,
 } from '../storage/repositories/subscriptions.js';
+import { restartFailureRun } from '../storage/repositories/subscription-health.js';
 import { authorizationUrls, restoreMaskedSecrets } from '../domain/subscriptions/authorization.js';
 import { encryptAuthorization, rowToSubscription, subscriptionToRow } from '../domain/subscriptions/mapping.js';
 import { createSigningSecret, type SigningSecret } from './signing-secrets.js';
@@ -78,6 +79,8 @@ export async function createSubscription(ctx: SubscriptionsContext, accountId: s
     callback,
     createdAt: ctx.now,
     updatedAt: ctx.now,
+    disabled: null,
+    rateLimit: changes.rateLimit ?? null,
   };
   return ctx.db.transaction().execute(async (trx) => {
     await lockAccountSubscriptions(trx, accountId);
@@ -109,8 +112,15 @@ export async function updateSubscription(ctx: SubscriptionsContext, accountId: s
     experiences: changes.experiences ?? stored.experiences,
     callback: changes.callback ?? stored.callback,
     updatedAt: Math.max(ctx.now, stored.createdAt),
+    // Turning it on again is the owner's answer to an auto-disable: the reason goes.
+    disabled: changes.active === true ? null : stored.disabled,
+    rateLimit: changes.rateLimit === undefined ? stored.rateLimit : changes.rateLimit,
   };
-  const found = await updateSubscriptionRow(ctx.db, accountId, id, {
+  const reenabled = stored.disabled !== null && updated.disabled === null;
+  const found = await ctx.db.transaction().execute(async (tx) => {
+    // Its run of failures starts over, or the next failed attempt would switch it off again at once.
+    if (reenabled) await restartFailureRun(tx, id);
+    return updateSubscriptionRow(tx, accountId, id, {
     event: updated.event,
     description: updated.description,
     active: updated.active ? 1 : 0,
@@ -119,6 +129,10 @@ export async function updateSubscription(ctx: SubscriptionsContext, accountId: s
     callback_authorization_encrypted: encryptAuthorization(ctx.box, id, updated.callback.authorization),
     callback_custom_headers: JSON.stringify(updated.callback.customHeaders),
     updated_at: updated.updatedAt,
+    disabled_reason: updated.disabled?.reason ?? null,
+    disabled_at: updated.disabled?.at ?? null,
+    rate_limit: updated.rateLimit,
+    });
   });
   return found ? updated : undefined;
 }

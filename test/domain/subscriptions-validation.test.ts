@@ -77,6 +77,7 @@ describe('subscription validation: whole body', () => {
       active: true,
       experiences: [],
       callback: { url: 'https://h.example.com/', authorization: null, customHeaders: {} },
+      rateLimit: null,
     });
   });
 

@@ -30,6 +30,8 @@ export function rowToSubscription(row: SubscriptionsTable, box: SecretBox): Subs
     },
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    disabled: row.disabled_reason !== null ? { reason: row.disabled_reason, at: row.disabled_at ?? row.updated_at } : null,
+    rateLimit: row.rate_limit,
   };
 }
 
@@ -46,6 +48,9 @@ export function subscriptionToRow(subscription: Subscription, box: SecretBox): S
     callback_custom_headers: JSON.stringify(subscription.callback.customHeaders),
     created_at: subscription.createdAt,
     updated_at: subscription.updatedAt,
+    disabled_reason: subscription.disabled?.reason ?? null,
+    disabled_at: subscription.disabled?.at ?? null,
+    rate_limit: subscription.rateLimit,
   };
 }
 
@@ -60,6 +65,9 @@ export interface SubscriptionResource {
   callback: { url: string; authorization?: CallbackAuthorization; customHeaders: Record<string, string> };
   createdAt: string;
   updatedAt: string;
+  rateLimit?: number;
+  disabledReason?: string;
+  disabledAt?: string;
 }
 
 export function toSubscriptionResource(subscription: Subscription): SubscriptionResource {
@@ -74,6 +82,8 @@ export function toSubscriptionResource(subscription: Subscription): Subscription
     callback: { url, ...(authorization ? { authorization: maskAuthorization(authorization) } : {}), customHeaders },
     createdAt: iso(subscription.createdAt),
     updatedAt: iso(subscription.updatedAt),
+    ...(subscription.rateLimit !== null ? { rateLimit: subscription.rateLimit } : {}),
+    ...(subscription.disabled ? { disabledReason: subscription.disabled.reason, disabledAt: iso(subscription.disabled.at) } : {}),
   };
 }
 

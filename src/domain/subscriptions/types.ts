@@ -42,6 +42,10 @@ export interface Subscription {
   callback: CallbackConfig;
   createdAt: number;
   updatedAt: number;
+  /** Set when the service switched it off (auto-disable, docs/delivery-operations.md); null otherwise. */
+  disabled: { reason: string; at: number } | null;
+  /** Deliveries per second at most, across every worker; null = no limit. */
+  rateLimit: number | null;
 }
 
 /** A create or update body once its JSON shape is checked (http/schemas/subscription.ts). */
@@ -55,6 +59,7 @@ export interface SubscriptionBody {
   active?: boolean;
   experiences?: string[];
   callback?: CallbackBody;
+  rateLimit?: number | null;
 }
 
 export interface CallbackBody {
@@ -71,6 +76,8 @@ export interface SubscriptionChanges {
   experiences?: string[];
   /** authorization may still hold masked values, resolved against the stored secrets. */
   callback?: CallbackConfig;
+  /** null removes the limit. */
+  rateLimit?: number | null;
 }
 
 export type { FieldError } from '../errors.js';
@@ -84,6 +91,8 @@ export const LIMITS = {
   headerNameLength: 256,
   headerValueLength: 8192,
   secretLength: 8192,
+  /** Deliveries per second a subscription may be limited to (rateLimit: 1 … this). */
+  rateLimit: 10_000,
 } as const;
 
 export interface SigningSecret {

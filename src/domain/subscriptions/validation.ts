@@ -142,6 +142,13 @@ export function parseSubscriptionBody(
     errors.push(...validateExperiences(body.experiences, 'body.experiences'));
     changes.experiences = [...body.experiences];
   }
+  if (body.rateLimit !== undefined) {
+    const limit = body.rateLimit;
+    if (limit !== null && (!Number.isInteger(limit) || limit < 1 || limit > LIMITS.rateLimit)) {
+      errors.push({ path: 'body.rateLimit', message: `must be a whole number of deliveries per second from 1 to ${LIMITS.rateLimit}, or null for no limit` });
+    }
+    changes.rateLimit = limit;
+  }
   if (body.callback !== undefined) {
     const parsed = parseCallback(body.callback, 'body.callback');
     errors.push(...parsed.errors);
@@ -151,6 +158,7 @@ export function parseSubscriptionBody(
     changes.description ??= '';
     changes.active ??= true;
     changes.experiences ??= [];
+    changes.rateLimit ??= null;
   }
   return { changes, errors };
 }

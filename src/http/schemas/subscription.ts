@@ -54,6 +54,11 @@ export const SubscriptionBodySchema = Type.Object(
     active: Type.Optional(Type.Boolean()),
     experiences: Type.Optional(Type.Array(Type.String(), { maxItems: 100, description: 'experience names; [] = every experience' })),
     callback: Type.Optional(CallbackInput),
+    rateLimit: Type.Optional(
+      Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()], {
+        description: 'deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit',
+      }),
+    ),
     _id: Type.Optional(Type.String({ description: 'read-only: may be echoed back unchanged' })),
     accountId: Type.Optional(Type.String({ description: 'read-only: may be echoed back unchanged' })),
     createdAt: Type.Optional(Type.String({ description: 'read-only: ignored' })),
@@ -76,6 +81,9 @@ export const SubscriptionSchema = Type.Object({
   }),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
+  rateLimit: Type.Optional(Type.Integer({ minimum: 1, description: 'deliveries per second at most; absent = no limit' })),
+  disabledReason: Type.Optional(Type.String({ description: 'present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it' })),
+  disabledAt: Type.Optional(Type.String({ format: 'date-time' })),
 });
 
 export const CreatedSubscriptionSchema = Type.Object({

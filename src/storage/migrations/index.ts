@@ -8,6 +8,7 @@ import * as m005 from './005_notifications.js';
 import * as m006 from './006_jobs_kind_index.js';
 import * as m007 from './007_notifications_schedule_in_jobs.js';
 import * as m008 from './008_notifications_test_flag.js';
+import * as m009 from './009_delivery_operations.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '006_jobs_kind_index': m006,
   '007_notifications_schedule_in_jobs': m007,
   '008_notifications_test_flag': m008,
+  '009_delivery_operations': m009,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -83,6 +83,11 @@ export interface SubscriptionsTable {
   callback_custom_headers: string;
   created_at: number;
   updated_at: number;
+  /** Set when the service switched the subscription off (auto-disable); cleared when it is re-enabled. */
+  disabled_reason: string | null;
+  disabled_at: number | null;
+  /** Deliveries per second at most, across every worker; null = no limit. */
+  rate_limit: number | null;
 }
 
 /** Standard Webhooks secrets of a subscription, or of an account's default (subscription_id null). */
@@ -97,12 +102,42 @@ export interface WebhookSigningSecretsTable {
   expires_at: number | null;
 }
 
+import type { HISTOGRAM_COLUMNS } from '../migrations/009_delivery_operations.js';
 import type { IdempotencyKeysTable, JobsTable, RequestEventsTable, RequestsTable } from './requests-jobs.js';
 
 export type { IdempotencyKeysTable, JobsTable, RequestEventsTable, RequestsTable } from './requests-jobs.js';
 import type { NotificationAttemptsTable, NotificationsTable } from './notifications.js';
 
 export type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from './notifications.js';
+
+/** Attempts of one subscription in one hour (`hour`: its start, epoch ms); `le_N`: latency histogram buckets (ms). */
+export type SubscriptionStatsTable = {
+  subscription_id: string;
+  hour: number;
+  succeeded: number;
+  retry: number;
+  failed: number;
+} & Record<(typeof HISTOGRAM_COLUMNS)[number], number>;
+
+/** A subscription's last success and failure and its current run of failed attempts. */
+export interface SubscriptionHealthTable {
+  subscription_id: string;
+  last_success_at: number | null;
+  last_success_status: number | null;
+  last_failure_at: number | null;
+  last_failure_status: number | null;
+  last_failure_error: string | null;
+  consecutive_failures: number;
+  /** When the current run of failures began (null when the last attempt succeeded). */
+  failing_since: number | null;
+}
+
+/** A rate-limited subscription's current one-second window and the deliveries it granted. */
+export interface SubscriptionRateWindowsTable {
+  subscription_id: string;
+  window_start: number;
+  granted: number;
+}
 
 export interface Database {
   accounts: AccountsTable;
@@ -118,4 +153,7 @@ export interface Database {
   webhook_signing_secrets: WebhookSigningSecretsTable;
   notifications: NotificationsTable;
   notification_attempts: NotificationAttemptsTable;
+  subscription_stats: SubscriptionStatsTable;
+  subscription_health: SubscriptionHealthTable;
+  subscription_rate_windows: SubscriptionRateWindowsTable;
 }
