@@ -42,7 +42,7 @@ export interface Subscription {
   callback: CallbackConfig;
   createdAt: number;
   updatedAt: number;
-  /** Set when the service switched it off (auto-disable, docs/delivery-operations.md); null otherwise. */
+  /** Set when the service switched it off (auto-disable, docs/subscriptions.md); null otherwise. */
   disabled: { reason: string; at: number } | null;
   /** Deliveries per second at most, across every worker; null = no limit. */
   rateLimit: number | null;

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { epochMs } from './types.js';
 
 /**
- * Delivery operations (docs/delivery-operations.md): endpoint health, auto-disable, recovery and
+ * Delivery operations (docs/subscriptions.md): endpoint health, auto-disable, recovery and
  * per-subscription rate limits.
  *
  * - `subscriptions`: why and when the service switched a subscription off, and its rate limit.
