@@ -11,6 +11,8 @@ import { benchIngest } from './ingest.js';
 import { benchDelivery } from './delivery.js';
 import { benchBacklog } from './backlog.js';
 import { benchScaleOut } from './scale-out.js';
+import { benchRecovery } from './recovery.js';
+import { benchStats } from './stats.js';
 import { pinLoadGenerator, PINNING, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
 /** `pinned`: this process (the load generator) on core 0 and the servers it starts on core 1 (see lib.ts). */
@@ -22,6 +24,8 @@ const ENTRIES: Entry[] = [
   { name: 'delivery', pinned: false, run: benchDelivery },
   { name: 'backlog', pinned: false, run: benchBacklog },
   { name: 'scale-out', pinned: false, run: benchScaleOut },
+  { name: 'recovery', pinned: false, run: benchRecovery },
+  { name: 'stats', pinned: false, run: benchStats },
 ];
 
 const args = process.argv.slice(2);

@@ -15,6 +15,8 @@ export interface Config {
   secretKeyPrevious: string[];
   retryMaxAttempts: number;
   retryIntervalMs: number;
+  /** SUBSCRIPTION_DISABLE_AFTER: a subscription whose every attempt failed this long is switched off; 0 = never. */
+  subscriptionDisableAfterMs: number;
   callbackTimeoutMs: number;
   callbackAllowPrivateNetworks: boolean;
   mtlsCertFile: string | undefined;
@@ -112,6 +114,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretKeyPrevious,
     retryMaxAttempts: read('RETRY_MAX_ATTEMPTS', 5, integer(1, 100)),
     retryIntervalMs: read('RETRY_INTERVAL', 3 * 3_600_000, duration(1)),
+    subscriptionDisableAfterMs: read('SUBSCRIPTION_DISABLE_AFTER', 5 * 86_400_000, (raw) => (raw.trim() === '0' ? 0 : duration(1)(raw))),
     callbackTimeoutMs: read('CALLBACK_TIMEOUT', 10_000, duration(1)),
     callbackAllowPrivateNetworks: read('CALLBACK_ALLOW_PRIVATE_NETWORKS', false, boolean),
     mtlsCertFile: read<string | undefined>('MTLS_CERT_FILE', undefined, (raw) => raw),

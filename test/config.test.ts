@@ -15,7 +15,14 @@ describe('configuration from the environment', () => {
     assert.equal(config.callbackTimeoutMs, 10_000);
     assert.equal(config.callbackAllowPrivateNetworks, false);
     assert.equal(config.logLevel, 'info');
+    assert.equal(config.subscriptionDisableAfterMs, 5 * 86_400_000);
     assert.ok(Object.isFrozen(config));
+  });
+
+  it('SUBSCRIPTION_DISABLE_AFTER takes a duration, or 0 for never', () => {
+    assert.equal(loadConfig({ SUBSCRIPTION_DISABLE_AFTER: '0' }).subscriptionDisableAfterMs, 0);
+    assert.equal(loadConfig({ SUBSCRIPTION_DISABLE_AFTER: '36h' }).subscriptionDisableAfterMs, 36 * 3_600_000);
+    assert.throws(() => loadConfig({ SUBSCRIPTION_DISABLE_AFTER: '5' }), /SUBSCRIPTION_DISABLE_AFTER/);
   });
 
   it('parses durations with units', () => {

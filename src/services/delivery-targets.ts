@@ -20,6 +20,8 @@ export interface DeliveryTarget {
   /** Plain secrets: Basic is base64 `user:password` and Bearer the token, both without the scheme. */
   authorization: CallbackAuthorization | null;
   customHeaders: Record<string, string>;
+  /** Deliveries per second at most (rate-limiter.ts); null: no limit. */
+  rateLimit: number | null;
 }
 
 /** The subscription's callback as it is now (each retry reads it again); undefined once deleted. */
@@ -35,5 +37,6 @@ export async function loadDeliveryTarget(db: Executor, box: SecretBox, subscript
     url: subscription.callback.url,
     authorization: subscription.callback.authorization,
     customHeaders: subscription.callback.customHeaders,
+    rateLimit: subscription.rateLimit,
   };
 }

@@ -16,6 +16,7 @@ import { restartFailureRun } from '../storage/repositories/subscription-health.j
 import { authorizationUrls, restoreMaskedSecrets } from '../domain/subscriptions/authorization.js';
 import { encryptAuthorization, rowToSubscription, subscriptionToRow } from '../domain/subscriptions/mapping.js';
 import { createSigningSecret, type SigningSecret } from './signing-secrets.js';
+import { liftsRateLimit, releaseRateLimitedDeliveries } from './rate-limit.js';
 import { LIMITS, type FieldError, type Subscription, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from '../domain/subscriptions/types.js';
 import { parseSubscriptionBody } from '../domain/subscriptions/validation.js';
 
@@ -120,6 +121,8 @@ export async function updateSubscription(ctx: SubscriptionsContext, accountId: s
   const found = await ctx.db.transaction().execute(async (tx) => {
     // Its run of failures starts over, or the next failed attempt would switch it off again at once.
     if (reenabled) await restartFailureRun(tx, id);
+    // Rate limit (rate-limit.ts): deliveries waiting for their turn under a removed or raised limit are due now.
+    if (liftsRateLimit(stored.rateLimit, updated.rateLimit)) await releaseRateLimitedDeliveries(tx, id, ctx.now);
     return updateSubscriptionRow(tx, accountId, id, {
     event: updated.event,
     description: updated.description,

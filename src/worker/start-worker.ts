@@ -1,5 +1,7 @@
 import type { Deps } from '../deps.js';
+import { STATS_RETENTION_MS } from '../domain/notifications/endpoint-health.js';
 import { deleteExpiredIdempotencyKeys } from '../storage/repositories/idempotency-keys.js';
+import { deleteStatsBefore } from '../storage/repositories/subscription-health.js';
 import { startJobWorker, type JobWorker, type JobWorkerOptions } from './job-worker.js';
 import { buildJobHandlers, type BuildHandlersOptions } from './registry.js';
 
@@ -14,14 +16,19 @@ export function startWorker(deps: Deps, overrides: WorkerOverrides = {}): JobWor
   );
 }
 
-const IDEMPOTENCY_PURGE_INTERVAL_MS = 10 * 60_000;
+const PURGE_INTERVAL_MS = 10 * 60_000;
 
-/** BACKGROUND_TASKS entry: the job worker plus the hourly-ish purge of expired Idempotency-Keys. */
+/** Deletes what has outlived its use: expired Idempotency-Keys, endpoint-health buckets older than the longest stats window. */
+export async function purgeExpired(deps: Deps): Promise<void> {
+  const now = deps.clock();
+  await deleteExpiredIdempotencyKeys(deps.db, now).catch((error) => deps.log.warn({ err: error }, 'idempotency key purge failed'));
+  await deleteStatsBefore(deps.db, now - STATS_RETENTION_MS).catch((error) => deps.log.warn({ err: error }, 'endpoint health purge failed'));
+}
+
+/** BACKGROUND_TASKS entry: the job worker plus, every ten minutes, purgeExpired. */
 export async function startJobWorkerTask(deps: Deps): Promise<{ stop(): Promise<void> }> {
   const worker = startWorker(deps);
-  const purge = setInterval(() => {
-    deleteExpiredIdempotencyKeys(deps.db, deps.clock()).catch((error) => deps.log.warn({ err: error }, 'idempotency key purge failed'));
-  }, IDEMPOTENCY_PURGE_INTERVAL_MS);
+  const purge = setInterval(() => void purgeExpired(deps), PURGE_INTERVAL_MS);
   purge.unref();
   deps.log.info({ workerId: worker.workerId }, 'job worker started');
   return {

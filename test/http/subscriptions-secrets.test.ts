@@ -182,6 +182,7 @@ for (const dialect of testDialects()) {
         url: 'http://127.0.0.1:9/h',
         authorization: null,
         customHeaders: { 'X-Shop': '42' },
+        rateLimit: null,
       });
       assert.equal(await loadDeliveryTarget(t.deps.db, t.deps.box, 'sub_unknown'), undefined);
     });

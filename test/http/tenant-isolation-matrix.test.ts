@@ -31,6 +31,8 @@ const CLASSIFIED: Record<string, Kind> = {
   'GET /subscriptions/:subscriptionId/secret': { resource: 'subscription' },
   'POST /subscriptions/:subscriptionId/secret/rotate': { resource: 'subscription' },
   'POST /subscriptions/:subscriptionId/test': { resource: 'subscription' },
+  'POST /subscriptions/:subscriptionId/recover': { resource: 'subscription' },
+  'GET /subscriptions/:subscriptionId/stats': { resource: 'subscription' },
   'GET /signing-secret': { account: true },
   'POST /signing-secret/rotate': { account: true },
   'POST /requests': { account: true },
@@ -137,6 +139,7 @@ for (const dialect of testDialects()) {
     const VALID_BODIES: Record<string, unknown> = {
       'PUT /subscriptions/:subscriptionId': { description: 'changed by another account?' },
       'POST /request/:id/events': { name: 'pedido-entregue', refId: 'partner-1' },
+      'POST /subscriptions/:subscriptionId/recover': { since: new Date(Date.now() - 3_600_000).toISOString() },
     };
     const call = (route: RegisteredRoute, path: string, token?: string) =>
       api(t.url, route.method, path, {

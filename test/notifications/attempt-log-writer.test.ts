@@ -43,6 +43,7 @@ for (const dialect of testDialects()) {
       status: 'pending',
       nextAttemptAt: Date.now() + 60_000,
       now: Date.now(),
+      countsFor: null,
     });
 
     it('an attempt the database refuses is rejected alone; the others of its commit are recorded', async () => {

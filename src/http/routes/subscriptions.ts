@@ -4,6 +4,9 @@ import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource, toSubscriptionResource } from '../../domain/subscriptions/mapping.js';
 import { loadSigningSecrets, rotateSigningSecret } from '../../services/signing-secrets.js';
 import { sendTestNotification } from '../../services/test-sends.js';
+import { recoverNotifications } from '../../services/recover-notifications.js';
+import { getEndpointStats } from '../../services/endpoint-health.js';
+import { isStatsWindow, STATS_WINDOWS } from '../../domain/notifications/endpoint-health.js';
 import {
   createSubscription,
   deleteSubscription,
@@ -16,6 +19,8 @@ import { ACCEPTED_EVENT_NAMES, normalizeEvent } from '../../domain/subscriptions
 import { invalid, notFound } from '../../domain/errors.js';
 import {
   CreatedSubscriptionSchema,
+  EndpointStatsSchema,
+  StatsQuerySchema,
   OperatorQuerySchema,
   SigningSecretSchema,
   SubscriptionBodySchema,
@@ -131,6 +136,33 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
   );
 
   app.get(
+    '/subscriptions/:subscriptionId/stats',
+    {
+      config: read,
+      schema: {
+        tags: TAGS,
+        summary: 'The endpoint’s health over a window',
+        description:
+          'Attempts by outcome, success rate, latency percentiles, the last success and failure, the current run of failed attempts and the ' +
+          'notifications still pending, read from a rollup kept with the attempt log (five-minute buckets: `1h` covers the last 60 to 65 minutes; ' +
+          'latency percentiles are estimated from a histogram). Test sends do not count. `lastSuccess`, `lastFailure` and `consecutiveFailures` ' +
+          'are not limited to the window.',
+        security: SECURITY,
+        params: SubscriptionParamsSchema,
+        querystring: StatsQuerySchema,
+        response: { 200: EndpointStatsSchema },
+      },
+    },
+    async (request) => {
+      const window = request.query.window ?? '24h';
+      if (!isStatsWindow(window)) throw invalid('request querystring', [{ path: 'querystring.window', message: `must be one of ${Object.keys(STATS_WINDOWS).join(', ')}` }]);
+      const stats = await getEndpointStats(deps.db, request.auth.accountId, request.params.subscriptionId, window, deps.clock());
+      if (!stats) throw notFound('subscription');
+      return stats;
+    },
+  );
+
+  app.get(
     '/subscriptions/:subscriptionId/secret',
     {
       config: read,
@@ -189,6 +221,41 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       const notificationId = await sendTestNotification({ ...context(deps), signals: deps.signals }, request.auth.accountId, request.params.subscriptionId);
       if (!notificationId) throw notFound('subscription');
       return reply.code(202).send({ notificationId });
+    },
+  );
+
+  app.post(
+    '/subscriptions/:subscriptionId/recover',
+    {
+      config: write,
+      schema: {
+        tags: TAGS,
+        summary: 'Send one more attempt of every notification that failed in a window',
+        description:
+          'Every notification of the subscription that ended `failed` with its completion time in [`since`, `until`) gets one new attempt now, ' +
+          'with its original `webhook-id` and body (receivers deduplicate by `webhook-id`); test sends are left out. `until` defaults to now and ' +
+          'is capped at the time of the call; the window is at most 30 days. A notification whose last failure used up RETRY_MAX_ATTEMPTS fails ' +
+          'again if this attempt fails. The notifications are taken in batches of 1,000, each in its own short transaction; a concurrent call ' +
+          'for an overlapping window skips what this one took, so nothing is sent twice. Answers how many notifications were taken. ' +
+          'An inactive subscription is a 409: turn it on first (its notifications are not sent while it is off).',
+        security: SECURITY,
+        params: SubscriptionParamsSchema,
+        querystring: OperatorQuerySchema,
+        body: Type.Object(
+          {
+            since: Type.String({ format: 'date-time', description: 'RFC 3339; failures completed at or after it' }),
+            until: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339; failures completed before it (default and cap: now)' })),
+          },
+          { additionalProperties: false },
+        ),
+        response: { 202: Type.Object({ recovered: Type.Integer({ minimum: 0, description: 'notifications given one more attempt' }) }) },
+      },
+    },
+    async (request, reply) => {
+      const { since, until } = request.body;
+      const recovered = await recoverNotifications({ db: deps.db, signals: deps.signals, clock: deps.clock }, request.auth.accountId, request.params.subscriptionId, { since, until });
+      if (recovered === undefined) throw notFound('subscription');
+      return reply.code(202).send({ recovered });
     },
   );
 }

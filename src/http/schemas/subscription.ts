@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 
 /**
  * JSON shapes of the subscription endpoints (seed "Subscription", PRODUCT.md §5). The schemas
@@ -108,4 +108,23 @@ export const SigningSecretSchema = Type.Object({
   secret: Type.String({ description: 'whsec_ + base64 of 32 random bytes (Standard Webhooks)' }),
   createdAt: Type.String({ format: 'date-time' }),
   previousSecretExpiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'the replaced secret keeps signing until then' })),
+});
+
+export const StatsQuerySchema = Type.Object({
+  window: Type.Optional(Type.String({ description: '1h | 24h | 7d (default 24h)' })),
+  accountId: Type.Optional(Type.String({ description: 'operators: act for this account' })),
+});
+
+const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const EndpointStatsSchema = Type.Object({
+  window: Type.String({ description: '1h | 24h | 7d' }),
+  since: Type.String({ format: 'date-time', description: 'start of the oldest five-minute bucket counted' }),
+  attempts: Type.Object({ succeeded: Type.Integer(), retry: Type.Integer(), failed: Type.Integer() }, { description: 'attempts in the window by outcome (retry: failed, another attempt scheduled)' }),
+  successRate: nullable(Type.Number({ minimum: 0, maximum: 1, description: 'succeeded / all attempts; null without attempts' })),
+  latencyMs: Type.Object({ p50: nullable(Type.Number()), p95: nullable(Type.Number()) }, { description: 'estimated from a histogram (1-2-5 steps from 1 ms to 30 s)' }),
+  lastSuccess: nullable(Type.Object({ at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()) })),
+  lastFailure: nullable(Type.Object({ at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()), error: nullable(Type.String()) })),
+  consecutiveFailures: Type.Integer({ description: 'failed attempts since the last success' }),
+  pending: Type.Integer({ description: 'notifications waiting for an attempt' }),
 });

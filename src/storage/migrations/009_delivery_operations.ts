@@ -6,14 +6,15 @@ import { epochMs } from './types.js';
  * per-subscription rate limits.
  *
  * - `subscriptions`: why and when the service switched a subscription off, and its rate limit.
- * - `subscription_stats`: attempts per subscription per hour (outcomes and a latency histogram),
- *   written in the transaction that logs the attempts, so `GET …/stats` sums at most 168 rows.
+ * - `subscription_stats`: attempts per subscription per five minutes (outcomes and a latency histogram),
+ *   written in the transaction that logs the attempts, so `GET …/stats` sums at most 2,016 rows (7 days).
  * - `subscription_health`: per subscription, the last success and failure and the current run of
  *   failures (what auto-disable reads), written with the attempt log too.
  * - `subscription_rate_windows`: the current one-second window of a rate-limited subscription and
  *   the deliveries it has granted, shared by every worker process.
- * - Two partial indexes on `notifications`: the pending ones of a subscription (stats, auto-disable)
- *   and the failed ones by completion time (recovery). They hold only the rows in those states.
+ * - Two partial indexes on `notifications`: the pending ones of a subscription, test sends aside
+ *   (stats count them from the index alone; auto-disable), and the failed ones by completion time
+ *   (recovery). They hold only the rows in those states.
  */
 export const HISTOGRAM_COLUMNS = [
   'le_1',
@@ -44,12 +45,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   let stats = db.schema
     .createTable('subscription_stats')
     .addColumn('subscription_id', 'text', (c) => c.notNull().references('subscriptions.id').onDelete('cascade'))
-    .addColumn('hour', epochMs(db), (c) => c.notNull())
+    .addColumn('bucket_start', epochMs(db), (c) => c.notNull())
     .addColumn('succeeded', 'integer', (c) => c.notNull().defaultTo(sql`0`))
     .addColumn('retry', 'integer', (c) => c.notNull().defaultTo(sql`0`))
     .addColumn('failed', 'integer', (c) => c.notNull().defaultTo(sql`0`));
   for (const column of HISTOGRAM_COLUMNS) stats = stats.addColumn(column, 'integer', (c) => c.notNull().defaultTo(sql`0`));
-  await stats.addPrimaryKeyConstraint('subscription_stats_pk', ['subscription_id', 'hour']).execute();
+  await stats.addPrimaryKeyConstraint('subscription_stats_pk', ['subscription_id', 'bucket_start']).execute();
 
   await db.schema
     .createTable('subscription_health')
@@ -74,7 +75,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .createIndex('notifications_subscription_pending_idx')
     .on('notifications')
     .column('subscription_id')
-    .where(sql.ref('status'), '=', 'pending')
+    .where((eb) => eb.and([eb(sql.ref('status'), '=', 'pending'), eb(sql.ref('test'), '=', 0)]))
     .execute();
   await db.schema
     .createIndex('notifications_subscription_failed_idx')

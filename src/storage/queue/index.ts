@@ -9,6 +9,7 @@ export { claimDueJobs, newLease, type ClaimOptions } from './claim-due-jobs.js';
 export { takeDueJobs } from './take-due-jobs.js';
 export { completeHeldJobs } from './complete-held-jobs.js';
 export { failHeldJob, type FailOptions } from './fail-held-job.js';
+export { postponeHeldJobs, type Postponement } from './postpone-held-jobs.js';
 export { extendHeldLeases } from './extend-held-leases.js';
 export { LeaseLostError, retryDelayMs, TRANSACTION_LEASE, type ClaimedJob, type Job, type Lease } from './job.js';
 export { JobSignals, type JobsEnqueuedListener } from './job-signals.js';

@@ -110,10 +110,10 @@ import type { NotificationAttemptsTable, NotificationsTable } from './notificati
 
 export type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from './notifications.js';
 
-/** Attempts of one subscription in one hour (`hour`: its start, epoch ms); `le_N`: latency histogram buckets (ms). */
+/** Attempts of one subscription in one five-minute bucket (its start, epoch ms); `le_N`: latency histogram (ms). */
 export type SubscriptionStatsTable = {
   subscription_id: string;
-  hour: number;
+  bucket_start: number;
   succeeded: number;
   retry: number;
   failed: number;

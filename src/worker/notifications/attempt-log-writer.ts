@@ -5,6 +5,7 @@ import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js'
 import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../storage/tables/index.js';
 import { enqueueDeliveries } from '../../services/schedule-delivery.js';
+import { recordEndpointHealth, type DisabledSubscription } from '../../services/endpoint-health.js';
 
 export interface AttemptSettlement {
   job: ClaimedJob;
@@ -12,6 +13,17 @@ export interface AttemptSettlement {
   status: NotificationStatus;
   nextAttemptAt: number | null;
   now: number;
+  /** The subscription whose endpoint health the attempt counts toward; null for test sends, refusals and request URLs. */
+  countsFor: string | null;
+}
+
+export interface AttemptLogOptions {
+  maxBatch?: number;
+  onLeaseLost?: () => void;
+  /** SUBSCRIPTION_DISABLE_AFTER in ms (0 = never). */
+  disableAfterMs?: number;
+  /** After the commit that switched a subscription off. */
+  onDisabled?: (disabled: DisabledSubscription) => void;
 }
 
 /** What an attempt's log says when its answer could not be stored as received. */
@@ -38,10 +50,9 @@ export class AttemptLogWriter {
 
   constructor(
     private readonly db: Db,
-    maxBatch = 256,
-    private readonly onLeaseLost: () => void = () => {},
+    private readonly options: AttemptLogOptions = {},
   ) {
-    this.#batcher = new Batcher({ gather: 5, maxBatch, isolateFailures: true, run: (settlements) => this.#record(settlements) });
+    this.#batcher = new Batcher({ gather: 5, maxBatch: options.maxBatch ?? 256, isolateFailures: true, run: (settlements) => this.#record(settlements) });
   }
 
   /** Resolves true once committed, false when the job's lease was lost meanwhile. */
@@ -50,24 +61,29 @@ export class AttemptLogWriter {
   }
 
   async #record(settlements: AttemptSettlement[]): Promise<boolean[]> {
-    let held: Set<string>;
+    let written: { held: Set<string>; disabled: DisabledSubscription[] };
     try {
-      held = await this.#write(settlements);
+      written = await this.#write(settlements);
     } catch (error) {
       if (settlements.length > 1) throw error;
       const [settlement] = settlements as [AttemptSettlement];
       const withoutAnswer = { ...settlement, attempt: { ...settlement.attempt, response_body: null, error: ANSWER_NOT_STORED } };
-      held = await this.#write([withoutAnswer]).catch(() => Promise.reject(error));
+      written = await this.#write([withoutAnswer]).catch(() => Promise.reject(error));
     }
+    for (const disabled of written.disabled) this.options.onDisabled?.(disabled);
     return settlements.map((settlement) => {
-      const recorded = held.has(settlement.job.id);
-      if (!recorded) this.onLeaseLost();
+      const recorded = written.held.has(settlement.job.id);
+      if (!recorded) this.options.onLeaseLost?.();
       return recorded;
     });
   }
 
-  /** One transaction: completes the jobs still held, logs their attempts, schedules their retries. Returns the held job ids. */
-  #write(settlements: AttemptSettlement[]): Promise<Set<string>> {
+  /**
+   * One transaction: completes the jobs still held, logs their attempts, schedules their retries,
+   * and adds the attempts to their subscriptions' health rollup (last: its rows are the ones other
+   * writers may wait for, so they are held for the commit only). Returns the held job ids.
+   */
+  #write(settlements: AttemptSettlement[]): Promise<{ held: Set<string>; disabled: DisabledSubscription[] }> {
     return lightTransaction(this.db, async (tx) => {
       const heldIds = await completeHeldJobs(tx, settlements.map((settlement) => settlement.job));
       const recorded = settlements.filter((settlement) => heldIds.has(settlement.job.id));
@@ -78,7 +94,13 @@ export class AttemptLogWriter {
         settlement.nextAttemptAt === null ? [] : [{ notificationId: settlement.attempt.notification_id, runAt: settlement.nextAttemptAt }],
       );
       await enqueueDeliveries(tx, retries, { now: settlements[0]!.now });
-      return heldIds;
+      const counted = recorded.flatMap(({ attempt, countsFor }) =>
+        countsFor === null
+          ? []
+          : [{ subscriptionId: countsFor, at: attempt.started_at, outcome: attempt.outcome, latencyMs: attempt.latency_ms, statusCode: attempt.status_code, error: attempt.error }],
+      );
+      const disabled = await recordEndpointHealth(tx, counted, { now, disableAfterMs: this.options.disableAfterMs ?? 0 });
+      return { held: heldIds, disabled };
     });
   }
 }

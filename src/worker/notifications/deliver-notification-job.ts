@@ -8,9 +8,10 @@ import { findNotificationsForDelivery, markNotificationFailed, type Notification
 import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
+import { RateLimiter } from './rate-limiter.js';
 import { DELIVER_NOTIFICATION, type DeliverNotificationPayload } from '../../services/schedule-delivery.js';
 
-type Prepared = { input: DeliveryAttemptInput } | { refused: string; url: string };
+type Prepared = { input: DeliveryAttemptInput; rateLimit: number | null } | { refused: string; url: string };
 
 /**
  * Subscriptions and signing secrets change rarely and are read for every attempt: a per-process
@@ -65,6 +66,7 @@ interface DeliveryContext {
   notifications: NotificationLoader;
   cache: TargetCache;
   log: AttemptLogWriter;
+  limiter: RateLimiter;
 }
 
 /** Reads what this attempt sends and where: a subscription's callback as it is now, or the request's own URL. */
@@ -74,7 +76,7 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
   const secretsOf = (owner: { subscriptionId: string } | { accountId: string }, key: string) =>
     cache.get(`secrets:${key}`, async () => (await loadSigningSecrets(deps.db, deps.box, owner, now)).map((s) => s.secret));
   if (row.subscription_id === null) {
-    return { input: { ...base, url: row.url, secrets: await secretsOf({ accountId: row.account_id }, row.account_id) } };
+    return { input: { ...base, url: row.url, secrets: await secretsOf({ accountId: row.account_id }, row.account_id) }, rateLimit: null };
   }
   const subscriptionId = row.subscription_id;
   if (row.subscription_updated_at === null) return { refused: 'the subscription was deleted', url: row.url };
@@ -92,6 +94,7 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
       authorization: target.authorization,
       customHeaders: target.customHeaders,
     },
+    rateLimit: target.rateLimit,
   };
 }
 
@@ -112,6 +115,13 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
   }
   const startedAt = deps.clock();
   const prepared = await prepareAttempt(context, row);
+  // Rate limit: over its subscription's limit, the delivery is not sent now; its job waits for its
+  // turn (postponed by the limiter, released) and it uses no attempt.
+  if ('input' in prepared && prepared.rateLimit !== null) {
+    const turn = await context.limiter.turn({ job, subscriptionId: row.subscription_id!, limit: prepared.rateLimit, test: row.test === 1 });
+    if (turn === 'lost') deps.metrics.queue.leasesLost.inc();
+    if (turn !== 'now') return 'settled';
+  }
   const result: AttemptResult = 'input' in prepared ? await deps.outbound.deliverAttempt(prepared.input) : { ok: false, latencyMs: 0, error: prepared.refused };
   control?.externalWorkDone();
   const attempt = row.attempt_count + 1;
@@ -145,6 +155,8 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
     status: decision.kind === 'retry' ? 'pending' : decision.kind,
     nextAttemptAt: decision.kind === 'retry' ? decision.at.getTime() : null,
     now,
+    // A test send or a refusal says nothing about the endpoint's health.
+    countsFor: 'input' in prepared && row.test !== 1 ? row.subscription_id : null,
   });
   if (recorded) {
     deps.metrics.deliveryAttempts.inc({ event: row.event, outcome: decision.kind });
@@ -154,7 +166,12 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
 }
 
 export function notificationJobHandlers(deps: Deps): JobHandlers {
-  const context: DeliveryContext = { deps, notifications: new NotificationLoader(deps.db), cache: new TargetCache(deps.clock), log: new AttemptLogWriter(deps.db, 256, () => deps.metrics.queue.leasesLost.inc()) };
+  const context: DeliveryContext = { deps, notifications: new NotificationLoader(deps.db), cache: new TargetCache(deps.clock), limiter: new RateLimiter(deps.db, deps.clock), log: new AttemptLogWriter(deps.db, {
+      onLeaseLost: () => deps.metrics.queue.leasesLost.inc(),
+      disableAfterMs: deps.config.subscriptionDisableAfterMs,
+      onDisabled: (disabled) => deps.log.warn(disabled, 'subscription switched off: every attempt failed for SUBSCRIPTION_DISABLE_AFTER'),
+    }),
+  };
   return {
     [DELIVER_NOTIFICATION]: {
       mode: 'standalone',

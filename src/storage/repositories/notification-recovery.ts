@@ -1,0 +1,99 @@
+import { sql } from 'kysely';
+import type { Executor } from '../database.js';
+import { isPostgres } from '../migrations/types.js';
+import { precompiled } from '../precompiled.js';
+
+/**
+ * Recovery (POST /subscriptions/{id}/recover, src/services/recover-notifications.ts): the failed
+ * notifications of one subscription in a window of completion times, a page at a time, and taking
+ * a page back to pending. Every statement is one fixed SQL text (precompiled): a page's ids travel
+ * as one parameter (JSON on SQLite, text[] on PostgreSQL). `status = 'failed'` and `test = 0` are literals, so both databases plan
+ * the page on the partial index `notifications_subscription_failed_idx (subscription_id,
+ * completed_at, id) where status = 'failed'` (migration 009).
+ */
+
+export interface FailedNotificationKey {
+  id: string;
+  completed_at: number;
+}
+
+/**
+ * The next `limit` failed, non-test notifications of the subscription with completed_at < `until`,
+ * after the keyset cursor (`afterAt`, `afterId`) in (completed_at, id) order. The first page of a
+ * window starting at `since` passes (since, ''): ids are never empty, so it starts at since inclusive.
+ */
+const selectFailedPage = precompiled<[string, number, string, number, number], FailedNotificationKey>((db, subscriptionId, afterAt, afterId, until, limit) =>
+  isPostgres(db as never)
+    ? sql<FailedNotificationKey>`select id, completed_at from notifications
+          where subscription_id = ${subscriptionId} and status = 'failed' and test = 0
+            and (completed_at, id) > (${afterAt}::bigint, ${afterId}::text) and completed_at < ${until}::bigint
+          order by completed_at, id limit ${limit}::int`
+    : sql<FailedNotificationKey>`select id, completed_at from notifications
+          where subscription_id = ${subscriptionId} and status = 'failed' and test = 0
+            and (completed_at, id) > (${afterAt}, ${afterId}) and completed_at < ${until}
+          order by completed_at, id limit ${limit}`,
+);
+
+export function findFailedPage(
+  db: Executor,
+  page: { subscriptionId: string; after: { at: number; id: string }; until: number; limit: number },
+): Promise<FailedNotificationKey[]> {
+  return selectFailedPage(db, page.subscriptionId, page.after.at, page.after.id, page.until, page.limit);
+}
+
+/**
+ * Puts the notifications of `ids` that are still failed with completed_at in [since, until) back
+ * to pending; returns the ids it took. The guard is what makes concurrent recoveries safe: one that
+ * took a row first changed its status, so a second one skips it.
+ *
+ * The ids: a JSON array on SQLite (json_each drives the primary-key lookups), a text[] parameter on
+ * PostgreSQL. There `id = any($1::text[])` is planned with the actual array (1,000 elements, the
+ * primary key, or at worst one pass over the window's part of the partial index), where
+ * `id in (select jsonb_array_elements_text($1))`, a subquery estimated at 100 rows, was planned
+ * on stale statistics (a table the outage just filled, not yet analyzed) as a nested loop: the
+ * whole list read again for every failed row of the window, 2 to 4.5 s per page of 1,000 at
+ * 13,000 to 20,000 failed rows, and worse as they grow.
+ */
+const takeFailed = precompiled<[string | string[], number, number, number], { id: string }>((db, ids, since, until, now) =>
+  isPostgres(db as never)
+    ? sql<{ id: string }>`update notifications set status = 'pending', completed_at = null, updated_at = ${now}::bigint
+          where id = any(${ids}::text[])
+            and status = 'failed' and completed_at >= ${since}::bigint and completed_at < ${until}::bigint
+          returning id`
+    : sql<{ id: string }>`update notifications set status = 'pending', completed_at = null, updated_at = ${now}
+          where id in (select value from json_each(${ids}))
+            and status = 'failed' and completed_at >= ${since} and completed_at < ${until}
+          returning id`,
+);
+
+/**
+ * PostgreSQL: the transaction that takes a page first waits until no other recovery of the same
+ * subscription holds a page's transaction open (a transaction-level advisory lock on a hash of the
+ * id; a collision only makes two subscriptions take turns). Its UPDATE then starts after the other
+ * one committed and sees that other's rows no longer failed, without waiting on row locks. Row
+ * locks alone are taken in the order the UPDATE's plan reads the rows, and plans change with the
+ * statistics: with an earlier `where id in (select jsonb_array_elements_text(…))`, locking in the
+ * order of a hash of the list, concurrent calls with overlapping pages deadlocked (six calls at
+ * once, test/notifications/recovery.test.ts). SQLite needs nothing: one writer at a time.
+ */
+const lockSubscriptionRecovery = precompiled((db, key: string) => sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
+
+export async function lockRecoveryOf(tx: Executor, subscriptionId: string): Promise<void> {
+  if (isPostgres(tx as never)) await lockSubscriptionRecovery(tx, `recover:${subscriptionId}`);
+}
+
+export async function takeFailedNotifications(db: Executor, ids: string[], window: { since: number; until: number }, now: number): Promise<string[]> {
+  if (ids.length === 0) return [];
+  return (await takeFailed(db, isPostgres(db as never) ? ids : JSON.stringify(ids), window.since, window.until, now)).map((row) => row.id);
+}
+
+/** Deletes the failed delivery jobs under `keys` (dedupe keys; encoded as for takeFailed) so new ones can be enqueued under them. */
+const deleteFailedJobs = precompiled<[string | string[]], unknown>((db, keys) =>
+  isPostgres(db as never)
+    ? sql`delete from jobs where state = 'failed' and dedupe_key = any(${keys}::text[])`
+    : sql`delete from jobs where state = 'failed' and dedupe_key in (select value from json_each(${keys}))`,
+);
+
+export async function deleteFailedJobsByKey(db: Executor, dedupeKeys: string[]): Promise<void> {
+  if (dedupeKeys.length > 0) await deleteFailedJobs(db, isPostgres(db as never) ? dedupeKeys : JSON.stringify(dedupeKeys));
+}

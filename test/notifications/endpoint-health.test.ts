@@ -1,0 +1,266 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { STATS_BUCKET_MS, type CountedAttempt } from '../../src/domain/notifications/endpoint-health.js';
+import { recordEndpointHealth } from '../../src/services/endpoint-health.js';
+import { startWorker } from '../../src/worker/start-worker.js';
+import type { JobWorker } from '../../src/worker/job-worker.js';
+import { testDialects } from '../support/databases.js';
+import { insertExperience } from '../support/experiences.js';
+import { eventually } from '../support/notifications.js';
+import { startHttpReceiver, startHttpsReceiver, type Receiver } from '../support/receivers.js';
+import { testPki, writePkiFiles, type TestPki } from '../support/test-pki.js';
+import { api, startTestApp, type TestApp } from '../support/test-app.js';
+
+/**
+ * GET /subscriptions/{id}/stats from the rollup the attempt log writer keeps, and auto-disable
+ * (SUBSCRIPTION_DISABLE_AFTER, short here) against real receivers.
+ */
+for (const dialect of testDialects()) {
+  describe(`endpoint health [${dialect}]`, () => {
+    let t: TestApp;
+    let worker: JobWorker;
+    let token: string;
+    let readOnly: string;
+    let pki: TestPki;
+
+    before(async () => {
+      pki = await testPki();
+      const files = writePkiFiles(pki);
+      t = await startTestApp(dialect, {
+        RETRY_INTERVAL: '40ms',
+        RETRY_MAX_ATTEMPTS: '3',
+        SUBSCRIPTION_DISABLE_AFTER: '3s',
+        MTLS_CERT_FILE: files.certFile,
+        MTLS_KEY_FILE: files.keyFile,
+        MTLS_CA_FILE: files.caFile,
+      });
+      worker = startWorker(t.deps, { pollIntervalMs: 25 });
+    });
+    /** A fresh account with the `summer` experience: per-experience subscriptions of one test never see another's requests. */
+    const tenant = async () => {
+      const client = await t.createClientAccount();
+      token = await t.token(client);
+      readOnly = await t.token(client, 'subscriptions:read');
+      await insertExperience(t.deps.db, client.accountId, { name: 'summer', prizes: [{ id: 'cpn', bucket: 'c', value: 1, kind: 'coupon' }] });
+    };
+    after(async () => {
+      await worker.stop();
+      await t.close();
+    });
+
+    const subscribe = async (url: string, authorization: Record<string, unknown> | null = null) => {
+      const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', experiences: ['summer'], callback: { url, authorization } } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      return created.body as { _id: string };
+    };
+    const send = async () => {
+      const response = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } });
+      assert.equal(response.status, 202, JSON.stringify(response.body));
+      return response.body.id as string;
+    };
+    const stats = async (id: string, window?: string, as = readOnly) => {
+      const response = await api(t.url, 'GET', `/v2/subscriptions/${id}/stats${window ? `?window=${window}` : ''}`, { token: as });
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+      return response.body;
+    };
+    const settled = (subscriptionId: string, count: number) =>
+      eventually(async () => {
+        const log = await api(t.url, 'GET', `/v2/notifications?subscriptionId=${subscriptionId}&limit=100`, { token });
+        return log.body.data.length === count && log.body.data.every((n: any) => n.status !== 'pending') && log.body.data;
+      }, 20_000, `${count} notifications settled`);
+
+    it('counts attempts by outcome, latency, the last success and failure, and leaves test sends out', async () => {
+      await tenant();
+      // Every notification's first call fails (503), the second succeeds.
+      const seen = new Set<string>();
+      const receiver = await startHttpReceiver((request) => {
+        const id = String(request.headers['webhook-id']);
+        if (seen.has(id)) return { status: 200 };
+        seen.add(id);
+        return { status: 503, body: 'warming up' };
+      });
+      try {
+        const sub = await subscribe(`${receiver.url}/hook`);
+        const empty = await stats(sub._id);
+        assert.deepEqual(
+          { ...empty, since: undefined },
+          { window: '24h', since: undefined, attempts: { succeeded: 0, retry: 0, failed: 0 }, successRate: null, latencyMs: { p50: null, p95: null }, lastSuccess: null, lastFailure: null, consecutiveFailures: 0, pending: 0 },
+        );
+        for (let i = 0; i < 4; i++) await send();
+        await settled(sub._id, 4);
+        const day = await stats(sub._id, "24h");
+        assert.deepEqual(day.attempts, { succeeded: 4, retry: 4, failed: 0 });
+        assert.equal(day.successRate, 0.5);
+        assert.equal(typeof day.latencyMs.p50, 'number');
+        assert.ok(day.latencyMs.p95 >= day.latencyMs.p50);
+        assert.equal(day.lastSuccess.statusCode, 200);
+        assert.equal(day.lastFailure.statusCode, 503);
+        assert.match(day.lastFailure.error, /503/);
+        assert.ok(Date.parse(day.lastSuccess.at) >= Date.parse(day.lastFailure.at) - 5, 'the last attempt was a success');
+        assert.equal(day.consecutiveFailures, 0);
+        assert.equal(day.pending, 0);
+        assert.ok(Date.parse(day.since) <= Date.now() - 86_400_000 && Date.parse(day.since) > Date.now() - 86_400_000 - STATS_BUCKET_MS);
+        assert.deepEqual((await stats(sub._id, '1h')).attempts, day.attempts);
+        assert.deepEqual((await stats(sub._id, '7d')).attempts, day.attempts);
+
+        // A test send that fails is in the log but not in the endpoint's health.
+        const down = await startHttpReceiver(() => ({ status: 500 }));
+        try {
+          await api(t.url, 'PUT', `/v2/subscriptions/${sub._id}`, { token, body: { callback: { url: `${down.url}/x` } } });
+          const test = await api(t.url, 'POST', `/v2/subscriptions/${sub._id}/test`, { token });
+          assert.equal(test.status, 202);
+          await eventually(async () => (await api(t.url, 'GET', `/v2/notifications/${test.body.notificationId}`, { token })).body.status === 'failed', 10_000, 'test send failed');
+          assert.equal(down.requests.length, 1);
+          const after = await stats(sub._id);
+          assert.deepEqual(after.attempts, day.attempts);
+          assert.equal(after.consecutiveFailures, 0);
+          assert.deepEqual(after.lastFailure, day.lastFailure);
+        } finally {
+          await down.close();
+        }
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('counts deliveries over mTLS like any other', async () => {
+      await tenant();
+      const tls = await startHttpsReceiver({ key: pki.server.key, cert: pki.server.cert, ca: pki.ca.cert, requireClientCertificate: true });
+      try {
+        const sub = await subscribe(`${tls.url}/mtls`, { mtls: {} });
+        await send();
+        await send();
+        await settled(sub._id, 2);
+        const now = await stats(sub._id, '1h');
+        assert.deepEqual(now.attempts, { succeeded: 2, retry: 0, failed: 0 });
+        assert.equal(now.successRate, 1);
+        assert.equal(now.lastFailure, null);
+        assert.equal(tls.requests.at(-1)!.clientCertificateCN, pki.clientCommonName);
+      } finally {
+        await tls.close();
+      }
+    });
+
+    it('answers 400 naming the member for an unknown window, 404 for an unknown or foreign subscription', async () => {
+      await tenant();
+      const sub = await subscribe('http://127.0.0.1:9/x');
+      for (const window of ['2h', '30d', '', '1H']) {
+        const response = await api(t.url, 'GET', `/v2/subscriptions/${sub._id}/stats?window=${window}`, { token });
+        assert.equal(response.status, 400, window);
+        assert.equal(response.body.errors[0].path, 'querystring.window');
+      }
+      assert.equal((await api(t.url, 'GET', '/v2/subscriptions/sub_nope/stats', { token })).status, 404);
+      const other = await t.createClientAccount();
+      assert.equal((await api(t.url, 'GET', `/v2/subscriptions/${sub._id}/stats`, { token: await t.token(other) })).status, 404);
+      const operator = await t.token(t.operator);
+      const client = await t.deps.db.selectFrom('subscriptions').select('account_id').where('id', '=', sub._id).executeTakeFirstOrThrow();
+      assert.equal((await api(t.url, 'GET', `/v2/subscriptions/${sub._id}/stats?accountId=${client.account_id}&window=7d`, { token: operator })).status, 200);
+      assert.equal((await api(t.url, 'GET', `/v1/subscriptions/${sub._id}/stats`, { token })).status, 200, 'under /v1 too');
+    });
+
+    it('keeps the run of failures exactly across batches, and a success ends it (the rollup as written in one transaction)', async () => {
+      await tenant();
+      const sub = await subscribe('http://127.0.0.1:9/run');
+      const at = (offset: number, outcome: CountedAttempt['outcome']): CountedAttempt => ({
+        subscriptionId: sub._id,
+        at: Date.now() - 3_600_000 + offset,
+        outcome,
+        latencyMs: 12,
+        statusCode: outcome === 'succeeded' ? 204 : 500,
+        error: outcome === 'succeeded' ? null : `failure at ${offset}`,
+      });
+      const write = (attempts: CountedAttempt[]) => t.deps.db.transaction().execute((tx) => recordEndpointHealth(tx, attempts, { now: Date.now(), disableAfterMs: 0 }));
+      await write([at(1, 'retry'), at(2, 'succeeded'), at(3, 'retry')]);
+      await write([at(4, 'failed'), at(5, 'retry')]);
+      let now = await stats(sub._id);
+      assert.equal(now.consecutiveFailures, 3);
+      assert.deepEqual(now.attempts, { succeeded: 1, retry: 3, failed: 1 });
+      assert.equal(now.lastFailure.error, 'failure at 5');
+      assert.equal(now.lastSuccess.statusCode, 204);
+      const health = await t.deps.db.selectFrom('subscription_health').select('failing_since').where('subscription_id', '=', sub._id).executeTakeFirstOrThrow();
+      assert.equal(Number(health.failing_since), Date.parse(now.lastSuccess.at) + 1, 'the run began with the first failure after the success');
+      await write([at(6, 'succeeded')]);
+      now = await stats(sub._id);
+      assert.equal(now.consecutiveFailures, 0);
+      assert.equal(now.lastFailure.error, 'failure at 5');
+      assert.equal(now.successRate, Math.round((2 / 6) * 10_000) / 10_000);
+    });
+
+    it('switches off a subscription whose every attempt failed for SUBSCRIPTION_DISABLE_AFTER; PUT active: true turns it back on', async () => {
+      await tenant();
+      const receiver = await startHttpReceiver(() => ({ status: 500, body: 'gone' }));
+      try {
+        const sub = await subscribe(`${receiver.url}/dead`);
+        // 3 attempts 40 ms apart per notification: a new request every 100 ms keeps attempts failing past 3 s.
+        let disabled: any;
+        for (let i = 0; i < 150 && !disabled; i++) {
+          await send();
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          const current = (await api(t.url, 'GET', `/v2/subscriptions/${sub._id}`, { token })).body;
+          if (current.active === false) disabled = current;
+        }
+        assert.ok(disabled, 'the subscription was switched off');
+        assert.match(disabled.disabledReason, /every delivery attempt failed/);
+        assert.ok(Date.parse(disabled.disabledAt) > 0);
+        await settled(sub._id, (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${sub._id}&limit=100`, { token })).body.data.length);
+        const log = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${sub._id}&limit=100`, { token })).body.data;
+        assert.ok(log.some((n: any) => /switched off/.test(n.lastError ?? '')), 'its pending notifications ended failed with the reason');
+        assert.ok(log.every((n: any) => n.status === 'failed'));
+
+        // Inactive now: new requests for its experience are not sent to it (the seed's per-experience rule).
+        const calls = receiver.requests.length;
+        await send();
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        assert.equal(receiver.requests.length, calls, 'nothing more is sent to a switched-off subscription');
+
+        const enabled = await api(t.url, 'PUT', `/v2/subscriptions/${sub._id}`, { token, body: { active: true } });
+        assert.equal(enabled.status, 200);
+        assert.equal(enabled.body.active, true);
+        assert.equal('disabledReason' in enabled.body, false);
+        assert.equal('disabledAt' in enabled.body, false);
+        assert.equal((await stats(sub._id)).consecutiveFailures, 0, 'the run of failures starts over');
+        // One more failing notification does not switch it off at once.
+        await send();
+        await eventually(async () => receiver.requests.length > calls && true, 10_000, 'sent again');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        assert.equal((await api(t.url, 'GET', `/v2/subscriptions/${sub._id}`, { token })).body.active, true);
+      } finally {
+        await receiver.close();
+      }
+    });
+  });
+
+  describe(`auto-disable off [${dialect}]`, () => {
+    let t: TestApp;
+    let worker: JobWorker;
+    let receiver: Receiver;
+    before(async () => {
+      t = await startTestApp(dialect, { RETRY_INTERVAL: '20ms', RETRY_MAX_ATTEMPTS: '10', SUBSCRIPTION_DISABLE_AFTER: '0' });
+      worker = startWorker(t.deps, { pollIntervalMs: 25 });
+      receiver = await startHttpReceiver(() => ({ status: 500 }));
+    });
+    after(async () => {
+      await worker.stop();
+      await receiver.close();
+      await t.close();
+    });
+
+    it('SUBSCRIPTION_DISABLE_AFTER=0 never switches a subscription off', async () => {
+      const client = await t.createClientAccount();
+      const token = await t.token(client);
+      const sub = (await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', callback: { url: `${receiver.url}/x` } } })).body;
+      const test = await api(t.url, 'POST', `/v2/subscriptions/${sub._id}/test`, { token });
+      assert.equal(test.status, 202);
+      // Written straight into the rollup: failing for a year.
+      await t.deps.db
+        .transaction()
+        .execute((tx) =>
+          recordEndpointHealth(tx, [{ subscriptionId: sub._id, at: Date.now() - 365 * 86_400_000, outcome: 'retry', latencyMs: 1, statusCode: 500, error: 'x' }], {
+            now: Date.now(),
+            disableAfterMs: t.deps.config.subscriptionDisableAfterMs,
+          }),
+        );
+      assert.equal((await api(t.url, 'GET', `/v2/subscriptions/${sub._id}`, { token })).body.active, true);
+    });
+  });
+}
