@@ -28,7 +28,8 @@ for (const dialect of testDialects()) {
       const files = writePkiFiles(pki);
       t = await startTestApp(dialect, {
         RETRY_INTERVAL: '40ms',
-        RETRY_MAX_ATTEMPTS: '3',
+        // Long enough (30 attempts, ~1.2 s) that a failing subscription always has notifications pending when it is switched off.
+        RETRY_MAX_ATTEMPTS: '30',
         SUBSCRIPTION_DISABLE_AFTER: '3s',
         MTLS_CERT_FILE: files.certFile,
         MTLS_KEY_FILE: files.keyFile,
@@ -191,7 +192,7 @@ for (const dialect of testDialects()) {
       const receiver = await startHttpReceiver(() => ({ status: 500, body: 'gone' }));
       try {
         const sub = await subscribe(`${receiver.url}/dead`);
-        // 3 attempts 40 ms apart per notification: a new request every 100 ms keeps attempts failing past 3 s.
+        // A new request every 100 ms keeps attempts failing past 3 s, with notifications pending all along.
         let disabled: any;
         for (let i = 0; i < 150 && !disabled; i++) {
           await send();
