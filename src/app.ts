@@ -24,19 +24,25 @@ import { tokenFastPath } from './http/token-fast-path.js';
 import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
 import { adminClientsRoutes } from './http/routes/admin-clients.js';
 import { adminExperiencesRoutes } from './http/routes/admin-experiences.js';
+import { adminConsoleLinksRoutes } from './http/routes/admin-console-links.js';
 import { subscriptionRoutes } from './http/routes/subscriptions.js';
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { notificationRoutes } from './http/routes/notifications.js';
 import { metricsRoute } from './http/routes/metrics.js';
+import { consoleRoutes } from './http/routes/console.js';
+import { CONSOLE_SECURITY_HEADERS, isConsolePath } from './http/console/security-headers.js';
+import { CONSOLE_DIST_DIR } from './console-build.js';
 
 type RouteModule = (app: TypedApp, deps: AppDeps) => Promise<void>;
 
 /** Bearer-protected resource routes, served identically under /v1 and /v2. */
-const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes];
+const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminConsoleLinksRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes];
 
 export interface BuildAppOptions {
   /** Sees every route as it is registered (the route table that tests walk). */
   onRoute?: (route: { method: string | string[]; url: string; config?: { scope?: string } }) => void;
+  /** The web console served at /console/ (docs/console.md): its built files (default `console/dist`) and what its 503 says while they are missing. */
+  console?: { dir?: string; notBuiltDetail?: () => string };
 }
 
 /** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
@@ -64,7 +70,11 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     genReqId: (req) => requestIdOf(req.headers),
     routerOptions: { ignoreTrailingSlash: true },
     // Refused before routing (a URL whose percent-encoding is not UTF-8): a problem document too.
-    frameworkErrors: (error, _request, reply) => sendProblem(reply, new HttpProblem(400, `the URL is malformed: ${error.code === 'FST_ERR_BAD_URL' ? 'its percent-encoding is not UTF-8' : 'it cannot be routed'}`)),
+    frameworkErrors: (error, request, reply) => {
+      // Refused before routing, so the console's own hook has not run: its headers are added here.
+      if (isConsolePath(request.url)) reply.headers(CONSOLE_SECURITY_HEADERS);
+      return sendProblem(reply, new HttpProblem(400, `the URL is malformed: ${error.code === 'FST_ERR_BAD_URL' ? 'its percent-encoding is not UTF-8' : 'it cannot be routed'}`));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   app.setValidatorCompiler(validatorCompiler);
@@ -115,6 +125,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     await metricsRoute(root, deps);
     root.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   });
+  await app.register(async (consoleScope: TypedApp) =>
+    consoleRoutes(consoleScope, { dir: options.console?.dir ?? CONSOLE_DIST_DIR, notBuiltDetail: options.console?.notBuiltDetail }),
+  );
 
   for (const version of [1, 2] as const) {
     await app.register(

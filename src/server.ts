@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { createDeps, type Deps } from './deps.js';
 import { ensureOperator } from './services/operator-bootstrap.js';
 import { startJobWorkerTask } from './worker/start-worker.js';
+import { CONSOLE_BUILD_SCRIPT, CONSOLE_DIST_DIR, ensureConsoleBuilt } from './console-build.js';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -25,10 +26,12 @@ export interface RunningServer {
 
 export async function startServer(config: Config, role: Role = 'all'): Promise<RunningServer> {
   const deps = await createDeps(config);
+  // The API serves the web console; its files are built now when they are missing (docs/console.md).
+  const consoleBuild = role !== 'worker' ? ensureConsoleBuilt({ dir: CONSOLE_DIST_DIR, script: CONSOLE_BUILD_SCRIPT, log: deps.log }) : undefined;
   // Imported by role: a worker process loads no API routes, schemas or documentation (memory).
   const app =
     role !== 'worker'
-      ? await (await import('./app.js')).buildApp(deps)
+      ? await (await import('./app.js')).buildApp(deps, { console: { notBuiltDetail: consoleBuild?.notBuiltDetail } })
       : config.metricsPort !== undefined
         ? await (await import('./ops-app.js')).buildOpsApp(deps)
         : undefined;
@@ -43,6 +46,7 @@ export async function startServer(config: Config, role: Role = 'all'): Promise<R
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
+      consoleBuild?.stop();
       if (app) await app.close();
       for (const task of tasks.reverse()) await task.stop();
       await deps.close();

@@ -12,6 +12,7 @@ import {
 import { findAccountByIdOrName } from '../storage/repositories/accounts.js';
 import { importExperiences } from '../services/experiences.js';
 import { reencryptSecrets } from '../services/reencrypt-secrets.js';
+import { createConsoleLink, parseConsoleTokenTtl } from '../services/console-links.js';
 import { DomainError, invalid, notFound } from '../domain/errors.js';
 import { parseImportFile } from '../domain/experiences/import-file.js';
 import { migrateToLatest } from '../storage/migrations/index.js';
@@ -160,6 +161,19 @@ export function buildProgram(io: CliIo): Command {
         const batchSize = Number(options.batchSize);
         if (!Number.isInteger(batchSize) || batchSize < 1) throw invalid('--batch-size must be a whole number ≥ 1');
         return reencryptSecrets(deps.db, deps.box, { batchSize });
+      }),
+    );
+
+  const consoleCommand = program.command('console').description('the web console served at /console/ (docs/console.md)');
+  consoleCommand
+    .command('link')
+    .description('make a one-time sign-in link to the console for an account: the code in its URL works once, for 10 minutes')
+    .requiredOption('--account <idOrName>', 'account id or name')
+    .option('--ttl <duration>', 'lifetime of the token the link grants (at most 24h)', '1h')
+    .action((options: { account: string; ttl: string }) =>
+      withDeps(io, async (deps) => {
+        const ttlMs = parseConsoleTokenTtl(options.ttl, '--ttl');
+        return createConsoleLink(deps, await requireAccount(deps, options.account), ttlMs);
       }),
     );
 

@@ -4,7 +4,9 @@ import { hasNul, NUL_REFUSED } from './nul-characters.js';
 import { isDatabaseUnavailable } from '../storage/database-errors.js';
 import { DATABASE_RETRY_AFTER_S } from './plugins/errors.js';
 import type { AppDeps } from '../deps.js';
-import { grantClientCredentials, type TokenRequest } from '../services/client-credentials.js';
+import { grantClientCredentials, type TokenRequest, type TokenResponse } from '../services/client-credentials.js';
+import { grantConsoleLink } from '../services/console-links.js';
+import { CONSOLE_LINK_GRANT_TYPE } from '../domain/tokens/console-link-code.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
 import { REALM } from './plugins/auth.js';
 
@@ -45,7 +47,7 @@ const MEDIA_TYPE: Record<TokenEndpointVersion, string> = { 1: 'application/json'
 
 export type TokenEndpoint = (request: TokenHttpRequest) => Promise<TokenHttpResponse>;
 
-type EndpointDeps = Pick<AppDeps, 'clientCache' | 'tokens' | 'keys' | 'failures' | 'clock' | 'log'>;
+type EndpointDeps = Pick<AppDeps, 'db' | 'clientCache' | 'tokens' | 'keys' | 'failures' | 'clock' | 'log'>;
 
 interface RecentResponse {
   response: TokenHttpResponse;
@@ -106,13 +108,13 @@ export function createTokenEndpoint(deps: EndpointDeps): TokenEndpoint {
     if (remembered) return remembered;
     try {
       const clientGeneration = deps.clientCache.generation;
-      const grant = tokenRequest(request, parseBody(request));
-      const granted = await grantClientCredentials(deps, grant);
-      const body =
-        request.version === 2
-          ? { access_token: granted.access_token, token_type: granted.token_type, expires_in: granted.expires_in, scope: granted.scope }
-          : { access_token: granted.access_token, token_type: granted.token_type, expires_in: granted.expires_in };
-      const response = { status: 200, headers: NO_STORE, body: JSON.stringify(body) };
+      const body = parseBody(request);
+      if (request.version === 2 && single(body, 'grant_type') === CONSOLE_LINK_GRANT_TYPE) {
+        // Never remembered: the same request again must find the code used (single use).
+        return tokenResponse(request, await grantConsoleLink(deps, consoleLinkRequest(request, body)));
+      }
+      const grant = tokenRequest(request, body);
+      const response = tokenResponse(request, await grantClientCredentials(deps, grant));
       recent.set(key, { response, clientId: grant.clientId, clientGeneration });
       return response;
     } catch (error) {
@@ -127,6 +129,28 @@ export function createTokenEndpoint(deps: EndpointDeps): TokenEndpoint {
       return serverErrorResponse();
     }
   };
+}
+
+function tokenResponse(request: TokenHttpRequest, granted: TokenResponse): TokenHttpResponse {
+  const body =
+    request.version === 2
+      ? { access_token: granted.access_token, token_type: granted.token_type, expires_in: granted.expires_in, scope: granted.scope }
+      : { access_token: granted.access_token, token_type: granted.token_type, expires_in: granted.expires_in };
+  return { status: 200, headers: NO_STORE, body: JSON.stringify(body) };
+}
+
+/**
+ * `grant_type=urn:rewards:params:oauth:grant-type:console-link&code=…` (docs/console.md): the
+ * console is a public client, so the code alone is the grant; client authentication is refused
+ * rather than ignored, so a caller mixing up the grants learns it at once.
+ */
+function consoleLinkRequest(request: TokenHttpRequest, body: Record<string, unknown>): { code: string; scope: string | undefined; sourceAddress: string } {
+  if (request.authorization !== undefined || single(body, 'client_secret') !== undefined) {
+    throw new OAuthError('invalid_request', 'the console-link grant takes no client authentication: send only grant_type and code');
+  }
+  const code = single(body, 'code');
+  if (!code) throw new OAuthError('invalid_request', 'code is required');
+  return { code, scope: single(body, 'scope'), sourceAddress: request.sourceAddress };
 }
 
 /** An unexpected failure: a 500 with no details (they go to the log). */
@@ -168,7 +192,7 @@ function tokenRequest(request: TokenHttpRequest, body: Record<string, unknown>):
   if (request.version === 2) {
     const grantType = single(body, 'grant_type');
     if (!grantType) throw new OAuthError('invalid_request', 'grant_type is required');
-    if (grantType !== 'client_credentials') throw new OAuthError('unsupported_grant_type', `grant_type "${grantType}" is not supported; use client_credentials`);
+    if (grantType !== 'client_credentials') throw new OAuthError('unsupported_grant_type', `grant_type "${grantType}" is not supported; use client_credentials or ${CONSOLE_LINK_GRANT_TYPE}`);
   }
   return {
     ...auth,

@@ -66,14 +66,16 @@ export class AccessTokens {
     return Math.floor(this.ttlMs / 1000);
   }
 
-  async issue(input: { clientId: string; accountId: string; scopes: string[] }): Promise<string> {
+  /** `ttlSeconds`: the token's lifetime when it is not TOKEN_TTL (a console link's token, docs/console.md). */
+  async issue(input: { clientId: string; accountId: string; scopes: string[]; ttlSeconds?: number }): Promise<string> {
     const { kid, key } = await this.keys.signer();
     const now = Math.floor(this.clock() / 1000);
     if (now !== this.#mintedSecond) {
       this.#minted.clear();
       this.#mintedSecond = now;
     }
-    const grant = `${kid} ${input.clientId} ${input.accountId} ${input.scopes.join(' ')}`;
+    const ttlSeconds = input.ttlSeconds ?? this.ttlSeconds;
+    const grant = `${kid} ${input.clientId} ${input.accountId} ${ttlSeconds} ${input.scopes.join(' ')}`;
     const minted = this.#minted.get(grant);
     if (minted !== undefined) return minted;
     const header = encodeSegment({ alg: TOKEN_ALGORITHM, typ: ACCESS_TOKEN_TYPE, kid });
@@ -81,7 +83,7 @@ export class AccessTokens {
       iss: this.issuer,
       sub: input.clientId,
       aud: this.issuer,
-      exp: now + this.ttlSeconds,
+      exp: now + ttlSeconds,
       iat: now,
       jti: randomUUID(),
       client_id: input.clientId,

@@ -12,6 +12,10 @@ import { openStorage, type Storage } from '../../src/storage/database.js';
 import { findExperienceByName, takePrizeStock } from '../../src/storage/repositories/experiences.js';
 import { findOAuthClient } from '../../src/storage/repositories/oauth-clients.js';
 import { createPostgresSchema, postgresUrl, postgresUrlWithSchema, testDialects } from '../support/databases.js';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { createDeps } from '../../src/deps.js';
+import { CONSOLE_LINK_GRANT_TYPE, hashConsoleLinkCode } from '../../src/domain/tokens/console-link-code.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'rewards.js');
 
@@ -107,7 +111,7 @@ for (const dialect of testDialects()) {
     it('--help lists every command group, and each command has its own help', async () => {
       const help = await rewards('--help');
       assert.equal(help.code, 0);
-      for (const command of ['serve', 'migrate', 'accounts', 'clients', 'experiences', 'keys', 'secrets']) assert.match(help.stdout, new RegExp(`\\b${command}\\b`));
+      for (const command of ['serve', 'migrate', 'accounts', 'clients', 'experiences', 'keys', 'secrets', 'console']) assert.match(help.stdout, new RegExp(`\\b${command}\\b`));
       const importHelp = await rewards('experiences', 'import', '--help');
       assert.equal(importHelp.code, 0);
       assert.match(importHelp.stdout, /--account <idOrName>/);
@@ -159,6 +163,48 @@ for (const dialect of testDialects()) {
       assert.ok(secretMatches(rotated.json.client_secret, stored!.secretHash));
       assert.ok(secretMatches(created.json.client_secret, stored!.previousSecretHash));
       assert.equal((await rewards('clients', 'rotate-secret', 'cli_unknown')).code, 2);
+    });
+
+    it('console link prints a one-time URL whose code the token endpoint exchanges once for a token of the account', async () => {
+      const account = await rewards('accounts', 'create', '--name', 'console-cli');
+      assert.equal(account.code, 0, account.stderr);
+      const linked = await rewards('console', 'link', '--account', 'console-cli', '--ttl', '2h');
+      assert.equal(linked.code, 0, linked.stderr);
+      assert.deepEqual(Object.keys(linked.json).sort(), ['expiresAt', 'tokenTtlSeconds', 'url']);
+      assert.equal(linked.json.tokenTtlSeconds, 7200);
+      const expiresIn = Date.parse(linked.json.expiresAt) - Date.now();
+      assert.ok(expiresIn > 9 * 60_000 && expiresIn <= 10 * 60_000, linked.json.expiresAt);
+      const match = /^http:\/\/127\.0\.0\.1:8080\/console\/#link=(rrs_cl_[A-Za-z0-9_-]{43})$/.exec(linked.json.url);
+      assert.ok(match, linked.json.url);
+      const code = match[1]!;
+      // Only the code's hash is stored.
+      const rows = await storage.db.selectFrom('console_links').selectAll().where('account_id', '=', account.json.id).execute();
+      assert.equal(rows.length, 1);
+      assert.equal(rows[0]!.code_hash, hashConsoleLinkCode(code));
+      assert.ok(!JSON.stringify(rows).includes(code.slice('rrs_cl_'.length)));
+
+      // The service on the same database takes the code once.
+      const deps = await createDeps(loadConfig({ ...env, PUBLIC_URL: 'http://127.0.0.1:8080' }), { prepare: false });
+      const app = await buildApp(deps);
+      try {
+        const exchange = () =>
+          app.inject({ method: 'POST', url: '/v2/oauth/token/', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ grant_type: CONSOLE_LINK_GRANT_TYPE, code }).toString() });
+        const first = await exchange();
+        assert.equal(first.statusCode, 200, first.body);
+        assert.equal(first.json().expires_in, 7200);
+        const me = await app.inject({ url: '/v2/me', headers: { authorization: `Bearer ${first.json().access_token}` } });
+        assert.equal(me.statusCode, 200, me.body);
+        assert.equal(me.json().accountId, account.json.id);
+        assert.equal((await exchange()).json().error, 'invalid_grant');
+      } finally {
+        await app.close();
+        await deps.close();
+      }
+
+      const tooLong = await rewards('console', 'link', '--account', 'console-cli', '--ttl', '25h');
+      assert.equal(tooLong.code, 2);
+      assert.match(tooLong.stderr, /--ttl must be between 1m and 24h/);
+      assert.equal((await rewards('console', 'link', '--account', 'nobody-here')).code, 2);
     });
 
     it('keys rotate prints the new kid, which becomes the signing key', async () => {

@@ -51,6 +51,7 @@ const CLASSIFIED: Record<string, Kind> = {
   'POST /admin/accounts/:id/clients/:clientId/rotate-secret': { admin: true },
   'PATCH /admin/accounts/:id/clients/:clientId': { admin: true },
   'DELETE /admin/accounts/:id/clients/:clientId': { admin: true },
+  'POST /admin/accounts/:id/console-links': { admin: true },
   'GET /admin/experiences': { admin: true },
   'POST /admin/experiences': { admin: true },
   'GET /admin/experiences/:id': { admin: true },
@@ -60,7 +61,8 @@ const CLASSIFIED: Record<string, Kind> = {
 
 /** Routes without a bearer token, on purpose. */
 const PUBLIC = new Set(['POST /v1/oauth/token', 'POST /v2/oauth/token', 'GET /health/live', 'GET /health/ready', 'GET /metrics', 'GET /.well-known/jwks.json', 'GET /openapi.json']);
-const isPublic = (route: RegisteredRoute) => PUBLIC.has(`${route.method} ${route.url}`) || route.url.startsWith('/docs');
+// The console's files (docs/console.md): the page is public, everything it shows comes from the API with the user's token.
+const isPublic = (route: RegisteredRoute) => PUBLIC.has(`${route.method} ${route.url}`) || route.url.startsWith('/docs') || route.url === '/console' || route.url === '/console/*';
 
 interface Tenant {
   client: ClientCredentials;

@@ -33,7 +33,7 @@ describe('token endpoint: remembered answers within one second', () => {
     await keys.ensureSigningKey();
     failures = new FailureLimiter(3, 60_000, clock);
     clientCache = new ClientCache(storage.db);
-    endpoint = createTokenEndpoint({ clientCache, keys, tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures, clock, log: pino({ level: 'silent' }) });
+    endpoint = createTokenEndpoint({ db: storage.db, clientCache, keys, tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures, clock, log: pino({ level: 'silent' }) });
   });
   after(() => storage.close());
 

@@ -24,10 +24,11 @@ const TokenErrorSchema = Type.Object({ error: Type.String(), error_description: 
 
 const FORM_BODY = Type.Object(
   {
-    grant_type: Type.Optional(Type.String()),
+    grant_type: Type.Optional(Type.String({ description: '`client_credentials`, or `urn:rewards:params:oauth:grant-type:console-link` to exchange a console link\'s code' })),
     client_id: Type.Optional(Type.String()),
     client_secret: Type.Optional(Type.String()),
-    scope: Type.Optional(Type.String()),
+    scope: Type.Optional(Type.String({ description: 'client_credentials: required; console-link: optional, a subset of the scopes the link grants' })),
+    code: Type.Optional(Type.String({ description: 'console-link grant: the one-time code from the fragment of the console link (`#link=…`); single use, valid 10 minutes' })),
   },
   { additionalProperties: true },
 );
@@ -66,7 +67,12 @@ async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, version
         version === 2
           ? {
               tags: ['oauth'],
-              summary: 'Obtain an access token (client credentials)',
+              summary: 'Obtain an access token (client credentials, or a console link\'s code)',
+              description:
+                '`grant_type=client_credentials`: the client authenticates with `client_secret_post` or `client_secret_basic` and names the `scope` it wants. ' +
+                '`grant_type=urn:rewards:params:oauth:grant-type:console-link&code=…`: exchanges the one-time code of a console link ' +
+                '(`POST /v2/admin/accounts/{id}/console-links`, `rewards console link`) once, with no client authentication, for a token of the link\'s account ' +
+                'with every scope except admin (or the `scope` asked, a subset), living the link\'s ttl; a used, expired or unknown code is `invalid_grant`.',
               consumes: ['application/x-www-form-urlencoded'],
               body: FORM_BODY,
               response: { 200: TokenResponseSchema, '4xx': TokenErrorSchema },

@@ -139,6 +139,21 @@ export interface SubscriptionRateWindowsTable {
   granted: number;
 }
 
+/** A one-time console sign-in code (docs/console.md): only its SHA-256 is stored. */
+export interface ConsoleLinksTable {
+  id: string;
+  account_id: string;
+  /** SHA-256 (hex) of the code; the code itself is never stored. */
+  code_hash: string;
+  created_at: number;
+  /** The code cannot be exchanged from this instant on. */
+  expires_at: number;
+  /** Lifetime of the access token the code grants. */
+  token_ttl_ms: number;
+  /** Set by the one exchange that used the code; null while unused. */
+  used_at: number | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   oauth_clients: OAuthClientsTable;
@@ -156,4 +171,5 @@ export interface Database {
   subscription_stats: SubscriptionStatsTable;
   subscription_health: SubscriptionHealthTable;
   subscription_rate_windows: SubscriptionRateWindowsTable;
+  console_links: ConsoleLinksTable;
 }

@@ -1,0 +1,57 @@
+import type { Executor } from '../database.js';
+import type { ConsoleLinksTable } from '../tables/index.js';
+
+export interface ConsoleLink {
+  id: string;
+  accountId: string;
+  createdAt: number;
+  expiresAt: number;
+  tokenTtlMs: number;
+  usedAt: number | null;
+}
+
+function toConsoleLink(row: ConsoleLinksTable): ConsoleLink {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+    tokenTtlMs: Number(row.token_ttl_ms),
+    usedAt: row.used_at === null ? null : Number(row.used_at),
+  };
+}
+
+export async function insertConsoleLink(db: Executor, row: ConsoleLinksTable): Promise<ConsoleLink> {
+  await db.insertInto('console_links').values(row).execute();
+  return toConsoleLink(row);
+}
+
+/**
+ * Marks the link whose code hashes to `codeHash` used, if it is unused, unexpired and its account
+ * active, and returns it; otherwise undefined. One UPDATE: of two exchanges of the same code at
+ * once, exactly one changes the row (the other's `used_at is null` no longer holds), on both
+ * databases.
+ */
+export async function useConsoleLink(db: Executor, codeHash: string, now: number): Promise<ConsoleLink | undefined> {
+  const row = await db
+    .updateTable('console_links')
+    .set({ used_at: now })
+    .where('code_hash', '=', codeHash)
+    .where('used_at', 'is', null)
+    .where('expires_at', '>', now)
+    .where('account_id', 'in', (eb) => eb.selectFrom('accounts').select('id').where('active', '=', 1))
+    .returningAll()
+    .executeTakeFirst();
+  return row && toConsoleLink(row);
+}
+
+/** Whether any link has this code (used, expired or not): tells a guess from a spent code. */
+export async function consoleLinkExists(db: Executor, codeHash: string): Promise<boolean> {
+  return (await db.selectFrom('console_links').select('id').where('code_hash', '=', codeHash).executeTakeFirst()) !== undefined;
+}
+
+/** Housekeeping: links expired more than `before` ago are dead weight (their codes can never be used). */
+export async function deleteExpiredConsoleLinks(db: Executor, before: number): Promise<number> {
+  const result = await db.deleteFrom('console_links').where('expires_at', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
