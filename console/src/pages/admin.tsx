@@ -1,0 +1,341 @@
+import { useState } from 'preact/hooks';
+import { api, asPage, call, type Account, type Experience, type OAuthClient } from '../api/client';
+import { actFor } from '../session';
+import { href, navigate, route } from '../router';
+import { Badge, Checkbox, ConfirmButton, CopyButton, Field, Loading, Problem, ShownOnce, time, useAction, useAsync } from '../ui';
+
+const SCOPES = ['subscriptions:read', 'subscriptions:write', 'requests:read', 'requests:write', 'events:read', 'events:write', 'admin'];
+
+/** GET /v2/admin/accounts?limit=50&cursor=, POST /v2/admin/accounts. */
+export function Accounts() {
+  const cursor = route.value.query.get('cursor') ?? '';
+  const list = useAsync(async () => asPage<Account>(await call(api.GET('/v2/admin/accounts', { params: { query: { limit: 50, ...(cursor ? { cursor } : {}) } } }))), [cursor]);
+  const create = useAction();
+  const [name, setName] = useState('');
+  return (
+    <section>
+      <h1>Accounts</h1>
+      <form
+        class="form inline"
+        data-testid="create-account"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void create.run(async () => {
+            await call(api.POST('/v2/admin/accounts', { body: { name } }));
+            setName('');
+            list.reload();
+          });
+        }}
+      >
+        <Field label="New account name" value={name} onValue={setName} required maxLength={200} error={create.problem?.field('body.name')} data-testid="account-name" />
+        <button type="submit" disabled={create.busy}>
+          Create account
+        </button>
+      </form>
+      <Problem problem={create.problem} unplaced={['body.name']} />
+      {list.loading ? <Loading label="Loading accounts…" /> : null}
+      <Problem problem={list.error} />
+      {list.data ? (
+        <table data-testid="account-table">
+          <caption class="sr-only">Accounts</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Id</th>
+              <th scope="col">State</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.data.map((a) => (
+              <tr key={a.id} data-testid="account-row">
+                <td>
+                  <a href={href(`/admin/accounts/${encodeURIComponent(a.id)}`)}>{a.name}</a> {a.isOperator ? <Badge kind="test">operator</Badge> : null}
+                </td>
+                <td>
+                  <code>{a.id}</code>
+                </td>
+                <td>{a.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>}</td>
+                <td>{time(a.createdAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <nav aria-label="Pages" class="pager">
+        {cursor ? <a href={href('/admin/accounts')}>First page</a> : null}
+        {list.data?.nextCursor ? (
+          <a href={href('/admin/accounts', { cursor: list.data.nextCursor })} data-testid="next-page">
+            Next page
+          </a>
+        ) : null}
+      </nav>
+    </section>
+  );
+}
+
+/** An account: activate/deactivate (PATCH), its OAuth clients, console links. */
+export function AccountPage({ id }: { id: string }) {
+  const path = { id };
+  const account = useAsync(() => call(api.GET('/v2/admin/accounts/{id}', { params: { path } })), [id]);
+  const toggle = useAction();
+  if (account.loading && !account.data) return <Loading label="Loading the account…" />;
+  if (!account.data)
+    return (
+      <section>
+        <h1>Account</h1>
+        <Problem problem={account.error} />
+      </section>
+    );
+  const a = account.data;
+  return (
+    <section data-testid="account-page">
+      <p class="crumbs">
+        <a href={href('/admin/accounts')}>Accounts</a> /
+      </p>
+      <div class="title-row">
+        <h1>{a.name}</h1>
+        {a.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>}
+      </div>
+      <p>
+        <code>{a.id}</code> · created {time(a.createdAt)}
+      </p>
+      <div class="actions">
+        {!a.isOperator ? (
+          <ConfirmButton
+            testid="toggle-account"
+            kind={a.active ? 'danger' : 'secondary'}
+            question={a.active ? `Deactivate ${a.name}? Its clients can no longer get tokens.` : `Activate ${a.name}?`}
+            disabled={toggle.busy}
+            onConfirm={() =>
+              toggle.run(async () => {
+                await call(api.PATCH('/v2/admin/accounts/{id}', { params: { path }, body: { active: !a.active } }));
+                account.reload();
+              })
+            }
+          >
+            {a.active ? 'Deactivate' : 'Activate'}
+          </ConfirmButton>
+        ) : null}
+        <button
+          type="button"
+          class="secondary"
+          data-testid="act-for-account"
+          onClick={() => {
+            actFor(a.isOperator ? null : a.id);
+            navigate(href('/'));
+          }}
+        >
+          Open this account's console
+        </button>
+      </div>
+      <Problem problem={toggle.problem} />
+      <Clients accountId={id} />
+      {!a.isOperator ? <ConsoleLink accountId={id} /> : null}
+    </section>
+  );
+}
+
+function Clients({ accountId }: { accountId: string }) {
+  const path = { id: accountId };
+  const list = useAsync(async () => asPage<OAuthClient>(await call(api.GET('/v2/admin/accounts/{id}/clients', { params: { path, query: { limit: 100 } } }))), [accountId]);
+  const create = useAction();
+  const act = useAction();
+  const [scopes, setScopes] = useState<string[]>(SCOPES.filter((s) => s !== 'admin'));
+  const [secret, setSecret] = useState<{ clientId: string; secret: string; label: string } | null>(null);
+  return (
+    <section aria-labelledby="clients-heading">
+      <h2 id="clients-heading">OAuth clients</h2>
+      {secret ? <ShownOnce label={`${secret.label} for ${secret.clientId}`} value={secret.secret} testid="client-secret-once" /> : null}
+      {list.loading ? <Loading label="Loading clients…" /> : null}
+      <Problem problem={list.error} />
+      <Problem problem={act.problem} />
+      {list.data && list.data.data.length ? (
+        <table data-testid="client-table">
+          <caption class="sr-only">OAuth clients of the account</caption>
+          <thead>
+            <tr>
+              <th scope="col">Client id</th>
+              <th scope="col">Scopes</th>
+              <th scope="col">State</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.data.map((c) => {
+              const clientPath = { id: accountId, clientId: c.client_id };
+              return (
+                <tr key={c.client_id} data-testid="client-row">
+                  <td>
+                    <code>{c.client_id}</code>
+                  </td>
+                  <td>{c.scopes}</td>
+                  <td>{c.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>}</td>
+                  <td class="actions">
+                    <ConfirmButton
+                      kind="secondary"
+                      testid="rotate-client-secret"
+                      question={`Rotate the secret of ${c.client_id}?`}
+                      disabled={act.busy}
+                      onConfirm={() =>
+                        act.run(async () => {
+                          const rotated = await call(api.POST('/v2/admin/accounts/{id}/clients/{clientId}/rotate-secret', { params: { path: clientPath } }));
+                          setSecret({ clientId: rotated.client_id, secret: rotated.client_secret, label: 'New client secret' });
+                          list.reload();
+                        })
+                      }
+                    >
+                      Rotate secret<span class="sr-only"> of {c.client_id}</span>
+                    </ConfirmButton>
+                    <button
+                      type="button"
+                      class="secondary"
+                      disabled={act.busy}
+                      onClick={() =>
+                        act.run(async () => {
+                          await call(api.PATCH('/v2/admin/accounts/{id}/clients/{clientId}', { params: { path: clientPath }, body: { active: !c.active } }));
+                          list.reload();
+                        })
+                      }
+                    >
+                      {c.active ? 'Deactivate' : 'Activate'}
+                      <span class="sr-only"> {c.client_id}</span>
+                    </button>
+                    <ConfirmButton
+                      testid="delete-client"
+                      question={`Delete ${c.client_id}?`}
+                      disabled={act.busy}
+                      onConfirm={() =>
+                        act.run(async () => {
+                          await call(api.DELETE('/v2/admin/accounts/{id}/clients/{clientId}', { params: { path: clientPath } }));
+                          list.reload();
+                        })
+                      }
+                    >
+                      Delete<span class="sr-only"> {c.client_id}</span>
+                    </ConfirmButton>
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      ) : list.data ? (
+        <p>No clients.</p>
+      ) : null}
+      <form
+        class="form"
+        data-testid="create-client"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void create.run(async () => {
+            const created = await call(api.POST('/v2/admin/accounts/{id}/clients', { params: { path }, body: { scopes } }));
+            setSecret({ clientId: created.client_id, secret: created.client_secret, label: 'Client secret' });
+            list.reload();
+          });
+        }}
+      >
+        <fieldset>
+          <legend>New client's scopes</legend>
+          {SCOPES.map((scope) => (
+            <Checkbox key={scope} label={scope} checked={scopes.includes(scope)} onChecked={(on) => setScopes(on ? [...scopes, scope] : scopes.filter((s) => s !== scope))} data-testid={`scope-${scope}`} />
+          ))}
+          {create.problem?.field('body.scopes') ? <small class="field-error">{create.problem.field('body.scopes')}</small> : null}
+        </fieldset>
+        <Problem problem={create.problem} unplaced={['body.scopes']} />
+        <button type="submit" disabled={create.busy}>
+          Create client
+        </button>
+      </form>
+    </section>
+  );
+}
+
+/** POST /v2/admin/accounts/{id}/console-links {ttl} → {url, expiresAt, tokenTtlSeconds}. */
+function ConsoleLink({ accountId }: { accountId: string }) {
+  const action = useAction();
+  const [ttl, setTtl] = useState('1h');
+  const [link, setLink] = useState<{ url: string; expiresAt: string; tokenTtlSeconds: number } | null>(null);
+  return (
+    <section aria-labelledby="link-heading">
+      <h2 id="link-heading">Console link</h2>
+      <p>A one-time link that signs a developer of this account in to the console (usable for 10 minutes, once). Hand it over a channel you trust.</p>
+      <form
+        class="form inline"
+        data-testid="console-link-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.run(async () => setLink(await call(api.POST('/v2/admin/accounts/{id}/console-links', { params: { path: { id: accountId } }, body: { ttl } }))));
+        }}
+      >
+        <Field label="Session length" hint="30m, 1h … 24h" value={ttl} onValue={setTtl} error={action.problem?.field('body.ttl')} data-testid="link-ttl" />
+        <button type="submit" disabled={action.busy} data-testid="make-link">
+          Make a console link
+        </button>
+      </form>
+      <Problem problem={action.problem} unplaced={['body.ttl']} />
+      {link ? (
+        <div class="shown-once" role="status" data-testid="console-link">
+          <p>
+            Usable once until {time(link.expiresAt)}; the session lasts {Math.round(link.tokenTtlSeconds / 60)} minutes.
+          </p>
+          <code class="secret">{link.url}</code> <CopyButton text={link.url} label="Copy link" />
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+/** GET /v2/admin/experiences (for the account acted for): experiences and their prizes with stock. */
+export function Experiences() {
+  const cursor = route.value.query.get('cursor') ?? '';
+  const list = useAsync(async () => asPage<Experience>(await call(api.GET('/v2/admin/experiences', { params: { query: { limit: 20, ...(cursor ? { cursor } : {}) } } }))), [cursor]);
+  return (
+    <section>
+      <h1>Experiences</h1>
+      <p class="lede">Of the account selected in "Acting for".</p>
+      {list.loading ? <Loading label="Loading experiences…" /> : null}
+      <Problem problem={list.error} />
+      {list.data && list.data.data.length === 0 ? <p>No experiences.</p> : null}
+      {list.data?.data.map((x) => (
+        <section key={x.id} class="card" data-testid="experience">
+          <h2>
+            {x.title} <code>{x.name}</code> {x.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>}
+          </h2>
+          <p>Events: {x.events.length ? x.events.join(', ') : 'any'}</p>
+          <table>
+            <caption class="sr-only">Prizes of {x.name}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Prize</th>
+                <th scope="col">Bucket</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Value</th>
+                <th scope="col">Quantity</th>
+                <th scope="col">Stock</th>
+              </tr>
+            </thead>
+            <tbody>
+              {x.prizes.map((p) => (
+                <tr key={p.id} data-testid="prize-row">
+                  <td>
+                    {p.title} <code>{p.id}</code>
+                  </td>
+                  <td>{p.bucket}</td>
+                  <td>{p.kind}</td>
+                  <td>{p.value}</td>
+                  <td>{p.quantity}</td>
+                  <td data-testid="stock">{p.stock === null ? 'unlimited' : p.stock}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ))}
+      <nav aria-label="Pages" class="pager">
+        {cursor ? <a href={href('/admin/experiences')}>First page</a> : null}
+        {list.data?.nextCursor ? <a href={href('/admin/experiences', { cursor: list.data.nextCursor })}>Next page</a> : null}
+      </nav>
+    </section>
+  );
+}

@@ -1,0 +1,361 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, call, type NotificationDetail, type Subscription } from '../api/client';
+import { can } from '../session';
+import { href, navigate } from '../router';
+import { Badge, ConfirmButton, Field, Loading, Problem, ShownOnce, time, useAction, useAsync } from '../ui';
+import { SubscriptionForm, bodyOf, formOf } from './subscription-form';
+
+export function SubscriptionList() {
+  const subs = useAsync(() => call(api.GET('/v2/subscriptions')), []);
+  return (
+    <section>
+      <div class="title-row">
+        <h1>Subscriptions</h1>
+        {can('subscriptions:write') ? (
+          <a class="button" href={href('/subscriptions/new')} data-testid="new-subscription">
+            New subscription
+          </a>
+        ) : null}
+      </div>
+      {subs.loading && !subs.data ? <Loading label="Loading subscriptions…" /> : null}
+      <Problem problem={subs.error} />
+      {subs.data && subs.data.length === 0 ? <p>No subscriptions yet.</p> : null}
+      {subs.data && subs.data.length > 0 ? (
+        <table data-testid="subscription-table">
+          <caption class="sr-only">Subscriptions of the account</caption>
+          <thead>
+            <tr>
+              <th scope="col">Description</th>
+              <th scope="col">Event</th>
+              <th scope="col">URL</th>
+              <th scope="col">Experiences</th>
+              <th scope="col">State</th>
+            </tr>
+          </thead>
+          <tbody>
+            {subs.data.map((s) => (
+              <tr key={s._id} data-testid="subscription-row" data-subscription-id={s._id}>
+                <td>
+                  <a href={href(`/subscriptions/${encodeURIComponent(s._id)}`)}>{s.description || s._id}</a>
+                </td>
+                <td>
+                  <code>{s.event}</code>
+                </td>
+                <td class="url">{s.callback.url}</td>
+                <td>{s.experiences.length ? s.experiences.join(', ') : 'all'}</td>
+                <td>
+                  <State s={s} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}
+
+function State({ s }: { s: Subscription }) {
+  if (s.disabledReason) return <Badge kind="failed">switched off</Badge>;
+  return s.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>;
+}
+
+export function NewSubscription() {
+  const action = useAction();
+  const [secret, setSecret] = useState<{ id: string; secret: string } | null>(null);
+  if (!can('subscriptions:write')) return <p>This session cannot create subscriptions.</p>;
+  return (
+    <section>
+      <h1>New subscription</h1>
+      {secret ? (
+        <>
+          <ShownOnce label="Signing secret" value={secret.secret} testid="new-signing-secret" />
+          <p>
+            <a href={href(`/subscriptions/${encodeURIComponent(secret.id)}`)} data-testid="open-created">
+              Open the subscription
+            </a>
+          </p>
+        </>
+      ) : (
+        <SubscriptionForm
+          initial={formOf()}
+          creating
+          busy={action.busy}
+          problem={action.problem}
+          submitLabel="Create subscription"
+          onSubmit={(form) =>
+            action.run(async () => {
+              const created = await call(api.POST('/v2/subscriptions', { body: bodyOf(form, true) }));
+              setSecret({ id: created._id, secret: (created as { secret?: string }).secret ?? '' });
+            })
+          }
+        />
+      )}
+    </section>
+  );
+}
+
+export function SubscriptionPage({ id }: { id: string }) {
+  const path = { subscriptionId: id };
+  const sub = useAsync(() => call(api.GET('/v2/subscriptions/{subscriptionId}', { params: { path } })), [id]);
+  const [editing, setEditing] = useState(false);
+  const save = useAction();
+  const toggle = useAction();
+  const remove = useAction();
+  const writable = can('subscriptions:write');
+  if (sub.loading && !sub.data) return <Loading label="Loading subscription…" />;
+  if (sub.error || !sub.data)
+    return (
+      <section>
+        <h1>Subscription</h1>
+        <Problem problem={sub.error} />
+      </section>
+    );
+  const s = sub.data;
+  return (
+    <section data-testid="subscription-page">
+      <p class="crumbs">
+        <a href={href('/subscriptions')}>Subscriptions</a> /
+      </p>
+      <div class="title-row">
+        <h1 data-testid="subscription-title">{s.description || s._id}</h1>
+        <State s={s} />
+      </div>
+      {s.disabledReason ? (
+        <p class="disabled-reason" role="note" data-testid="disabled-reason">
+          <strong>Switched off by the service</strong> {time(s.disabledAt)}: {s.disabledReason}
+        </p>
+      ) : null}
+      <dl class="facts">
+        <dt>Id</dt>
+        <dd>
+          <code>{s._id}</code>
+        </dd>
+        <dt>Event</dt>
+        <dd>
+          <code>{s.event}</code>
+        </dd>
+        <dt>URL</dt>
+        <dd class="url">{s.callback.url}</dd>
+        <dt>Authorization</dt>
+        <dd>{s.callback.authorization ? Object.keys(s.callback.authorization).join(', ') : 'none'}</dd>
+        <dt>Experiences</dt>
+        <dd>{s.experiences.length ? s.experiences.join(', ') : 'every experience'}</dd>
+        <dt>Rate limit</dt>
+        <dd>{s.rateLimit ? `${s.rateLimit} per second` : 'none'}</dd>
+        <dt>Updated</dt>
+        <dd>{time(s.updatedAt)}</dd>
+      </dl>
+      <p>
+        <a href={href('/deliveries', { subscriptionId: s._id })} data-testid="subscription-deliveries">
+          Deliveries of this subscription
+        </a>
+      </p>
+      {writable ? (
+        <div class="actions">
+          <button type="button" class="secondary" data-testid="edit-subscription" aria-expanded={editing} onClick={() => setEditing(!editing)}>
+            {editing ? 'Close the editor' : 'Edit'}
+          </button>
+          <button
+            type="button"
+            class="secondary"
+            data-testid="toggle-active"
+            disabled={toggle.busy}
+            onClick={() =>
+              toggle.run(async () => {
+                await call(api.PUT('/v2/subscriptions/{subscriptionId}', { params: { path }, body: { active: !s.active } }));
+                sub.reload();
+              })
+            }
+          >
+            {s.active ? 'Deactivate' : 'Activate'}
+          </button>
+          <ConfirmButton
+            testid="delete-subscription"
+            question="Delete this subscription and its signing secrets?"
+            disabled={remove.busy}
+            onConfirm={() =>
+              remove.run(async () => {
+                await call(api.DELETE('/v2/subscriptions/{subscriptionId}', { params: { path } }));
+                navigate(href('/subscriptions'));
+              })
+            }
+          >
+            Delete
+          </ConfirmButton>
+        </div>
+      ) : null}
+      <Problem problem={toggle.problem} />
+      <Problem problem={remove.problem} />
+      {editing ? (
+        <section aria-labelledby="edit-heading">
+          <h2 id="edit-heading">Edit</h2>
+          <SubscriptionForm
+            key={s.updatedAt}
+            initial={formOf(s)}
+            creating={false}
+            busy={save.busy}
+            problem={save.problem}
+            submitLabel="Save changes"
+            onSubmit={(form) =>
+              save.run(async () => {
+                await call(api.PUT('/v2/subscriptions/{subscriptionId}', { params: { path }, body: bodyOf(form, false) }));
+                setEditing(false);
+                sub.reload();
+              })
+            }
+          />
+        </section>
+      ) : null}
+      {writable ? (
+        <>
+          <TestSend id={id} />
+          <Recover id={id} />
+          <RotateSecret id={id} />
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+/** POST …/test → 202 {notificationId}, then GET /v2/notifications/{id} until its one attempt is logged. */
+function TestSend({ id }: { id: string }) {
+  const action = useAction();
+  const [result, setResult] = useState<NotificationDetail | null>(null);
+  const [waiting, setWaiting] = useState<string | null>(null);
+  useEffect(() => {
+    if (!waiting) return;
+    let live = true;
+    let tries = 0;
+    const poll = async () => {
+      while (live && tries++ < 60) {
+        try {
+          const n = await call(api.GET('/v2/notifications/{notificationId}', { params: { path: { notificationId: waiting } } }));
+          if (!live) return;
+          setResult(n);
+          if (n.status !== 'pending' || n.attempts.length > 0) {
+            setWaiting(null);
+            return;
+          }
+        } catch {
+          /* the problem shows on the next try's give-up */
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      if (live) setWaiting(null);
+    };
+    void poll();
+    return () => {
+      live = false;
+    };
+  }, [waiting]);
+  const attempt = result?.attempts[result.attempts.length - 1];
+  return (
+    <section aria-labelledby="test-heading" class="panel">
+      <h2 id="test-heading">Send a test</h2>
+      <p>One notification with a sample body, one attempt, header <code>x-webhook-test: true</code>.</p>
+      <button
+        type="button"
+        data-testid="send-test"
+        disabled={action.busy || waiting !== null}
+        onClick={() =>
+          action.run(async () => {
+            setResult(null);
+            const answer = await call(api.POST('/v2/subscriptions/{subscriptionId}/test', { params: { path: { subscriptionId: id } } }));
+            setWaiting(answer.notificationId);
+          })
+        }
+      >
+        Send test
+      </button>
+      <Problem problem={action.problem} />
+      <div aria-live="polite" data-testid="test-result">
+        {waiting ? <Loading label="Waiting for the receiver's answer…" /> : null}
+        {result && !waiting ? (
+          attempt ? (
+            <p class={attempt.outcome === 'succeeded' ? 'outcome ok' : 'outcome bad'}>
+              {attempt.outcome === 'succeeded' ? 'Delivered' : 'Failed'}: {attempt.statusCode !== null ? `HTTP ${attempt.statusCode}` : 'no answer'}
+              {attempt.error ? ` — ${attempt.error}` : ''} in {attempt.latencyMs} ms.{' '}
+              <a href={href(`/deliveries/${encodeURIComponent(result.id)}`)}>See the delivery</a>
+            </p>
+          ) : (
+            <p>
+              Still pending. <a href={href(`/deliveries/${encodeURIComponent(result.id)}`)}>See the delivery</a>
+            </p>
+          )
+        ) : null}
+      </div>
+    </section>
+  );
+}
+
+/** POST …/recover {since, until?} → 202 {recovered}. */
+function Recover({ id }: { id: string }) {
+  const action = useAction();
+  const [since, setSince] = useState('');
+  const [until, setUntil] = useState('');
+  const [recovered, setRecovered] = useState<number | null>(null);
+  const iso = (local: string) => (local ? new Date(local).toISOString() : '');
+  return (
+    <section aria-labelledby="recover-heading" class="panel">
+      <h2 id="recover-heading">Recover failed deliveries</h2>
+      <p>Every notification that failed in the window gets one more attempt now.</p>
+      <form
+        class="form inline"
+        data-testid="recover-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void action.run(async () => {
+            setRecovered(null);
+            const answer = await call(api.POST('/v2/subscriptions/{subscriptionId}/recover', { params: { path: { subscriptionId: id } }, body: { since: iso(since), ...(until ? { until: iso(until) } : {}) } }));
+            setRecovered(answer.recovered);
+          });
+        }}
+      >
+        <Field label="Failed since" type="datetime-local" value={since} onValue={setSince} required error={action.problem?.field('body.since')} data-testid="recover-since" />
+        <Field label="Until (optional)" type="datetime-local" value={until} onValue={setUntil} error={action.problem?.field('body.until')} data-testid="recover-until" />
+        <button type="submit" disabled={action.busy} data-testid="recover">
+          Recover
+        </button>
+      </form>
+      <Problem problem={action.problem} unplaced={['body.since', 'body.until']} />
+      {recovered !== null ? (
+        <p role="status" data-testid="recovered">
+          {recovered} notification{recovered === 1 ? '' : 's'} recovered.
+        </p>
+      ) : null}
+    </section>
+  );
+}
+
+/** POST …/secret/rotate: the new secret is shown once. */
+function RotateSecret({ id }: { id: string }) {
+  const action = useAction();
+  const [secret, setSecret] = useState<{ secret: string; previousSecretExpiresAt?: string } | null>(null);
+  return (
+    <section aria-labelledby="secret-heading" class="panel">
+      <h2 id="secret-heading">Signing secret</h2>
+      <p>Rotating makes a new secret; the old one keeps signing for 24 hours.</p>
+      <button
+        type="button"
+        class="secondary"
+        data-testid="rotate-secret"
+        disabled={action.busy}
+        onClick={() =>
+          action.run(async () => {
+            setSecret(await call(api.POST('/v2/subscriptions/{subscriptionId}/secret/rotate', { params: { path: { subscriptionId: id } } })));
+          })
+        }
+      >
+        Rotate signing secret
+      </button>
+      <Problem problem={action.problem} />
+      {secret ? (
+        <>
+          <ShownOnce label="New signing secret" value={secret.secret} testid="rotated-secret" />
+          {secret.previousSecretExpiresAt ? <p>The previous secret signs until {time(secret.previousSecretExpiresAt)}.</p> : null}
+        </>
+      ) : null}
+    </section>
+  );
+}
