@@ -8,7 +8,7 @@
 // global state behind (process.env, process listeners). TEST_ISOLATION=file runs each file in a
 // process of its own, as `node --test` does.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,6 +25,10 @@ const files = readdirSync(join(root, 'test'), { recursive: true })
 const wanted = (process.env.TEST_DATABASES ?? 'sqlite,postgres').split(',');
 const dialects = ['sqlite', ...(process.env.TEST_POSTGRES_URL ? ['postgres'] : [])].filter((d) => wanted.includes(d));
 console.log(`Test databases: ${dialects.join(', ') || 'none (unit tests only)'}`);
+const chromium = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+if (!existsSync(chromium)) {
+  console.log(`Browser tests of the console SKIPPED: no Chromium at ${chromium} (apt-get install -y chromium; .ci/run does).`);
+}
 if (!process.env.TEST_POSTGRES_URL && wanted.includes('postgres')) {
   console.log('PostgreSQL tests SKIPPED: set TEST_POSTGRES_URL=postgres://user:pass@127.0.0.1:5432/db to run them (.ci/run does).');
 }

@@ -1,0 +1,338 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import type { Page } from 'playwright-core';
+import { CONSOLE_BUILD_SCRIPT, CONSOLE_DIST_DIR } from '../../src/console-build.js';
+import { startWorker } from '../../src/worker/start-worker.js';
+import type { JobWorker } from '../../src/worker/job-worker.js';
+import { startAuthorizationServer, type AuthorizationServer } from '../support/authorization-server.js';
+import { CHROMIUM, chromiumAvailable, launchBrowser, seriousAccessibilityViolations, type TestBrowser } from '../support/browser.js';
+import { testDialects } from '../support/databases.js';
+import { insertExperience } from '../support/experiences.js';
+import { eventually } from '../support/notifications.js';
+import { startHttpReceiver, type Receiver } from '../support/receivers.js';
+import { waitForStatus } from '../support/requests.js';
+import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
+import { testPki, writePkiFiles, type TestPki } from '../support/test-pki.js';
+
+/**
+ * The web console in a real browser (Debian's Chromium through playwright-core), against the
+ * real service, worker and receivers: the ways in and out, each page's main actions, the request
+ * timeline, escaping of what comes from outside, a strict CSP that the console never trips, and
+ * axe on every page. The SQLite run keeps a screenshot of each page in docs/console/.
+ */
+const SKIP = chromiumAvailable() ? false : `no Chromium at ${CHROMIUM} (apt-get install -y chromium; .ci/run does)`;
+const SCREENSHOTS = fileURLToPath(new URL('../../docs/console', import.meta.url));
+/** What a receiver answers and a description holds to try the console's escaping. */
+const HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">';
+
+for (const dialect of testDialects()) {
+  describe(`web console in Chromium [${dialect}]`, { skip: SKIP }, () => {
+    let t: TestApp;
+    let worker: JobWorker;
+    let browser: TestBrowser;
+    let pki: TestPki;
+    let as: AuthorizationServer;
+    const receivers: Receiver[] = [];
+    const cspViolations: string[] = [];
+
+    before(async () => {
+      if (!existsSync(join(CONSOLE_DIST_DIR, 'index.html'))) {
+        const build = spawnSync(process.execPath, [CONSOLE_BUILD_SCRIPT], { encoding: 'utf8' });
+        assert.equal(build.status, 0, `npm run build:console failed: ${build.stdout}${build.stderr}`);
+      }
+      pki = await testPki();
+      const files = writePkiFiles(pki);
+      t = await startTestApp(dialect, { RETRY_INTERVAL: '100ms', RETRY_MAX_ATTEMPTS: '2', MTLS_CERT_FILE: files.certFile, MTLS_KEY_FILE: files.keyFile, MTLS_CA_FILE: files.caFile });
+      worker = startWorker(t.deps, { pollIntervalMs: 25 });
+      as = await startAuthorizationServer({ accessTokenTtlSeconds: 300 });
+      browser = await launchBrowser();
+      mkdirSync(SCREENSHOTS, { recursive: true });
+    });
+    after(async () => {
+      await browser?.close();
+      await worker?.stop();
+      for (const receiver of receivers) await receiver.close();
+      await as?.close();
+      await t?.close();
+      assert.deepEqual(cspViolations, [], 'the console never trips its own Content-Security-Policy');
+    });
+
+    const receiver = async (...args: Parameters<typeof startHttpReceiver>) => {
+      const r = await startHttpReceiver(...args);
+      receivers.push(r);
+      return r;
+    };
+
+    /** A fresh page that records CSP violations and page errors. */
+    const open = async (path = '/console/'): Promise<Page> => {
+      const page = await browser.newPage();
+      page.on('console', (message) => {
+        if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+      });
+      page.on('pageerror', (error) => cspViolations.push(`page error: ${error.message}`));
+      // Confirmations (rotate, delete, deactivate) are accepted, as the user would.
+      page.on('dialog', (dialog) => void dialog.accept());
+      await page.goto(`${t.url}${path}`);
+      return page;
+    };
+
+    const signIn = async (page: Page, client: ClientCredentials) => {
+      await page.getByTestId('client-id').fill(client.clientId);
+      await page.getByTestId('client-secret').fill(client.clientSecret);
+      await page.getByTestId('sign-in').click();
+      await page.getByTestId('sign-out').waitFor();
+    };
+
+    /** The page has no serious or critical axe violation; on SQLite its screenshot is kept. */
+    const checkPage = async (page: Page, name: string) => {
+      await page.waitForLoadState('networkidle');
+      assert.deepEqual(await seriousAccessibilityViolations(page), [], `axe on ${name}`);
+      if (dialect === 'sqlite') await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    };
+
+    /** A client account with the `summer` experience and a full-scope token. */
+    const tenant = async () => {
+      const client = await t.createClientAccount();
+      const token = await t.token(client);
+      await insertExperience(t.deps.db, client.accountId, {
+        name: 'summer',
+        title: 'Summer campaign',
+        prizes: [
+          { id: 'cpn-10', bucket: 'coupons', value: 10, quantity: 1, kind: 'coupon', stock: 50 },
+          { id: 'tv', bucket: 'tv', value: 0, quantity: 1, kind: 'physical', stock: 0 },
+        ],
+      });
+      return { client, token };
+    };
+
+    it('signs in with a client id and secret, shows the overview with each subscription, signs out and forgets the token', async () => {
+      const { client, token } = await tenant();
+      const ok = await receiver();
+      await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', description: 'Orders', callback: { url: `${ok.url}/hook` } } });
+      const page = await open();
+      await checkPage(page, 'sign-in');
+      await signIn(page, client);
+      await page.getByTestId('health-card').first().waitFor();
+      assert.equal(await page.getByTestId('health-card').count(), 1);
+      await checkPage(page, 'overview');
+      assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
+      await page.getByTestId('sign-out').click();
+      await page.getByTestId('sign-in-form').waitFor();
+      assert.equal(await page.evaluate(() => Object.keys(sessionStorage).some((key) => /token|session/i.test(key) && sessionStorage.getItem(key)?.includes('ey'))), false);
+      await page.reload();
+      await page.getByTestId('sign-in-form').waitFor();
+      await page.close();
+    });
+
+    it('creates a subscription with each authorization method through the form', async () => {
+      const { client, token } = await tenant();
+      const ok = await receiver();
+      const page = await open('/console/subscriptions/new');
+      await signIn(page, client);
+      const oauth2 = { url: as.tokenUrl, client_id: as.clientId, client_secret: as.clientSecret, audience: as.audience };
+      const methods: Array<[string, (page: Page) => Promise<void>, (auth: any) => void]> = [
+        ['Bearer', (p) => p.getByTestId('sub-bearer').fill('tok-123'), (auth) => assert.match(auth.Bearer, /^\*+/)],
+        [
+          'Basic',
+          async (p) => {
+            await p.getByTestId('sub-basic-user').fill('user');
+            await p.getByTestId('sub-basic-password').fill('pass');
+          },
+          (auth) => assert.ok(auth.Basic),
+        ],
+        [
+          'oauth2',
+          async (p) => {
+            await p.getByTestId('sub-oauth-url').fill(oauth2.url);
+            await p.getByTestId('sub-oauth-client-id').fill(oauth2.client_id);
+            await p.getByTestId('sub-oauth-client-secret').fill(oauth2.client_secret);
+            await p.getByTestId('sub-oauth-audience').fill(oauth2.audience);
+          },
+          (auth) => assert.deepEqual([auth.oauth2.client_id, auth.oauth2.audience], [oauth2.client_id, oauth2.audience]),
+        ],
+        ['mtls', async () => {}, (auth) => assert.deepEqual(auth, { mtls: {} })],
+        [
+          'mtls-oauth2',
+          async (p) => {
+            await p.getByTestId('sub-oauth-url').fill(oauth2.url);
+            await p.getByTestId('sub-oauth-client-id').fill(oauth2.client_id);
+            await p.getByTestId('sub-oauth-client-secret').fill(oauth2.client_secret);
+          },
+          (auth) => assert.equal(auth.mtls.twoFactor.oauth2.client_id, oauth2.client_id),
+        ],
+      ];
+      for (const [method, fill, check] of methods) {
+        await page.goto(`${t.url}/console/subscriptions/new`);
+        await page.getByTestId('sub-url').fill(`${ok.url}/${method}`);
+        await page.getByTestId('sub-description').fill(`via ${method}`);
+        await page.getByTestId('sub-auth-type').selectOption(method);
+        await fill(page);
+        if (method === 'Bearer') await checkPage(page, 'subscription-new');
+        await page.getByTestId('sub-save').click();
+        await page.getByTestId('open-created').waitFor();
+        const list = (await api(t.url, 'GET', '/v2/subscriptions', { token })).body as any[];
+        const created = list.find((s) => s.description === `via ${method}`);
+        assert.ok(created, `${method}: created`);
+        check(created.callback.authorization);
+      }
+      // A field the API refuses shows the problem next to the field it names.
+      await page.goto(`${t.url}/console/subscriptions/new`);
+      await page.getByTestId('sub-url').fill('http://user:secret@hooks.example.com/x');
+      await page.getByTestId('sub-save').click();
+      await page.getByTestId('field-error').first().waitFor();
+      await page.close();
+    });
+
+    it('sends a test to a real receiver and shows the outcome in place; rotates the signing secret, shown once', async () => {
+      const { client, token } = await tenant();
+      const ok = await receiver();
+      const created = (await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'processed-requests', description: 'Processed', callback: { url: `${ok.url}/p` } } })).body;
+      const page = await open(`/console/subscriptions/${created._id}`);
+      await signIn(page, client);
+      await page.getByTestId('subscription-page').waitFor();
+      await page.getByTestId('send-test').click();
+      await page.getByTestId('test-result').getByText(/succeeded|delivered/i).waitFor({ timeout: 15_000 });
+      const call = await eventually(() => ok.requests.find((r) => r.headers['x-webhook-test'] === 'true'), 5_000, 'the test send');
+      assert.equal(call.headers['x-webhook-event'], 'processed-requests');
+      await page.getByTestId('rotate-secret').click();
+      await page.getByTestId('rotated-secret').waitFor();
+      assert.match((await page.getByTestId('rotated-secret').textContent()) ?? '', /whsec_/);
+      await checkPage(page, 'subscription');
+      await page.close();
+    });
+
+    it('a failing receiver: the delivery shows every attempt and the answer as text; Retry then succeeds; Recover takes the others', async () => {
+      const { client, token } = await tenant();
+      const flaky = await receiver(() => ({ status: 500, body: HOSTILE }));
+      const sub = (await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', description: HOSTILE, callback: { url: `${flaky.url}/r` } } })).body;
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } })).body.id);
+      const failed = await eventually(async () => {
+        const log = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${sub._id}`, { token })).body.data as any[];
+        return log.length === 3 && log.every((n) => n.status === 'failed') && log;
+      }, 20_000, 'three failed notifications');
+
+      const page = await open(`/console/deliveries?subscriptionId=${sub._id}&status=failed`);
+      await signIn(page, client);
+      await page.getByTestId('delivery-row').first().waitFor();
+      assert.equal(await page.getByTestId('delivery-row').count(), 3);
+      await checkPage(page, 'deliveries');
+      await page.goto(`${t.url}/console/deliveries/${failed[0].id}`);
+      await page.getByTestId('attempt').first().waitFor();
+      assert.equal(await page.getByTestId('attempt').count(), 2);
+      assert.ok(((await page.getByTestId('response-body').first().textContent()) ?? '').includes(HOSTILE), 'the answer is shown as text');
+      assert.equal(await page.evaluate(() => (window as any).__pwned), undefined, 'nothing from the receiver ran');
+      await checkPage(page, 'delivery');
+
+      flaky.respond(() => ({ status: 204 }));
+      await page.getByTestId('retry').click();
+      await eventually(async () => (await api(t.url, 'GET', `/v2/notifications/${failed[0].id}`, { token })).body.status === 'succeeded', 15_000, 'the retried delivery');
+      await page.reload();
+      await page.getByTestId('attempt').nth(2).waitFor();
+
+      // The subscription's description is shown as text too.
+      await page.goto(`${t.url}/console/subscriptions/${sub._id}`);
+      await page.getByTestId('subscription-title').waitFor();
+      assert.equal(await page.getByTestId('subscription-title').textContent(), HOSTILE);
+      assert.equal(await page.evaluate(() => (window as any).__pwned), undefined);
+
+      await page.getByTestId('recover-since').fill(new Date(Date.now() - 3_600_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16));
+      await page.getByTestId('recover').click();
+      await page.getByTestId('recovered').getByText(/2/).waitFor();
+      for (const id of [failed[1].id, failed[2].id]) {
+        await eventually(async () => (await api(t.url, 'GET', `/v2/notifications/${id}`, { token })).body.status === 'succeeded', 15_000, `recovered ${id}`);
+      }
+      await page.close();
+    });
+
+    it("shows a processed request's whole story on one timeline, partner event and notifications included", async () => {
+      const { client, token } = await tenant();
+      const ok = await receiver();
+      await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', callback: { url: `${ok.url}/r` } } });
+      await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'processed-requests', callback: { url: `${ok.url}/p` } } });
+      const id = (await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } })).body.id as string;
+      await waitForStatus(t.url, token, id, ['processed']);
+      const partner = await api(t.url, 'POST', `/v2/request/${id}/events`, { token, body: { name: 'em-rota-de-entrega', refId: 'carrier-42', data: { trackingCode: 'BR123', trackingLink: 'https://track.example.com/BR123' } } });
+      assert.ok([200, 201].includes(partner.status), JSON.stringify(partner.body));
+      await eventually(async () => (await api(t.url, 'GET', `/v2/notifications?requestId=${id}`, { token })).body.data.every((n: any) => n.status === 'succeeded') && true, 15_000, 'both notifications');
+
+      const page = await open('/console/requests');
+      await signIn(page, client);
+      await page.getByTestId('request-id').fill(id);
+      await page.getByTestId('find-request').click();
+      await page.getByTestId('timeline').waitFor();
+      const text = (await page.getByTestId('timeline').textContent()) ?? '';
+      for (const expected of [/registered/i, /processed/i, /em-rota-de-entrega|rota de entrega/i, /registered-requests/, /processed-requests/]) assert.match(text, expected);
+      assert.ok((await page.getByTestId('timeline-entry').count()) >= 5);
+      assert.match(page.url(), new RegExp(`/console/requests/${id}$`), 'the timeline has a URL to share');
+      await checkPage(page, 'request-timeline');
+      await page.close();
+    });
+
+    it('the operator creates an account, a client (secret shown once) and a console link that works once and only once', async () => {
+      const page = await open('/console/admin/accounts');
+      await signIn(page, t.operator);
+      const name = `Shop ${Date.now()}`;
+      await page.getByTestId('account-name').fill(name);
+      await page.getByTestId('create-account').getByRole('button').click();
+      await page.getByTestId('account-row').filter({ hasText: name }).waitFor();
+      await checkPage(page, 'accounts');
+      await page.getByTestId('account-row').filter({ hasText: name }).getByRole('link').first().click();
+      await page.getByTestId('account-page').waitFor();
+      await page.getByTestId('create-client').getByRole('button').click();
+      await page.getByTestId('client-secret-once').waitFor();
+      assert.equal(await page.getByTestId('client-row').count(), 1);
+      await page.getByTestId('make-link').click();
+      await page.getByTestId('console-link').waitFor();
+      await checkPage(page, 'account');
+      // The link is made for PUBLIC_URL; the test service listens on another port.
+      const url = /https?:\/\/\S+#link=\S+/.exec((await page.getByTestId('console-link').textContent()) ?? '')![0].replace(/^.*\/console\//, `${t.url}/console/`);
+
+      // A new tab has its own sessionStorage: it starts signed out, as a colleague's browser would.
+      const first = await browser.newPage();
+      await first.goto(url);
+      await first.getByTestId('sign-out').waitFor();
+      assert.ok(!first.url().includes('#link='), 'the code leaves the address bar');
+      assert.equal(await first.getByTestId('nav-accounts').count(), 0, 'a client session does not see operator pages');
+      const again = await browser.newPage();
+      await again.goto(url);
+      await again.getByTestId('link-problem').waitFor();
+      await first.close();
+      await again.close();
+
+      await page.goto(`${t.url}/console/admin/experiences`);
+      await page.getByTestId('nav-experiences').waitFor();
+      await checkPage(page, 'experiences');
+      await page.close();
+    });
+
+    it('an expired session goes back to sign-in with a clear message, and so does a token the API refuses', async () => {
+      const { client } = await tenant();
+      // The browser's clock is mocked: the session's hour passes at once.
+      const page = await browser.newPage();
+      await page.clock.install();
+      await page.goto(`${t.url}/console/`);
+      await signIn(page, client);
+      await page.clock.fastForward('01:00:05');
+      await page.getByTestId('session-expired').waitFor();
+      assert.match((await page.getByTestId('session-expired').textContent()) ?? '', /expired/i);
+      await page.close();
+
+      const refused = await open();
+      await signIn(refused, client);
+      await refused.evaluate(() => {
+        const key = 'rewards-console-session';
+        const stored = JSON.parse(sessionStorage.getItem(key)!);
+        sessionStorage.setItem(key, JSON.stringify({ ...stored, token: `${stored.token.slice(0, -6)}AAAAAA` }));
+      });
+      // The restored session is checked once at load: the API answers 401, the console signs out.
+      await refused.reload();
+      await refused.getByTestId('session-expired').waitFor();
+      await refused.close();
+    });
+  });
+}
