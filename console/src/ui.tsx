@@ -119,13 +119,18 @@ export function Field({ label, value, onValue, error, hint, type = 'text', ...re
           {hint}
         </small>
       ) : null}
-      {error ? (
-        <small id={`${id}-error`} class="field-error" data-testid="field-error">
-          {error}
-        </small>
-      ) : null}
+      <FieldError id={id} error={error} />
     </div>
   );
+}
+
+/** The problem's message for one field, tied to it by `aria-describedby` (`<id>-error`). */
+function FieldError({ id, error }: { id: string; error?: string | undefined }) {
+  return error ? (
+    <small id={`${id}-error`} class="field-error" data-testid="field-error">
+      {error}
+    </small>
+  ) : null;
 }
 
 export function Select({ label, value, onValue, options, error, ...rest }: { label: string; value: string; onValue: (v: string) => void; options: [string, string][]; error?: string; 'data-testid'?: string }) {
@@ -140,11 +145,7 @@ export function Select({ label, value, onValue, options, error, ...rest }: { lab
           </option>
         ))}
       </select>
-      {error ? (
-        <small id={`${id}-error`} class="field-error" data-testid="field-error">
-          {error}
-        </small>
-      ) : null}
+      <FieldError id={id} error={error} />
     </div>
   );
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -22,10 +23,12 @@ import { testPki, writePkiFiles, type TestPki } from '../support/test-pki.js';
  * The web console in a real browser (Debian's Chromium through playwright-core), against the
  * real service, worker and receivers: the ways in and out, each page's main actions, the request
  * timeline, escaping of what comes from outside, a strict CSP that the console never trips, and
- * axe on every page. The SQLite run keeps a screenshot of each page in docs/console/.
+ * axe on every page. The SQLite run takes a screenshot of each page (docs/console/ with
+ * UPDATE_SCREENSHOTS=1: `UPDATE_SCREENSHOTS=1 TEST_DATABASES=sqlite npm test -- console.browser`).
  */
 const SKIP = chromiumAvailable() ? false : `no Chromium at ${CHROMIUM} (apt-get install -y chromium; .ci/run does)`;
-const SCREENSHOTS = fileURLToPath(new URL('../../docs/console', import.meta.url));
+/** Screenshots go to docs/console/ with UPDATE_SCREENSHOTS=1 (so a test run leaves the tree as it was), else to a temporary folder. */
+const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? fileURLToPath(new URL('../../docs/console', import.meta.url)) : join(tmpdir(), 'rewards-console-screenshots');
 /** What a receiver answers and a description holds to try the console's escaping. */
 const HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">';
 
