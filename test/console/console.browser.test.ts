@@ -267,9 +267,10 @@ for (const dialect of testDialects()) {
       await signIn(page, client);
       await page.getByTestId('request-id').fill(id);
       await page.getByTestId('find-request').click();
-      await page.getByTestId('timeline').waitFor();
-      const text = (await page.getByTestId('timeline').textContent()) ?? '';
-      for (const expected of [/registered/i, /processed/i, /em-rota-de-entrega|rota de entrega/i, /registered-requests/, /processed-requests/]) assert.match(text, expected);
+      // The parts load on their own (request, events, notifications): wait for each.
+      for (const expected of [/Registered/, /Processed/, /em-rota-de-entrega/, /registered-requests/, /processed-requests/, /Attempt 1 of processed-requests: succeeded/]) {
+        await page.getByTestId('timeline').getByText(expected).first().waitFor();
+      }
       assert.ok((await page.getByTestId('timeline-entry').count()) >= 5);
       assert.match(page.url(), new RegExp(`/console/requests/${id}$`), 'the timeline has a URL to share');
       await checkPage(page, 'request-timeline');
@@ -288,6 +289,8 @@ for (const dialect of testDialects()) {
       await page.getByTestId('account-page').waitFor();
       await page.getByTestId('create-client').getByRole('button').click();
       await page.getByTestId('client-secret-once').waitFor();
+      // The list reloads after the secret is shown.
+      await page.getByTestId('client-row').first().waitFor();
       assert.equal(await page.getByTestId('client-row').count(), 1);
       await page.getByTestId('make-link').click();
       await page.getByTestId('console-link').waitFor();
