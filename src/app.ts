@@ -9,6 +9,7 @@ import { errorsPlugin, formatSchemaErrors, sendProblem } from './http/plugins/er
 import { protectRoutes } from './http/plugins/auth.js';
 import { validatorCompiler } from './schema-validation.js';
 import { WEBHOOKS } from './http/schemas/webhooks.js';
+import { documentRoute, PROBLEM_SCHEMA, SCOPE_DESCRIPTIONS } from './http/openapi.js';
 import { lazyRequestLogger } from './http/request-logger.js';
 import { healthRoutes } from './http/routes/health.js';
 import { jwksRoute } from './http/routes/jwks.js';
@@ -101,19 +102,23 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
         title: 'Reward Request Service',
         version: '1.0.0',
         description: 'Reward requests, webhook subscriptions, signed notifications and request events. Every resource path exists under /v1 and /v2.',
+        license: { name: 'UNLICENSED (proprietary)', url: 'https://rewards.dev/terms' },
       },
       servers: [{ url: deps.config.publicUrl }],
       webhooks: WEBHOOKS,
       components: {
+        schemas: { Problem: PROBLEM_SCHEMA },
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
           oauth2: {
             type: 'oauth2',
-            flows: { clientCredentials: { tokenUrl: `${deps.config.publicUrl}/v2/oauth/token`, scopes: {} } },
+            flows: { clientCredentials: { tokenUrl: `${deps.config.publicUrl}/v2/oauth/token`, scopes: SCOPE_DESCRIPTIONS } },
           },
         },
       },
     },
+    // operationIds of the /v1 copies, problem responses, security: src/http/openapi.ts.
+    transform: documentRoute,
   });
   // staticCSP: the docs page and its assets carry a Content-Security-Policy that allows only its own
   // files (scripts by hash), like anything else a browser loads from the service.

@@ -5,6 +5,7 @@ import { ensureOperator } from '../../src/services/operator-bootstrap.js';
 import { SCOPES } from '../../src/domain/tokens/scopes.js';
 import type { TestDialect } from './databases.js';
 import { startTestDatabase, type ClientCredentials, type TestDatabase } from './test-database.js';
+import { forgetResponseChecker, responseChecker } from './openapi-responses.js';
 
 export { startTestDatabase, type ClientCredentials, type TestDatabase };
 
@@ -59,13 +60,18 @@ export async function startTestApp(dialect: TestDialect, env: Record<string, str
       return ((await response.json()) as { access_token: string }).access_token;
     },
     async close() {
+      forgetResponseChecker(address);
       await app.close();
       await database.close();
     },
   };
 }
 
-/** fetch with a bearer token and a JSON body; returns status, headers and parsed body. */
+/**
+ * fetch with a bearer token and a JSON body; returns status, headers and parsed body. The response
+ * must be one the server's OpenAPI document describes for the operation and status (its schema
+ * validates the body): otherwise the call throws (test/support/openapi-responses.ts).
+ */
 export async function api(
   base: string,
   method: string,
@@ -87,5 +93,8 @@ export async function api(
   } catch {
     /* not JSON: keep the text */
   }
+  const checker = await responseChecker(base);
+  const mismatch = checker?.check(method, `${base}${path}`, response.status, response.headers.get('content-type'), text, body);
+  if (mismatch) throw new Error(`undocumented response (fix the OpenAPI document or the route): ${mismatch}`);
   return { status: response.status, headers: response.headers, body };
 }

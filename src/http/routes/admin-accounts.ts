@@ -17,6 +17,7 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
       config: { scope: 'admin' },
       schema: {
         ...ADMIN,
+        operationId: 'listAccounts',
         summary: 'List accounts',
         description: PAGING_NOTE,
         querystring: Type.Object(PageQueryProperties),
@@ -29,8 +30,8 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
   app.post(
     '/admin/accounts',
     {
-      config: { scope: 'admin' },
-      schema: { ...ADMIN, summary: 'Create an account', body: AccountCreateSchema, response: { 201: AccountSchema } },
+      config: { scope: 'admin', problems: { 409: 'an account with that name already exists' } },
+      schema: { ...ADMIN, operationId: 'createAccount', description: 'Operators only (`admin`). Account names are unique; a second account with the same name is a 409.', summary: 'Create an account', body: AccountCreateSchema, response: { 201: AccountSchema } },
     },
     async (request, reply) => {
       const account = await createAccount(deps.db, request.body.name, { now: deps.clock(), field: 'body.name' });
@@ -42,7 +43,7 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
     '/admin/accounts/:id',
     {
       config: { scope: 'admin' },
-      schema: { ...ADMIN, summary: 'One account', params: AccountParamsSchema, response: { 200: AccountSchema } },
+      schema: { ...ADMIN, operationId: 'getAccount', description: 'Operators only (`admin`).', summary: 'One account', params: AccountParamsSchema, response: { 200: AccountSchema } },
     },
     async (request) => {
       const account = await findAccountById(deps.db, request.params.id);
@@ -54,9 +55,10 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
   app.patch(
     '/admin/accounts/:id',
     {
-      config: { scope: 'admin' },
+      config: { scope: 'admin', problems: { 409: 'an account with that name already exists, or the operator account cannot be deactivated' } },
       schema: {
         ...ADMIN,
+        operationId: 'updateAccount',
         summary: 'Rename or (de)activate an account',
         description: 'Deactivating an account makes its clients get invalid_client at the token endpoint; tokens already issued stay valid until they expire.',
         params: AccountParamsSchema,

@@ -56,6 +56,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       config: { scope: 'admin' },
       schema: {
         ...ADMIN,
+        operationId: 'listClients',
         summary: "List an account's clients (never their secrets)",
         description: PAGING_NOTE,
         params: AccountParamsSchema,
@@ -79,6 +80,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       },
       schema: {
         ...ADMIN,
+        operationId: 'createClient',
         summary: 'Create a client; its secret is shown once',
         description: 'Without `scopes` the client gets every scope except admin. Only operator-account clients may hold admin.',
         params: AccountParamsSchema,
@@ -103,6 +105,8 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       config: { scope: 'admin' },
       schema: {
         ...ADMIN,
+        operationId: 'rotateClientSecret',
+        description: 'Operators only (`admin`). The new secret is in the response, once; the previous one keeps working for 24 hours so the client can switch without downtime.',
         summary: 'Issue a new secret; the previous one stays valid for 24 hours',
         params: ClientParamsSchema,
         response: { 200: RotatedSecretSchema },
@@ -126,6 +130,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       config: { scope: 'admin' },
       schema: {
         ...ADMIN,
+        operationId: 'updateClient',
         summary: "(De)activate a client or change its allowed scopes",
         description: 'An inactive client gets invalid_client at the token endpoint; tokens already issued stay valid until they expire.',
         params: ClientParamsSchema,
@@ -147,7 +152,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/admin/accounts/:id/clients/:clientId',
     {
       config: { scope: 'admin' },
-      schema: { ...ADMIN, summary: 'Delete a client', params: ClientParamsSchema, response: { 204: Type.Null() } },
+      schema: { ...ADMIN, operationId: 'deleteClient', description: 'Operators only (`admin`). The client cannot obtain tokens any more; tokens already issued stay valid until they expire.', summary: 'Delete a client', params: ClientParamsSchema, response: { 204: Type.Null() } },
     },
     async (request, reply) => {
       await requireClient(deps.db, request.params.id, request.params.clientId);

@@ -21,7 +21,7 @@ export async function adminConsoleLinksRoutes(app: TypedApp, deps: AppDeps): Pro
   app.post(
     '/admin/accounts/:id/console-links',
     {
-      config: { scope: 'admin' },
+      config: { scope: 'admin', problems: { 409: 'the account is inactive' } },
       // The body is optional: no body at all means the default ttl.
       preValidation: async (request) => {
         request.body ??= {};
@@ -29,6 +29,7 @@ export async function adminConsoleLinksRoutes(app: TypedApp, deps: AppDeps): Pro
       schema: {
         tags: ['admin'],
         security: [{ bearerAuth: [] }],
+        operationId: 'createConsoleLink',
         summary: 'Make a one-time console sign-in link for an account',
         description:
           'The URL carries a one-time code (256 bits, single use, valid 10 minutes; only its SHA-256 is stored) in its fragment. ' +

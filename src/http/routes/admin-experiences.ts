@@ -37,6 +37,7 @@ export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Prom
       config: { scope: 'admin' },
       schema: {
         ...ADMIN,
+        operationId: 'listExperiences',
         summary: "List an account's experiences",
         description: `${ACCOUNT_NOTE} ${PAGING_NOTE}`,
         querystring: Type.Object({ ...ActingAccountQuerySchema.properties, ...PageQueryProperties }),
@@ -49,9 +50,10 @@ export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Prom
   app.post(
     '/admin/experiences',
     {
-      config: { scope: 'admin' },
+      config: { scope: 'admin', problems: { 409: 'an experience with that name already exists in the account' } },
       schema: {
         ...ADMIN,
+        operationId: 'createExperience',
         summary: 'Create an experience with its prizes',
         description: `${ACCOUNT_NOTE} The name is unique per account (409). A prize without stock is unlimited.`,
         body: ExperienceCreateSchema,
@@ -68,7 +70,7 @@ export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Prom
     '/admin/experiences/:id',
     {
       config: { scope: 'admin' },
-      schema: { ...ADMIN, summary: 'One experience', description: ACCOUNT_NOTE, params: ExperienceParamsSchema, response: { 200: ExperienceSchema } },
+      schema: { ...ADMIN, operationId: 'getExperience', summary: 'One experience', description: ACCOUNT_NOTE, params: ExperienceParamsSchema, response: { 200: ExperienceSchema } },
     },
     async (request) => {
       const experience = await findExperienceById(deps.db, request.auth.accountId, request.params.id);
@@ -80,9 +82,10 @@ export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Prom
   app.put(
     '/admin/experiences/:id',
     {
-      config: { scope: 'admin' },
+      config: { scope: 'admin', problems: { 409: 'an experience with that name already exists in the account' } },
       schema: {
         ...ADMIN,
+        operationId: 'updateExperience',
         summary: 'Replace the members given; keep the ones omitted',
         description:
           `${ACCOUNT_NOTE} \`prizes\`, when given, replaces the whole list. A prize whose id was already in the list and whose ` +
@@ -101,8 +104,8 @@ export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Prom
   app.delete(
     '/admin/experiences/:id',
     {
-      config: { scope: 'admin' },
-      schema: { ...ADMIN, summary: 'Delete an experience and its prizes', description: ACCOUNT_NOTE, params: ExperienceParamsSchema, response: { 204: Type.Null() } },
+      config: { scope: 'admin', problems: { 409: 'the experience is still referenced; deactivate it instead' } },
+      schema: { ...ADMIN, operationId: 'deleteExperience', summary: 'Delete an experience and its prizes', description: ACCOUNT_NOTE, params: ExperienceParamsSchema, response: { 204: Type.Null() } },
     },
     async (request, reply) => {
       if (!(await removeExperience(deps.db, request.auth.accountId, request.params.id))) throw notFound('experience');

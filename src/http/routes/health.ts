@@ -8,8 +8,8 @@ const Status = Type.Object({ status: Type.String() });
 
 /** Liveness says the process answers; readiness says it can reach its database. */
 export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
-  app.get('/health/live', { schema: { tags: ['operations'], response: { 200: Status } }, logLevel: 'warn' }, async () => ({ status: 'ok' }));
-  app.get('/health/ready', { schema: { tags: ['operations'], response: { 200: Status } }, logLevel: 'warn' }, async () => {
+  app.get('/health/live', { schema: { tags: ['operations'], operationId: 'getLiveness', description: 'Answers 200 `{"status":"ok"}` while the process runs; it does not touch the database. Public: restrict it at the network edge.', summary: 'Liveness: the process answers', response: { 200: Status } }, logLevel: 'warn' }, async () => ({ status: 'ok' }));
+  app.get('/health/ready', { schema: { tags: ['operations'], operationId: 'getReadiness', description: 'Answers 200 when the process can reach its database, 503 otherwise (take the instance out of rotation). Public.', summary: 'Readiness: the process can reach its database', response: { 200: Status } }, logLevel: 'warn' }, async () => {
     try {
       await sql`select 1`.execute(deps.db);
     } catch {

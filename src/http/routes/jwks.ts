@@ -9,6 +9,9 @@ export async function jwksRoute(app: TypedApp, deps: AppDeps): Promise<void> {
     {
       schema: {
         tags: ['oauth'],
+        operationId: 'getJwks',
+        description: 'The JSON Web Key Set whose keys verify the access tokens this service issues, including keys being rotated out (`rewards keys rotate`). Cached for 5 minutes. Public.',
+        summary: 'The public keys that verify access tokens (RFC 7517 JWK Set)',
         response: { 200: Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true })) }) },
       },
     },

@@ -10,6 +10,8 @@ export async function meRoute(app: TypedApp, _deps: AppDeps): Promise<void> {
       config: { scope: 'authenticated' },
       schema: {
         tags: ['oauth'],
+        operationId: 'getMe',
+        description: 'Who the bearer token speaks for: the client id, its account, the scopes the token carries and whether the account is the operator.',
         summary: 'The authenticated client, its account and scopes',
         security: [{ bearerAuth: [] }],
         response: { 200: Type.Object({ clientId: Type.String(), accountId: Type.String(), scopes: Type.Array(Type.String()) }) },

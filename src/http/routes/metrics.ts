@@ -3,7 +3,7 @@ import type { AppDeps } from '../../deps.js';
 
 /** Prometheus exposition. Public like the health checks: restrict it at the network edge. */
 export async function metricsRoute(app: TypedApp, deps: AppDeps): Promise<void> {
-  app.get('/metrics', { schema: { tags: ['operations'], summary: 'Prometheus metrics' }, logLevel: 'warn' }, async (_request, reply) => {
+  app.get('/metrics', { schema: { tags: ['operations'], operationId: 'getMetrics', description: 'Prometheus text exposition of the API and worker metrics (docs/operators.md). Public: restrict it at the network edge.', summary: 'Prometheus metrics', response: { 200: { description: 'the Prometheus text exposition', content: { 'text/plain': { schema: { type: 'string' } } } } } }, logLevel: 'warn' }, async (_request, reply) => {
     reply.type(deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });

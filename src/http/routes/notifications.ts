@@ -27,6 +27,8 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
       schema: {
         tags: TAGS,
         security: SECURITY,
+        operationId: 'listNotifications',
+        description: 'Every notification sent or to be sent to the account\'s callbacks, newest first, filtered by `subscriptionId`, `requestId` or `status`; page with `limit` and the `nextCursor` of the previous page as `cursor`.',
         summary: 'The delivery log, newest first, with cursor paging',
         querystring: NotificationListQuerySchema,
         response: { 200: NotificationListSchema },
@@ -44,7 +46,7 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/notifications/:notificationId',
     {
       config: { scope: 'subscriptions:read' },
-      schema: { tags: TAGS, security: SECURITY, summary: 'One notification with every attempt', params: NotificationParamsSchema, response: { 200: NotificationDetailSchema } },
+      schema: { tags: TAGS, security: SECURITY, operationId: 'getNotification', description: 'The notification, its payload and every delivery attempt with the receiver\'s answer.', summary: 'One notification with every attempt', params: NotificationParamsSchema, response: { 200: NotificationDetailSchema } },
     },
     async (request) => {
       const row = await findNotification(deps.db, request.params.notificationId, request.auth.accountId);
@@ -60,6 +62,8 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
       schema: {
         tags: TAGS,
         security: SECURITY,
+        operationId: 'retryNotification',
+        description: 'Queues one more delivery attempt now, whatever the notification\'s state; the receiver deduplicates on `webhook-id`.',
         summary: 'Send one more attempt now (also for a failed or delivered notification)',
         params: NotificationParamsSchema,
         response: { 202: NotificationSchema },

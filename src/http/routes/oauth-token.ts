@@ -30,9 +30,16 @@ const FORM_BODY = Type.Object(
     scope: Type.Optional(Type.String({ description: 'client_credentials: required; console-link: optional, a subset of the scopes the link grants' })),
     code: Type.Optional(Type.String({ description: 'console-link grant: the one-time code from the fragment of the console link (`#link=…`); single use, valid 10 minutes' })),
   },
-  { additionalProperties: true },
+  {
+    additionalProperties: true,
+    // The seed contract's sample: the client_credentials grant with a scope.
+    examples: [{ grant_type: 'client_credentials', client_id: 'cli_01j9z3k8w0000000000000000', client_secret: 'my-client-secret', scope: 'subscriptions:read subscriptions:write' }],
+  },
 );
-const JSON_BODY = Type.Object({ client_id: Type.Optional(Type.String()), client_secret: Type.Optional(Type.String()) }, { additionalProperties: true });
+const JSON_BODY = Type.Object(
+  { client_id: Type.Optional(Type.String()), client_secret: Type.Optional(Type.String()) },
+  { additionalProperties: true, examples: [{ client_id: 'cli_01j9z3k8w0000000000000000', client_secret: 'my-client-secret' }] },
+);
 
 function send(reply: FastifyReply, response: TokenHttpResponse): FastifyReply {
   // A string with its content type set is sent as it is: the response schemas only document it.
@@ -67,6 +74,7 @@ async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, version
         version === 2
           ? {
               tags: ['oauth'],
+              operationId: 'createToken',
               summary: 'Obtain an access token (client credentials, or a console link\'s code)',
               description:
                 '`grant_type=client_credentials`: the client authenticates with `client_secret_post` or `client_secret_basic` and names the `scope` it wants. ' +
@@ -79,7 +87,9 @@ async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, version
             }
           : {
               tags: ['oauth'],
+              operationId: 'createToken',
               summary: 'Obtain an access token (v1, JSON body)',
+              description: 'Version 1 of the token endpoint: a JSON body `{client_id, client_secret}`, no grant_type or scope; the token carries every scope the client is allowed. Errors are RFC 6749 §5.2 bodies.',
               body: JSON_BODY,
               response: { 200: Type.Omit(TokenResponseSchema, ['scope']), '4xx': TokenErrorSchema },
             },

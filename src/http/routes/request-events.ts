@@ -38,6 +38,8 @@ export async function requestEventRoutes(app: TypedApp, deps: AppDeps): Promise<
       config: { scope: 'events:read' },
       schema: {
         tags: ['events'],
+        operationId: 'getRequestEvents',
+        description: 'The fulfillment events of a reward request (`em-rota-de-entrega`, `pedido-entregue`), oldest first, as the seed contract describes them. Another account\'s request is a 404.',
         summary: 'The events of a request, oldest first',
         security: [{ bearerAuth: [] }],
         params: RequestIdParams,
@@ -55,9 +57,11 @@ export async function requestEventRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/request/:id/events',
     {
-      config: { scope: 'events:write' },
+      config: { scope: 'events:write', problems: { 409: 'the request is not processed yet' } },
       schema: {
         tags: ['events'],
+        operationId: 'createRequestEvent',
+        description: 'Accepted once the request is processed (before that, a 409). `em-rota-de-entrega` needs `data.trackingCode` and `data.trackingLink`. Posting the same (request, name, refId) again answers the stored event.',
         summary: 'Append a fulfillment event from a delivery partner (idempotent on request, name and refId)',
         security: [{ bearerAuth: [] }],
         params: RequestIdParams,

@@ -45,9 +45,11 @@ export async function requestRoutes(app: TypedApp, deps: AppDeps): Promise<void>
   app.post(
     '/requests',
     {
-      config: { scope: 'requests:write' },
+      config: { scope: 'requests:write', problems: { 409: 'the Idempotency-Key was already used with a different body, or a request with it is still being processed' } },
       schema: {
         tags: ['requests'],
+        operationId: 'createRequest',
+        description: 'Answers 202 with the request id once the request is stored durably; registration and processing follow in the background and are told to the subscriptions (or to the request\'s own callback URLs) by `registered-requests` and `processed-requests` notifications. With an `Idempotency-Key`, a repeated call within 24 h replays the first response.',
         summary: 'Send a reward request; it is stored durably, then registered and processed in the background',
         security: [{ bearerAuth: [] }],
         headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', description: 'replays the first response for 24 h' } } },
@@ -103,6 +105,8 @@ export async function requestRoutes(app: TypedApp, deps: AppDeps): Promise<void>
       config: { scope: 'requests:read' },
       schema: {
         tags: ['requests'],
+        operationId: 'getRequest',
+        description: 'The request as it stands: `received`, `registered`, `rejected` (with `errorCode` and `message`), `processed` (with `concluded`, `delivered` and `canceled`) or `failed`. Another account\'s request is a 404.',
         summary: 'A reward request: status, reward value, error, and after processing its delivered and canceled prizes',
         security: [{ bearerAuth: [] }],
         params: RequestIdParams,

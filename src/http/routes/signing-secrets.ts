@@ -17,7 +17,7 @@ export async function signingSecretRoutes(app: TypedApp, deps: AppDeps): Promise
     '/signing-secret',
     {
       config: { scope: 'subscriptions:read' },
-      schema: { ...common, summary: 'The account’s default signing secret (for per-request callback URLs)' },
+      schema: { ...common, operationId: 'getSigningSecret', description: 'The account\'s default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`).', summary: 'The account’s default signing secret (for per-request callback URLs)' },
     },
     async (request: FastifyRequest) => {
       const secrets = await loadSigningSecrets(deps.db, deps.box, { accountId: request.auth.accountId }, deps.clock());
@@ -29,7 +29,7 @@ export async function signingSecretRoutes(app: TypedApp, deps: AppDeps): Promise
     '/signing-secret/rotate',
     {
       config: { scope: 'subscriptions:write' },
-      schema: { ...common, summary: 'Replace the account’s default signing secret; the previous one keeps signing for 24 h' },
+      schema: { ...common, operationId: 'rotateSigningSecret', description: 'A new default signing secret; the previous one keeps signing for 24 hours alongside it.', summary: 'Replace the account’s default signing secret; the previous one keeps signing for 24 h' },
     },
     async (request: FastifyRequest) => {
       const rotated = await rotateSigningSecret(deps.db, deps.box, { accountId: request.auth.accountId, subscriptionId: null }, deps.clock());

@@ -51,6 +51,8 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       config: read,
       schema: {
         tags: TAGS,
+        operationId: 'listSubscriptions',
+        description: 'Filter by `event`, `experience` and `active`. Callback credentials are returned masked. Operators may list another account\'s with `?accountId=`.',
         summary: 'The account’s subscriptions, oldest first',
         security: SECURITY,
         querystring: SubscriptionListQuerySchema,
@@ -72,9 +74,11 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/subscriptions',
     {
-      config: write,
+      config: { ...write, problems: { 409: 'the account has as many subscriptions as it may' } },
       schema: {
         tags: TAGS,
+        operationId: 'createSubscription',
+        description: 'Binds one event (`registered-request` or `processed-request`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience. The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown.',
         summary: 'Create a subscription; the response carries its signing secret',
         security: SECURITY,
         querystring: OperatorQuerySchema,
@@ -93,7 +97,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/subscriptions/:subscriptionId',
     {
       config: read,
-      schema: { tags: TAGS, summary: 'One subscription', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SubscriptionSchema } },
+      schema: { tags: TAGS, operationId: 'getSubscription', description: 'Another account\'s subscription is a 404. Callback credentials are returned masked.', summary: 'One subscription', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SubscriptionSchema } },
     },
     async (request) => {
       const subscription = await getSubscription(deps.db, deps.box, request.auth.accountId, request.params.subscriptionId);
@@ -108,6 +112,8 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       config: write,
       schema: {
         tags: TAGS,
+        operationId: 'updateSubscription',
+        description: 'Members given replace the stored ones, members omitted are kept (the seed\'s sample update omits `event`); `authorization: null` removes the callback\'s credentials. Read-only members (`_id`, `accountId`, timestamps) may be echoed back unchanged.',
         summary: 'Update a subscription: members given replace the stored ones, members omitted are kept',
         security: SECURITY,
         params: SubscriptionParamsSchema,
@@ -127,7 +133,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/subscriptions/:subscriptionId',
     {
       config: write,
-      schema: { tags: TAGS, summary: 'Delete a subscription and its signing secrets', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 204: Type.Null() } },
+      schema: { tags: TAGS, operationId: 'deleteSubscription', description: 'Deletes the subscription and its signing secrets. Another account\'s subscription is a 404.', summary: 'Delete a subscription and its signing secrets', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 204: Type.Null() } },
     },
     async (request, reply) => {
       if (!(await deleteSubscription(deps.db, request.auth.accountId, request.params.subscriptionId))) throw notFound('subscription');
@@ -141,6 +147,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       config: read,
       schema: {
         tags: TAGS,
+        operationId: 'getSubscriptionStats',
         summary: 'The endpoint’s health over a window',
         description:
           'Attempts by outcome, success rate, latency percentiles, the last success and failure, the current run of failed attempts and the ' +
@@ -166,7 +173,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/subscriptions/:subscriptionId/secret',
     {
       config: read,
-      schema: { tags: TAGS, summary: 'The subscription’s current signing secret', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SigningSecretSchema } },
+      schema: { tags: TAGS, operationId: 'getSubscriptionSecret', description: 'The Standard Webhooks secret (`whsec_…`) that signs this subscription\'s notifications, and the previous one while it still signs (24 h after a rotation).', summary: 'The subscription’s current signing secret', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SigningSecretSchema } },
     },
     async (request) => {
       const { accountId } = request.auth;
@@ -183,6 +190,8 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       config: write,
       schema: {
         tags: TAGS,
+        operationId: 'rotateSubscriptionSecret',
+        description: 'A new signing secret; notifications carry a signature with each of the two secrets for 24 hours, so the receiver can switch without rejecting any.',
         summary: 'Replace the signing secret; the previous one keeps signing for 24 h',
         security: SECURITY,
         params: SubscriptionParamsSchema,
@@ -205,6 +214,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       config: write,
       schema: {
         tags: TAGS,
+        operationId: 'testSubscription',
         summary: 'Send a test notification',
         description:
           "One notification of the subscription's event with a sample body of the contract's shape (ids `req_test_…`), " +
@@ -227,9 +237,10 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/subscriptions/:subscriptionId/recover',
     {
-      config: write,
+      config: { ...write, problems: { 409: 'the subscription is inactive: turn it on first (recovered notifications of an inactive subscription are not sent)' } },
       schema: {
         tags: TAGS,
+        operationId: 'recoverSubscription',
         summary: 'Send one more attempt of every notification that failed in a window',
         description:
           'Every notification of the subscription that ended `failed` with its completion time in [`since`, `until`) gets one new attempt now, ' +

@@ -14,10 +14,21 @@ export const CreateRequestBody = Type.Object(
     registeredCallbackUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'notified with registered-requests for this request only' })),
     processedCallbackUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'notified with processed-requests for this request only' })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        experience: 'summer-campaign',
+        event: 'purchase',
+        data: { orderId: 'A-1001', amount: 150 },
+        registeredCallbackUrl: 'https://hooks.example.com/rewards/registered',
+        processedCallbackUrl: 'https://hooks.example.com/rewards/processed',
+      },
+    ],
+  },
 );
 
-export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Literal('received') });
+export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Literal('received') }, { examples: [{ id: 'req_01j9z3k8w0000000000000000', status: 'received' }] });
 
 export const RequestIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
@@ -47,6 +58,17 @@ export const RequestEventSchema = Type.Object({
   refId: Type.String(),
   experience: Type.String(),
   data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+}, {
+  examples: [
+    {
+      name: 'em-rota-de-entrega',
+      title: 'Em rota de entrega',
+      date: '2024-07-02T09:30:00.000Z',
+      refId: 'trx-7781',
+      experience: 'summer-campaign',
+      data: { trackingCode: 'BR123456789', trackingLink: 'https://tracking.example.com/BR123456789' },
+    },
+  ],
 });
 
 export const CreateRequestEventBody = Type.Object(
@@ -64,5 +86,11 @@ export const CreateRequestEventBody = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      { name: 'em-rota-de-entrega', refId: 'trx-7781', title: 'Em rota de entrega', data: { trackingCode: 'BR123456789', trackingLink: 'https://tracking.example.com/BR123456789' } },
+      { name: 'pedido-entregue', refId: 'trx-7781', title: 'Pedido entregue' },
+    ],
+  },
 );

@@ -64,7 +64,19 @@ export const SubscriptionBodySchema = Type.Object(
     createdAt: Type.Optional(Type.String({ description: 'read-only: ignored' })),
     updatedAt: Type.Optional(Type.String({ description: 'read-only: ignored' })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // The seed contract's samples: a creation, and an update that omits `event`.
+    examples: [
+      {
+        event: 'processed-request',
+        description: 'Processed requests of the summer campaign',
+        experiences: ['summer-campaign'],
+        callback: { url: 'https://hooks.example.com/rewards/processed', authorization: { Bearer: 'my-receiver-token' }, customHeaders: { 'x-tenant': 'acme' } },
+      },
+      { description: 'Both summer experiences', experiences: ['summer-campaign', 'summer-bonus'], callback: { url: 'https://hooks.example.com/rewards/processed' } },
+    ],
+  },
 );
 
 export const SubscriptionSchema = Type.Object({
@@ -84,6 +96,20 @@ export const SubscriptionSchema = Type.Object({
   rateLimit: Type.Optional(Type.Integer({ minimum: 1, description: 'deliveries per second at most; absent = no limit' })),
   disabledReason: Type.Optional(Type.String({ description: 'present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it' })),
   disabledAt: Type.Optional(Type.String({ format: 'date-time' })),
+}, {
+  examples: [
+    {
+      _id: 'sub_01j9z3k8w0000000000000000',
+      accountId: 'acc_01j9z3k8w0000000000000000',
+      event: 'processed-request',
+      description: 'Processed requests of the summer campaign',
+      active: true,
+      experiences: ['summer-campaign'],
+      callback: { url: 'https://hooks.example.com/rewards/processed', authorization: { Bearer: '****oken' }, customHeaders: { 'x-tenant': 'acme' } },
+      createdAt: '2024-07-01T12:00:00.000Z',
+      updatedAt: '2024-07-01T12:00:00.000Z',
+    },
+  ],
 });
 
 export const CreatedSubscriptionSchema = Type.Object({

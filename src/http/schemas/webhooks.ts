@@ -27,14 +27,17 @@ const RESPONSES = {
   default: { description: 'anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured' },
 };
 
-function webhook(summary: string, description: string, schema: object) {
+function webhook(operationId: string, summary: string, description: string, schema: object) {
   return {
     post: {
+      operationId,
       summary,
       description,
       tags: ['notifications'],
       parameters: HEADERS,
       requestBody: { required: true, content: { 'application/json': { schema } } },
+      // Signed (webhook-signature), not authenticated by a scheme of this document.
+      security: [],
       responses: RESPONSES,
     },
   };
@@ -42,11 +45,13 @@ function webhook(summary: string, description: string, schema: object) {
 
 export const WEBHOOKS = {
   'registered-requests': webhook(
+    'registeredRequestsWebhook',
     'A request was registered or rejected',
     'Registered: `{id, rewardValue?}`. Rejected: `{id, errorCode, message}`. Sent to the subscriptions of the event, or to the request\'s own `registeredCallbackUrl`.',
     RegisteredRequestsPayloadSchema,
   ),
   'processed-requests': webhook(
+    'processedRequestsWebhook',
     'A request was processed into delivered and canceled prizes',
     'Sent to the subscriptions of the event, or to the request\'s own `processedCallbackUrl`.',
     ProcessedRequestsPayloadSchema,
