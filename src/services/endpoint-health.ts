@@ -12,6 +12,7 @@ import { iso } from '../domain/time.js';
 import type { Executor } from '../storage/database.js';
 import { countPending, disableSubscription, findHealth, recordHealth, sumStats } from '../storage/repositories/subscription-health.js';
 import { findSubscription } from '../storage/repositories/subscriptions.js';
+import { releaseHeld } from './schedule-delivery.js';
 
 /** A subscription the service switched off, for the log. */
 export interface DisabledSubscription {
@@ -35,7 +36,10 @@ export async function recordEndpointHealth(tx: Executor, attempts: readonly Coun
     if (!shouldDisable(run.failingSince, options.now, options.disableAfterMs)) continue;
     const reason = disabledReason(run.failingSince!, options.disableAfterMs);
     const done = await disableSubscription(tx, run.subscriptionId, reason, options.now);
-    if (done) disabled.push({ subscriptionId: run.subscriptionId, reason, ...done });
+    if (!done) continue;
+    // What waited for a notification failed here goes out now (docs/delivery.md, "Order").
+    await releaseHeld(tx, done.failedIds, options.now);
+    disabled.push({ subscriptionId: run.subscriptionId, reason, accountId: done.accountId, failedPending: done.failedPending });
   }
   return disabled;
 }

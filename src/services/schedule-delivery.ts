@@ -1,6 +1,6 @@
 import type { Db, Executor } from '../storage/database.js';
 import { enqueueJobs, notifyOtherProcesses, type JobSignals, type LeaseOffer } from '../storage/queue/index.js';
-import { findNotification, markNotificationPending, type NotificationRow } from '../storage/repositories/notifications.js';
+import { findNotification, markNotificationPending, releaseWaitingFor, type NotificationRow } from '../storage/repositories/notifications.js';
 
 export const DELIVER_NOTIFICATION = 'deliver-notification';
 
@@ -39,6 +39,17 @@ export async function enqueueDeliveries(
     })),
     { now: options.now, ...(options.leaseTo ? { leaseTo: options.leaseTo } : {}) },
   );
+}
+
+/**
+ * Notification order (docs/delivery.md, "Order"): in the transaction that ends notifications
+ * (succeeded, or failed after their last attempt or without one), after the statement that ended
+ * them, the notifications held behind them are released and their delivery jobs enqueued, due now.
+ * One statement when nothing waits.
+ */
+export async function releaseHeld(tx: Executor, endedIds: readonly string[], now: number): Promise<void> {
+  const released = await releaseWaitingFor(tx, endedIds);
+  if (released.length > 0) await enqueueDeliveries(tx, released.map((notificationId) => ({ notificationId })), { now });
 }
 
 /**

@@ -9,30 +9,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            keys: {
-                                [key: string]: unknown;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The public keys that verify access tokens (RFC 7517 JWK Set)
+         * @description The JSON Web Key Set whose keys verify the access tokens this service issues, including keys being rotated out (`rewards keys rotate`). Cached for 5 minutes. Public.
+         */
+        get: operations["getJwks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -48,28 +29,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            status: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Liveness: the process answers
+         * @description Answers 200 `{"status":"ok"}` while the process runs; it does not touch the database. Public: restrict it at the network edge.
+         */
+        get: operations["getLiveness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -85,28 +49,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            status: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Readiness: the process can reach its database
+         * @description Answers 200 when the process can reach its database, 503 otherwise (take the instance out of rotation). Public.
+         */
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -122,25 +69,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Prometheus metrics
+         * @description Prometheus text exposition of the API and worker metrics (docs/operators.md). Public: restrict it at the network edge.
+         */
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -160,86 +93,13 @@ export interface paths {
          * List accounts
          * @description Pages like the delivery log: with `limit` or `cursor` the answer is `{data, nextCursor}` in creation order (pass `nextCursor` as `cursor` for the next page; null on the last); without either, the whole list as a JSON array.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description nextCursor of the previous page */
-                    cursor?: string;
-                    /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        }[] | {
-                            data: {
-                                /** @description false: the account's clients can no longer obtain tokens */
-                                active: boolean;
-                                /** Format: date-time */
-                                createdAt: string;
-                                id: string;
-                                isOperator: boolean;
-                                name: string;
-                            }[];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listAccountsV1"];
         put?: never;
-        /** Create an account */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create an account
+         * @description Operators only (`admin`). Account names are unique; a second account with the same name is a 409.
+         */
+        post: operations["createAccountV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -253,37 +113,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One account */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One account
+         * @description Operators only (`admin`).
+         */
+        get: operations["getAccountV1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -293,43 +127,7 @@ export interface paths {
          * Rename or (de)activate an account
          * @description Deactivating an account makes its clients get invalid_client at the token endpoint; tokens already issued stay valid until they expire.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        active?: boolean;
-                        name?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateAccountV1"];
         trace?: never;
     };
     "/v1/admin/accounts/{id}/clients": {
@@ -343,99 +141,13 @@ export interface paths {
          * List an account's clients (never their secrets)
          * @description Pages like the delivery log: with `limit` or `cursor` the answer is `{data, nextCursor}` in creation order (pass `nextCursor` as `cursor` for the next page; null on the last); without either, the whole list as a JSON array.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description nextCursor of the previous page */
-                    cursor?: string;
-                    /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
-                    limit?: number;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            client_id: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            previous_secret_valid_until: string | null;
-                            /** @description space-separated */
-                            scopes: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[] | {
-                            data: {
-                                accountId: string;
-                                active: boolean;
-                                client_id: string;
-                                /** Format: date-time */
-                                createdAt: string;
-                                previous_secret_valid_until: string | null;
-                                /** @description space-separated */
-                                scopes: string;
-                                /** Format: date-time */
-                                updatedAt: string;
-                            }[];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listClientsV1"];
         put?: never;
         /**
          * Create a client; its secret is shown once
          * @description Without `scopes` the client gets every scope except admin. Only operator-account clients may hold admin.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description an array of scopes or one space-separated string */
-                        scopes?: string[] | string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            client_id: string;
-                            /** @description shown once; only its hash is stored */
-                            client_secret: string;
-                            /** @description space-separated */
-                            scopes: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createClientV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -452,76 +164,18 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a client */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    clientId: string;
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete a client
+         * @description Operators only (`admin`). The client cannot obtain tokens any more; tokens already issued stay valid until they expire.
+         */
+        delete: operations["deleteClientV1"];
         options?: never;
         head?: never;
         /**
          * (De)activate a client or change its allowed scopes
          * @description An inactive client gets invalid_client at the token endpoint; tokens already issued stay valid until they expire.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    clientId: string;
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        active?: boolean;
-                        /** @description an array of scopes or one space-separated string */
-                        scopes?: string[] | string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            client_id: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            previous_secret_valid_until: string | null;
-                            /** @description space-separated */
-                            scopes: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateClientV1"];
         trace?: never;
     };
     "/v1/admin/accounts/{id}/clients/{clientId}/rotate-secret": {
@@ -533,36 +187,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Issue a new secret; the previous one stays valid for 24 hours */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    clientId: string;
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            client_id: string;
-                            /** @description shown once */
-                            client_secret: string;
-                            /** Format: date-time */
-                            previous_secret_valid_until: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Issue a new secret; the previous one stays valid for 24 hours
+         * @description Operators only (`admin`). The new secret is in the response, once; the previous one keeps working for 24 hours so the client can switch without downtime.
+         */
+        post: operations["rotateClientSecretV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -582,45 +211,7 @@ export interface paths {
          * Make a one-time console sign-in link for an account
          * @description The URL carries a one-time code (256 bits, single use, valid 10 minutes; only its SHA-256 is stored) in its fragment. The console exchanges it at `POST /v2/oauth/token` with `grant_type=urn:rewards:params:oauth:grant-type:console-link` for an access token of the account with every scope except admin, living `ttl` (default 1h, at most 24h). `404` for an unknown account, `409` for an inactive one.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description lifetime of the token the link grants: `30m`, `1h` (default), at most `24h` */
-                        ttl?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * Format: date-time
-                             * @description the code can be exchanged until then (10 minutes), once
-                             */
-                            expiresAt: string;
-                            /** @description lifetime of the access token the code grants */
-                            tokenTtlSeconds: number;
-                            /** @description `PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log */
-                            url: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createConsoleLinkV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -638,169 +229,13 @@ export interface paths {
          * List an account's experiences
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account. Pages like the delivery log: with `limit` or `cursor` the answer is `{data, nextCursor}` in creation order (pass `nextCursor` as `cursor` for the next page; null on the last); without either, the whole list as a JSON array.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                    /** @description nextCursor of the previous page */
-                    cursor?: string;
-                    /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[] | {
-                            data: {
-                                accountId: string;
-                                active: boolean;
-                                /** Format: date-time */
-                                createdAt: string;
-                                events: string[];
-                                id: string;
-                                name: string;
-                                prizes: {
-                                    bucket: string;
-                                    description: string;
-                                    id: string;
-                                    kind: "coupon" | "payment" | "physical";
-                                    quantity: number;
-                                    /** @description units left; null = unlimited */
-                                    stock: number | null;
-                                    title: string;
-                                    value: number;
-                                }[];
-                                title: string;
-                                /** Format: date-time */
-                                updatedAt: string;
-                            }[];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listExperiencesV1"];
         put?: never;
         /**
          * Create an experience with its prizes
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account. The name is unique per account (409). A prize without stock is unlimited.
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description read-only: ignored (the account comes from ?accountId= or --account) */
-                        accountId?: string;
-                        /** @default true */
-                        active?: boolean;
-                        /** @description read-only: ignored */
-                        createdAt?: string;
-                        /**
-                         * @description request `event` values allowed; empty = any
-                         * @default []
-                         */
-                        events?: string[];
-                        /** @description read-only: ignored */
-                        id?: string;
-                        /** @description the key requests use (`experience`); unique per account */
-                        name: string;
-                        /** @default [] */
-                        prizes?: {
-                            /** @description prize name, reported as deliveryDetail.info.bucket */
-                            bucket: string;
-                            /** @default  */
-                            description?: string;
-                            /** @description unique within the experience; reported as rewardId */
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            /** @default 1 */
-                            quantity?: number;
-                            /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
-                            stock?: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** @description read-only: ignored */
-                        updatedAt?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createExperienceV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -818,166 +253,18 @@ export interface paths {
          * One experience
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getExperienceV1"];
         /**
          * Replace the members given; keep the ones omitted
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account. `prizes`, when given, replaces the whole list. A prize whose id was already in the list and whose `stock` is omitted keeps its remaining stock; a new prize without `stock` is unlimited.
          */
-        put: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description read-only: ignored (the account comes from ?accountId= or --account) */
-                        accountId?: string;
-                        active?: boolean;
-                        /** @description read-only: ignored */
-                        createdAt?: string;
-                        /** @description request `event` values allowed; empty = any */
-                        events?: string[];
-                        /** @description read-only: ignored */
-                        id?: string;
-                        /** @description the key requests use (`experience`); unique per account */
-                        name?: string;
-                        prizes?: {
-                            /** @description prize name, reported as deliveryDetail.info.bucket */
-                            bucket: string;
-                            /** @default  */
-                            description?: string;
-                            /** @description unique within the experience; reported as rewardId */
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            /** @default 1 */
-                            quantity?: number;
-                            /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
-                            stock?: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title?: string;
-                        /** @description read-only: ignored */
-                        updatedAt?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["updateExperienceV1"];
         post?: never;
         /**
          * Delete an experience and its prizes
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account.
          */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteExperienceV1"];
         options?: never;
         head?: never;
         patch?: never;
@@ -990,31 +277,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The authenticated client, its account and scopes */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            clientId: string;
-                            scopes: string[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The authenticated client, its account and scopes
+         * @description Who the bearer token speaks for: the client id, its account, the scopes the token carries and whether the account is the operator.
+         */
+        get: operations["getMeV1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1030,61 +297,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The delivery log, newest first, with cursor paging */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operator only: act for this account */
-                    accountId?: string;
-                    /** @description nextCursor of the previous page */
-                    cursor?: string;
-                    limit?: number;
-                    requestId?: string;
-                    status?: "pending" | "succeeded" | "failed";
-                    subscriptionId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                attemptCount: number;
-                                completedAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                                event: string;
-                                /** @description also the webhook-id header of every attempt */
-                                id: string;
-                                lastError: string | null;
-                                lastStatusCode: number | null;
-                                nextAttemptAt: string | null;
-                                payload: {
-                                    [key: string]: unknown;
-                                };
-                                requestId: string;
-                                status: "pending" | "succeeded" | "failed";
-                                subscriptionId: string | null;
-                                /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                                test: boolean;
-                                /** Format: date-time */
-                                updatedAt: string;
-                                url: string;
-                            }[];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The delivery log, newest first, with cursor paging
+         * @description Every notification sent or to be sent to the account's callbacks, newest first, filtered by `subscriptionId`, `requestId` or `status`; page with `limit` and the `nextCursor` of the previous page as `cursor`.
+         */
+        get: operations["listNotificationsV1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1100,63 +317,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One notification with every attempt */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    notificationId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attemptCount: number;
-                            completedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            event: string;
-                            /** @description also the webhook-id header of every attempt */
-                            id: string;
-                            lastError: string | null;
-                            lastStatusCode: number | null;
-                            nextAttemptAt: string | null;
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            requestId: string;
-                            status: "pending" | "succeeded" | "failed";
-                            subscriptionId: string | null;
-                            /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                            test: boolean;
-                            /** Format: date-time */
-                            updatedAt: string;
-                            url: string;
-                        } & {
-                            attempts: {
-                                /** Format: date-time */
-                                at: string;
-                                attempt: number;
-                                error: string | null;
-                                latencyMs: number;
-                                outcome: "succeeded" | "retry" | "failed";
-                                responseBody: string | null;
-                                statusCode: number | null;
-                                url: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One notification with every attempt
+         * @description The notification, its payload and every delivery attempt with the receiver's answer.
+         */
+        get: operations["getNotificationV1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1174,51 +339,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send one more attempt now (also for a failed or delivered notification) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    notificationId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attemptCount: number;
-                            completedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            event: string;
-                            /** @description also the webhook-id header of every attempt */
-                            id: string;
-                            lastError: string | null;
-                            lastStatusCode: number | null;
-                            nextAttemptAt: string | null;
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            requestId: string;
-                            status: "pending" | "succeeded" | "failed";
-                            subscriptionId: string | null;
-                            /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                            test: boolean;
-                            /** Format: date-time */
-                            updatedAt: string;
-                            url: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Send one more attempt now (also for a failed or delivered notification)
+         * @description Queues one more delivery attempt now, whatever the notification's state; the receiver deduplicates on `webhook-id`.
+         */
+        post: operations["retryNotificationV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1234,54 +359,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Obtain an access token (v1, JSON body) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        client_id?: string;
-                        client_secret?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            access_token: string;
-                            /** @description lifetime in seconds */
-                            expires_in: number;
-                            /** @enum {string} */
-                            token_type: "Bearer";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Obtain an access token (v1, JSON body)
+         * @description Version 1 of the token endpoint: a JSON body `{client_id, client_secret}`, no grant_type or scope; the token carries every scope the client is allowed. Errors are RFC 6749 §5.2 bodies.
+         */
+        post: operations["createTokenV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1295,107 +377,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The events of a request, oldest first */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data?: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            date: string;
-                            experience: string;
-                            name: string;
-                            refId: string;
-                            title: string;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * The events of a request, oldest first
+         * @description The fulfillment events of a reward request (`em-rota-de-entrega`, `pedido-entregue`), oldest first, as the seed contract describes them. Another account's request is a 404.
+         */
+        get: operations["getRequestEventsV1"];
         put?: never;
-        /** Append a fulfillment event from a delivery partner (idempotent on request, name and refId) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description required with trackingCode and trackingLink for em-rota-de-entrega; other members are kept */
-                        data?: {
-                            trackingCode?: string;
-                            trackingLink?: string;
-                        };
-                        /** @enum {string} */
-                        name: "em-rota-de-entrega" | "pedido-entregue";
-                        /** @description the partner's transaction id; (request, name, refId) makes the post idempotent */
-                        refId: string;
-                        title?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data?: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            date: string;
-                            experience: string;
-                            name: string;
-                            refId: string;
-                            title: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data?: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            date: string;
-                            experience: string;
-                            name: string;
-                            refId: string;
-                            title: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Append a fulfillment event from a delivery partner (idempotent on request, name and refId)
+         * @description Accepted once the request is processed (before that, a 409). `em-rota-de-entrega` needs `data.trackingCode` and `data.trackingLink`. Posting the same (request, name, refId) again answers the stored event.
+         */
+        post: operations["createRequestEventV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1411,49 +403,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a reward request; it is stored durably, then registered and processed in the background */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description replays the first response for 24 h */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description order data: a JSON object (anything else is rejected at registration with INVALID_DATA) */
-                        data?: unknown;
-                        /** @description campaign event; must be one of the experience's events when it lists any */
-                        event?: string;
-                        /** @description name of one of the account's experiences */
-                        experience: string;
-                        /** @description notified with processed-requests for this request only */
-                        processedCallbackUrl?: string;
-                        /** @description notified with registered-requests for this request only */
-                        registeredCallbackUrl?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            /** @enum {string} */
-                            status: "received";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Send a reward request; it is stored durably, then registered and processed in the background
+         * @description Answers 202 with the request id once the request is stored durably; registration and processing follow in the background and are told to the subscriptions (or to the request's own callback URLs) by `registered-requests` and `processed-requests` notifications. With an `Idempotency-Key`, a repeated call within 24 h replays the first response.
+         */
+        post: operations["createRequestV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1467,103 +421,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A reward request: status, reward value, error, and after processing its delivered and canceled prizes */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            canceled?: {
-                                deliveryDetail: {
-                                    forwarded: boolean;
-                                    info: {
-                                        description: string;
-                                        /** @enum {string} */
-                                        name: "canceled";
-                                        paymentId: string;
-                                        reason: string;
-                                        /** @description 1 out of stock, 2 prize no longer offered */
-                                        reasonCode: number;
-                                    };
-                                    /** Format: date-time */
-                                    timestamp: string;
-                                };
-                                name: string;
-                                /** @description true when the prize has value 0 */
-                                priceless: boolean;
-                                quantity: number;
-                                title: string;
-                                value: number;
-                            }[];
-                            /** Format: date-time */
-                            concluded?: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            data?: unknown;
-                            delivered?: {
-                                deliveryDetail: {
-                                    /** @description true for physical prizes, handed to a delivery partner */
-                                    forwarded: boolean;
-                                    info: {
-                                        bucket: string;
-                                        /** @description coupon code of a coupon prize, else "" */
-                                        coupon: string;
-                                        description: string;
-                                        /** @enum {string} */
-                                        name: "delivered";
-                                        /** @description payment id of a payment prize, else "" */
-                                        paymentId: string;
-                                        requestId: string;
-                                        /** @description prize id */
-                                        rewardId: string;
-                                        /** @description the request's event ("" when none) */
-                                        triggerId: string;
-                                    };
-                                    /** Format: date-time */
-                                    timestamp: string;
-                                };
-                                /** @description experience name */
-                                name: string;
-                                quantity: number;
-                                /** @description experience title */
-                                title: string;
-                                value: number;
-                            }[];
-                            errorCode?: string;
-                            event?: string;
-                            experience: string;
-                            id: string;
-                            message?: string;
-                            processedCallbackUrl?: string;
-                            /**
-                             * Format: date-time
-                             * @description when registration decided (registered or rejected)
-                             */
-                            registeredAt?: string;
-                            registeredCallbackUrl?: string;
-                            rewardValue?: number;
-                            /** @enum {string} */
-                            status: "received" | "registered" | "rejected" | "processed" | "failed";
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * A reward request: status, reward value, error, and after processing its delivered and canceled prizes
+         * @description The request as it stands: `received`, `registered`, `rejected` (with `errorCode` and `message`), `processed` (with `concluded`, `delivered` and `canceled`) or `failed`. Another account's request is a 404.
+         */
+        get: operations["getRequestV1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1579,40 +441,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account’s default signing secret (for per-request callback URLs) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the replaced secret keeps signing until then
-                             */
-                            previousSecretExpiresAt?: string;
-                            /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                            secret: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The account’s default signing secret (for per-request callback URLs)
+         * @description The account's default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`).
+         */
+        get: operations["getSigningSecretV1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1630,40 +463,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the account’s default signing secret; the previous one keeps signing for 24 h */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the replaced secret keeps signing until then
-                             */
-                            previousSecretExpiresAt?: string;
-                            /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                            secret: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Replace the account’s default signing secret; the previous one keeps signing for 24 h
+         * @description A new default signing secret; the previous one keeps signing for 24 hours alongside it.
+         */
+        post: operations["rotateSigningSecretV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1677,220 +481,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account’s subscriptions, oldest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                    active?: boolean;
-                    /** @description registered-request | processed-request (plural forms accepted) */
-                    event?: string;
-                    /** @description only subscriptions whose experiences name this one */
-                    experience?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            _id: string;
-                            accountId: string;
-                            active: boolean;
-                            callback: {
-                                authorization?: {
-                                    /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                    Basic?: string;
-                                    /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                    Bearer?: string;
-                                    /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                    mtls?: {
-                                        twoFactor?: {
-                                            oauth2?: {
-                                                audience?: string;
-                                                client_id: string;
-                                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                                client_secret: string;
-                                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                                url: string;
-                                            };
-                                        };
-                                    };
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                                /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                                customHeaders: {
-                                    [key: string]: string;
-                                };
-                                url: string;
-                            };
-                            /** Format: date-time */
-                            createdAt: string;
-                            description: string;
-                            /** Format: date-time */
-                            disabledAt?: string;
-                            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                            disabledReason?: string;
-                            event: string;
-                            experiences: string[];
-                            /** @description deliveries per second at most; absent = no limit */
-                            rateLimit?: number;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * The account’s subscriptions, oldest first
+         * @description Filter by `event`, `experience` and `active`. Callback credentials are returned masked. Operators may list another account's with `?accountId=`.
+         */
+        get: operations["listSubscriptionsV1"];
         put?: never;
-        /** Create a subscription; the response carries its signing secret */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description read-only: may be echoed back unchanged */
-                        _id?: string;
-                        /** @description read-only: may be echoed back unchanged */
-                        accountId?: string;
-                        active?: boolean;
-                        callback?: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            } | null;
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders?: {
-                                [key: string]: string;
-                            };
-                            /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
-                            url: string;
-                        };
-                        /** @description read-only: ignored */
-                        createdAt?: string;
-                        description?: string;
-                        /** @description registered-request | processed-request (plural forms accepted) */
-                        event?: string;
-                        /** @description experience names; [] = every experience */
-                        experiences?: string[];
-                        /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
-                        rateLimit?: number | null;
-                        /** @description read-only: ignored */
-                        updatedAt?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            _id: string;
-                            accountId: string;
-                            active: boolean;
-                            callback: {
-                                authorization?: {
-                                    /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                    Basic?: string;
-                                    /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                    Bearer?: string;
-                                    /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                    mtls?: {
-                                        twoFactor?: {
-                                            oauth2?: {
-                                                audience?: string;
-                                                client_id: string;
-                                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                                client_secret: string;
-                                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                                url: string;
-                                            };
-                                        };
-                                    };
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                                /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                                customHeaders: {
-                                    [key: string]: string;
-                                };
-                                url: string;
-                            };
-                            /** Format: date-time */
-                            createdAt: string;
-                            description: string;
-                            /** Format: date-time */
-                            disabledAt?: string;
-                            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                            disabledReason?: string;
-                            event: string;
-                            experiences: string[];
-                            /** @description deliveries per second at most; absent = no limit */
-                            rateLimit?: number;
-                            /** @description the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret */
-                            secret: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create a subscription; the response carries its signing secret
+         * @description Binds one event (`registered-request` or `processed-request`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience. The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown.
+         */
+        post: operations["createSubscriptionV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1904,241 +505,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One subscription */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            _id: string;
-                            accountId: string;
-                            active: boolean;
-                            callback: {
-                                authorization?: {
-                                    /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                    Basic?: string;
-                                    /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                    Bearer?: string;
-                                    /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                    mtls?: {
-                                        twoFactor?: {
-                                            oauth2?: {
-                                                audience?: string;
-                                                client_id: string;
-                                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                                client_secret: string;
-                                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                                url: string;
-                                            };
-                                        };
-                                    };
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                                /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                                customHeaders: {
-                                    [key: string]: string;
-                                };
-                                url: string;
-                            };
-                            /** Format: date-time */
-                            createdAt: string;
-                            description: string;
-                            /** Format: date-time */
-                            disabledAt?: string;
-                            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                            disabledReason?: string;
-                            event: string;
-                            experiences: string[];
-                            /** @description deliveries per second at most; absent = no limit */
-                            rateLimit?: number;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
-        /** Update a subscription: members given replace the stored ones, members omitted are kept */
-        put: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description read-only: may be echoed back unchanged */
-                        _id?: string;
-                        /** @description read-only: may be echoed back unchanged */
-                        accountId?: string;
-                        active?: boolean;
-                        callback?: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            } | null;
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders?: {
-                                [key: string]: string;
-                            };
-                            /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
-                            url: string;
-                        };
-                        /** @description read-only: ignored */
-                        createdAt?: string;
-                        description?: string;
-                        /** @description registered-request | processed-request (plural forms accepted) */
-                        event?: string;
-                        /** @description experience names; [] = every experience */
-                        experiences?: string[];
-                        /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
-                        rateLimit?: number | null;
-                        /** @description read-only: ignored */
-                        updatedAt?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            _id: string;
-                            accountId: string;
-                            active: boolean;
-                            callback: {
-                                authorization?: {
-                                    /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                    Basic?: string;
-                                    /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                    Bearer?: string;
-                                    /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                    mtls?: {
-                                        twoFactor?: {
-                                            oauth2?: {
-                                                audience?: string;
-                                                client_id: string;
-                                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                                client_secret: string;
-                                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                                url: string;
-                                            };
-                                        };
-                                    };
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                                /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                                customHeaders: {
-                                    [key: string]: string;
-                                };
-                                url: string;
-                            };
-                            /** Format: date-time */
-                            createdAt: string;
-                            description: string;
-                            /** Format: date-time */
-                            disabledAt?: string;
-                            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                            disabledReason?: string;
-                            event: string;
-                            experiences: string[];
-                            /** @description deliveries per second at most; absent = no limit */
-                            rateLimit?: number;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One subscription
+         * @description Another account's subscription is a 404. Callback credentials are returned masked.
+         */
+        get: operations["getSubscriptionV1"];
+        /**
+         * Update a subscription: members given replace the stored ones, members omitted are kept
+         * @description Members given replace the stored ones, members omitted are kept (the seed's sample update omits `event`); `authorization: null` removes the callback's credentials. Read-only members (`_id`, `accountId`, timestamps) may be echoed back unchanged.
+         */
+        put: operations["updateSubscriptionV1"];
         post?: never;
-        /** Delete a subscription and its signing secrets */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete a subscription and its signing secrets
+         * @description Deletes the subscription and its signing secrets. Another account's subscription is a 404.
+         */
+        delete: operations["deleteSubscriptionV1"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2157,49 +539,7 @@ export interface paths {
          * Send one more attempt of every notification that failed in a window
          * @description Every notification of the subscription that ended `failed` with its completion time in [`since`, `until`) gets one new attempt now, with its original `webhook-id` and body (receivers deduplicate by `webhook-id`); test sends are left out. `until` defaults to now and is capped at the time of the call; the window is at most 30 days. A notification whose last failure used up RETRY_MAX_ATTEMPTS fails again if this attempt fails. The notifications are taken in batches of 1,000, each in its own short transaction; a concurrent call for an overlapping window skips what this one took, so nothing is sent twice. Answers how many notifications were taken. An inactive subscription is a 409: turn it on first (its notifications are not sent while it is off).
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339; failures completed at or after it
-                         */
-                        since: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339; failures completed before it (default and cap: now)
-                         */
-                        until?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description notifications given one more attempt */
-                            recovered: number;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["recoverSubscriptionV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2213,42 +553,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The subscription’s current signing secret */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the replaced secret keeps signing until then
-                             */
-                            previousSecretExpiresAt?: string;
-                            /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                            secret: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The subscription’s current signing secret
+         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications, and the previous one while it still signs (24 h after a rotation).
+         */
+        get: operations["getSubscriptionSecretV1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2266,42 +575,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the signing secret; the previous one keeps signing for 24 h */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the replaced secret keeps signing until then
-                             */
-                            previousSecretExpiresAt?: string;
-                            /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                            secret: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Replace the signing secret; the previous one keeps signing for 24 h
+         * @description A new signing secret; notifications carry a signature with each of the two secrets for 24 hours, so the receiver can switch without rejecting any.
+         */
+        post: operations["rotateSubscriptionSecretV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2319,68 +597,7 @@ export interface paths {
          * The endpoint’s health over a window
          * @description Attempts by outcome, success rate, latency percentiles, the last success and failure, the current run of failed attempts and the notifications still pending, read from a rollup kept with the attempt log (five-minute buckets: `1h` covers the last 60 to 65 minutes; latency percentiles are estimated from a histogram). Test sends do not count. `lastSuccess`, `lastFailure` and `consecutiveFailures` are not limited to the window.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                    /** @description 1h | 24h | 7d (default 24h) */
-                    window?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description attempts in the window by outcome (retry: failed, another attempt scheduled) */
-                            attempts: {
-                                failed: number;
-                                retry: number;
-                                succeeded: number;
-                            };
-                            /** @description failed attempts since the last success */
-                            consecutiveFailures: number;
-                            lastFailure: {
-                                /** Format: date-time */
-                                at: string;
-                                error: string | null;
-                                statusCode: number | null;
-                            } | null;
-                            lastSuccess: {
-                                /** Format: date-time */
-                                at: string;
-                                statusCode: number | null;
-                            } | null;
-                            /** @description estimated from a histogram (1-2-5 steps from 1 ms to 30 s) */
-                            latencyMs: {
-                                p50: number | null;
-                                p95: number | null;
-                            };
-                            /** @description notifications waiting for an attempt */
-                            pending: number;
-                            /**
-                             * Format: date-time
-                             * @description start of the oldest five-minute bucket counted
-                             */
-                            since: string;
-                            successRate: number | null;
-                            /** @description 1h | 24h | 7d */
-                            window: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getSubscriptionStatsV1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2402,34 +619,7 @@ export interface paths {
          * Send a test notification
          * @description One notification of the subscription's event with a sample body of the contract's shape (ids `req_test_…`), through the normal path: URL, authorization, custom headers and signature as they are now. It carries `x-webhook-test: true`, appears in the delivery log with `"test": true`, gets one attempt and no retry, and is sent to an inactive subscription too. A callback URL the address policy now refuses is a 400, and nothing is sent.
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description the delivery log entry; also the webhook-id */
-                            notificationId: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["testSubscriptionV1"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2447,86 +637,13 @@ export interface paths {
          * List accounts
          * @description Pages like the delivery log: with `limit` or `cursor` the answer is `{data, nextCursor}` in creation order (pass `nextCursor` as `cursor` for the next page; null on the last); without either, the whole list as a JSON array.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description nextCursor of the previous page */
-                    cursor?: string;
-                    /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        }[] | {
-                            data: {
-                                /** @description false: the account's clients can no longer obtain tokens */
-                                active: boolean;
-                                /** Format: date-time */
-                                createdAt: string;
-                                id: string;
-                                isOperator: boolean;
-                                name: string;
-                            }[];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listAccounts"];
         put?: never;
-        /** Create an account */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create an account
+         * @description Operators only (`admin`). Account names are unique; a second account with the same name is a 409.
+         */
+        post: operations["createAccount"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2540,37 +657,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One account */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One account
+         * @description Operators only (`admin`).
+         */
+        get: operations["getAccount"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2580,43 +671,7 @@ export interface paths {
          * Rename or (de)activate an account
          * @description Deactivating an account makes its clients get invalid_client at the token endpoint; tokens already issued stay valid until they expire.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        active?: boolean;
-                        name?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateAccount"];
         trace?: never;
     };
     "/v2/admin/accounts/{id}/clients": {
@@ -2630,99 +685,13 @@ export interface paths {
          * List an account's clients (never their secrets)
          * @description Pages like the delivery log: with `limit` or `cursor` the answer is `{data, nextCursor}` in creation order (pass `nextCursor` as `cursor` for the next page; null on the last); without either, the whole list as a JSON array.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description nextCursor of the previous page */
-                    cursor?: string;
-                    /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
-                    limit?: number;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            client_id: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            previous_secret_valid_until: string | null;
-                            /** @description space-separated */
-                            scopes: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[] | {
-                            data: {
-                                accountId: string;
-                                active: boolean;
-                                client_id: string;
-                                /** Format: date-time */
-                                createdAt: string;
-                                previous_secret_valid_until: string | null;
-                                /** @description space-separated */
-                                scopes: string;
-                                /** Format: date-time */
-                                updatedAt: string;
-                            }[];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listClients"];
         put?: never;
         /**
          * Create a client; its secret is shown once
          * @description Without `scopes` the client gets every scope except admin. Only operator-account clients may hold admin.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description an array of scopes or one space-separated string */
-                        scopes?: string[] | string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            client_id: string;
-                            /** @description shown once; only its hash is stored */
-                            client_secret: string;
-                            /** @description space-separated */
-                            scopes: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createClient"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2739,76 +708,18 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a client */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    clientId: string;
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete a client
+         * @description Operators only (`admin`). The client cannot obtain tokens any more; tokens already issued stay valid until they expire.
+         */
+        delete: operations["deleteClient"];
         options?: never;
         head?: never;
         /**
          * (De)activate a client or change its allowed scopes
          * @description An inactive client gets invalid_client at the token endpoint; tokens already issued stay valid until they expire.
          */
-        patch: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    clientId: string;
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        active?: boolean;
-                        /** @description an array of scopes or one space-separated string */
-                        scopes?: string[] | string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            client_id: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            previous_secret_valid_until: string | null;
-                            /** @description space-separated */
-                            scopes: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        patch: operations["updateClient"];
         trace?: never;
     };
     "/v2/admin/accounts/{id}/clients/{clientId}/rotate-secret": {
@@ -2820,36 +731,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Issue a new secret; the previous one stays valid for 24 hours */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    clientId: string;
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            client_id: string;
-                            /** @description shown once */
-                            client_secret: string;
-                            /** Format: date-time */
-                            previous_secret_valid_until: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Issue a new secret; the previous one stays valid for 24 hours
+         * @description Operators only (`admin`). The new secret is in the response, once; the previous one keeps working for 24 hours so the client can switch without downtime.
+         */
+        post: operations["rotateClientSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2869,45 +755,7 @@ export interface paths {
          * Make a one-time console sign-in link for an account
          * @description The URL carries a one-time code (256 bits, single use, valid 10 minutes; only its SHA-256 is stored) in its fragment. The console exchanges it at `POST /v2/oauth/token` with `grant_type=urn:rewards:params:oauth:grant-type:console-link` for an access token of the account with every scope except admin, living `ttl` (default 1h, at most 24h). `404` for an unknown account, `409` for an inactive one.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description lifetime of the token the link grants: `30m`, `1h` (default), at most `24h` */
-                        ttl?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /**
-                             * Format: date-time
-                             * @description the code can be exchanged until then (10 minutes), once
-                             */
-                            expiresAt: string;
-                            /** @description lifetime of the access token the code grants */
-                            tokenTtlSeconds: number;
-                            /** @description `PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log */
-                            url: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createConsoleLink"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2925,169 +773,13 @@ export interface paths {
          * List an account's experiences
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account. Pages like the delivery log: with `limit` or `cursor` the answer is `{data, nextCursor}` in creation order (pass `nextCursor` as `cursor` for the next page; null on the last); without either, the whole list as a JSON array.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                    /** @description nextCursor of the previous page */
-                    cursor?: string;
-                    /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[] | {
-                            data: {
-                                accountId: string;
-                                active: boolean;
-                                /** Format: date-time */
-                                createdAt: string;
-                                events: string[];
-                                id: string;
-                                name: string;
-                                prizes: {
-                                    bucket: string;
-                                    description: string;
-                                    id: string;
-                                    kind: "coupon" | "payment" | "physical";
-                                    quantity: number;
-                                    /** @description units left; null = unlimited */
-                                    stock: number | null;
-                                    title: string;
-                                    value: number;
-                                }[];
-                                title: string;
-                                /** Format: date-time */
-                                updatedAt: string;
-                            }[];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["listExperiences"];
         put?: never;
         /**
          * Create an experience with its prizes
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account. The name is unique per account (409). A prize without stock is unlimited.
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description read-only: ignored (the account comes from ?accountId= or --account) */
-                        accountId?: string;
-                        /** @default true */
-                        active?: boolean;
-                        /** @description read-only: ignored */
-                        createdAt?: string;
-                        /**
-                         * @description request `event` values allowed; empty = any
-                         * @default []
-                         */
-                        events?: string[];
-                        /** @description read-only: ignored */
-                        id?: string;
-                        /** @description the key requests use (`experience`); unique per account */
-                        name: string;
-                        /** @default [] */
-                        prizes?: {
-                            /** @description prize name, reported as deliveryDetail.info.bucket */
-                            bucket: string;
-                            /** @default  */
-                            description?: string;
-                            /** @description unique within the experience; reported as rewardId */
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            /** @default 1 */
-                            quantity?: number;
-                            /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
-                            stock?: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** @description read-only: ignored */
-                        updatedAt?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createExperience"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3105,166 +797,18 @@ export interface paths {
          * One experience
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getExperience"];
         /**
          * Replace the members given; keep the ones omitted
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account. `prizes`, when given, replaces the whole list. A prize whose id was already in the list and whose `stock` is omitted keeps its remaining stock; a new prize without `stock` is unlimited.
          */
-        put: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description read-only: ignored (the account comes from ?accountId= or --account) */
-                        accountId?: string;
-                        active?: boolean;
-                        /** @description read-only: ignored */
-                        createdAt?: string;
-                        /** @description request `event` values allowed; empty = any */
-                        events?: string[];
-                        /** @description read-only: ignored */
-                        id?: string;
-                        /** @description the key requests use (`experience`); unique per account */
-                        name?: string;
-                        prizes?: {
-                            /** @description prize name, reported as deliveryDetail.info.bucket */
-                            bucket: string;
-                            /** @default  */
-                            description?: string;
-                            /** @description unique within the experience; reported as rewardId */
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            /** @default 1 */
-                            quantity?: number;
-                            /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
-                            stock?: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title?: string;
-                        /** @description read-only: ignored */
-                        updatedAt?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        put: operations["updateExperience"];
         post?: never;
         /**
          * Delete an experience and its prizes
          * @description Experiences belong to the account named by `?accountId=`; without it, to the operator's own account.
          */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description the account the experience belongs to; default: the operator's own account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        delete: operations["deleteExperience"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3277,31 +821,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The authenticated client, its account and scopes */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            accountId: string;
-                            clientId: string;
-                            scopes: string[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The authenticated client, its account and scopes
+         * @description Who the bearer token speaks for: the client id, its account, the scopes the token carries and whether the account is the operator.
+         */
+        get: operations["getMe"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3317,61 +841,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The delivery log, newest first, with cursor paging */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operator only: act for this account */
-                    accountId?: string;
-                    /** @description nextCursor of the previous page */
-                    cursor?: string;
-                    limit?: number;
-                    requestId?: string;
-                    status?: "pending" | "succeeded" | "failed";
-                    subscriptionId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data: {
-                                attemptCount: number;
-                                completedAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                                event: string;
-                                /** @description also the webhook-id header of every attempt */
-                                id: string;
-                                lastError: string | null;
-                                lastStatusCode: number | null;
-                                nextAttemptAt: string | null;
-                                payload: {
-                                    [key: string]: unknown;
-                                };
-                                requestId: string;
-                                status: "pending" | "succeeded" | "failed";
-                                subscriptionId: string | null;
-                                /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                                test: boolean;
-                                /** Format: date-time */
-                                updatedAt: string;
-                                url: string;
-                            }[];
-                            nextCursor: string | null;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The delivery log, newest first, with cursor paging
+         * @description Every notification sent or to be sent to the account's callbacks, newest first, filtered by `subscriptionId`, `requestId` or `status`; page with `limit` and the `nextCursor` of the previous page as `cursor`.
+         */
+        get: operations["listNotifications"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3387,63 +861,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One notification with every attempt */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    notificationId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attemptCount: number;
-                            completedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            event: string;
-                            /** @description also the webhook-id header of every attempt */
-                            id: string;
-                            lastError: string | null;
-                            lastStatusCode: number | null;
-                            nextAttemptAt: string | null;
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            requestId: string;
-                            status: "pending" | "succeeded" | "failed";
-                            subscriptionId: string | null;
-                            /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                            test: boolean;
-                            /** Format: date-time */
-                            updatedAt: string;
-                            url: string;
-                        } & {
-                            attempts: {
-                                /** Format: date-time */
-                                at: string;
-                                attempt: number;
-                                error: string | null;
-                                latencyMs: number;
-                                outcome: "succeeded" | "retry" | "failed";
-                                responseBody: string | null;
-                                statusCode: number | null;
-                                url: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One notification with every attempt
+         * @description The notification, its payload and every delivery attempt with the receiver's answer.
+         */
+        get: operations["getNotification"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3461,51 +883,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send one more attempt now (also for a failed or delivered notification) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    notificationId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attemptCount: number;
-                            completedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            event: string;
-                            /** @description also the webhook-id header of every attempt */
-                            id: string;
-                            lastError: string | null;
-                            lastStatusCode: number | null;
-                            nextAttemptAt: string | null;
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            requestId: string;
-                            status: "pending" | "succeeded" | "failed";
-                            subscriptionId: string | null;
-                            /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                            test: boolean;
-                            /** Format: date-time */
-                            updatedAt: string;
-                            url: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Send one more attempt now (also for a failed or delivered notification)
+         * @description Queues one more delivery attempt now, whatever the notification's state; the receiver deduplicates on `webhook-id`.
+         */
+        post: operations["retryNotification"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3525,61 +907,7 @@ export interface paths {
          * Obtain an access token (client credentials, or a console link's code)
          * @description `grant_type=client_credentials`: the client authenticates with `client_secret_post` or `client_secret_basic` and names the `scope` it wants. `grant_type=urn:rewards:params:oauth:grant-type:console-link&code=…`: exchanges the one-time code of a console link (`POST /v2/admin/accounts/{id}/console-links`, `rewards console link`) once, with no client authentication, for a token of the link's account with every scope except admin (or the `scope` asked, a subset), living the link's ttl; a used, expired or unknown code is `invalid_grant`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/x-www-form-urlencoded": {
-                        client_id?: string;
-                        client_secret?: string;
-                        /** @description console-link grant: the one-time code from the fragment of the console link (`#link=…`); single use, valid 10 minutes */
-                        code?: string;
-                        /** @description `client_credentials`, or `urn:rewards:params:oauth:grant-type:console-link` to exchange a console link's code */
-                        grant_type?: string;
-                        /** @description client_credentials: required; console-link: optional, a subset of the scopes the link grants */
-                        scope?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                "4XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                            error_description?: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            access_token: string;
-                            /** @description lifetime in seconds */
-                            expires_in: number;
-                            /** @description granted scopes (v2) */
-                            scope?: string;
-                            /** @enum {string} */
-                            token_type: "Bearer";
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["createToken"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3593,107 +921,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The events of a request, oldest first */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data?: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            date: string;
-                            experience: string;
-                            name: string;
-                            refId: string;
-                            title: string;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * The events of a request, oldest first
+         * @description The fulfillment events of a reward request (`em-rota-de-entrega`, `pedido-entregue`), oldest first, as the seed contract describes them. Another account's request is a 404.
+         */
+        get: operations["getRequestEvents"];
         put?: never;
-        /** Append a fulfillment event from a delivery partner (idempotent on request, name and refId) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description required with trackingCode and trackingLink for em-rota-de-entrega; other members are kept */
-                        data?: {
-                            trackingCode?: string;
-                            trackingLink?: string;
-                        };
-                        /** @enum {string} */
-                        name: "em-rota-de-entrega" | "pedido-entregue";
-                        /** @description the partner's transaction id; (request, name, refId) makes the post idempotent */
-                        refId: string;
-                        title?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data?: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            date: string;
-                            experience: string;
-                            name: string;
-                            refId: string;
-                            title: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            data?: {
-                                [key: string]: unknown;
-                            };
-                            /** Format: date-time */
-                            date: string;
-                            experience: string;
-                            name: string;
-                            refId: string;
-                            title: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Append a fulfillment event from a delivery partner (idempotent on request, name and refId)
+         * @description Accepted once the request is processed (before that, a 409). `em-rota-de-entrega` needs `data.trackingCode` and `data.trackingLink`. Posting the same (request, name, refId) again answers the stored event.
+         */
+        post: operations["createRequestEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3709,49 +947,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a reward request; it is stored durably, then registered and processed in the background */
-        post: {
-            parameters: {
-                query?: never;
-                header?: {
-                    /** @description replays the first response for 24 h */
-                    "idempotency-key"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description order data: a JSON object (anything else is rejected at registration with INVALID_DATA) */
-                        data?: unknown;
-                        /** @description campaign event; must be one of the experience's events when it lists any */
-                        event?: string;
-                        /** @description name of one of the account's experiences */
-                        experience: string;
-                        /** @description notified with processed-requests for this request only */
-                        processedCallbackUrl?: string;
-                        /** @description notified with registered-requests for this request only */
-                        registeredCallbackUrl?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            /** @enum {string} */
-                            status: "received";
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Send a reward request; it is stored durably, then registered and processed in the background
+         * @description Answers 202 with the request id once the request is stored durably; registration and processing follow in the background and are told to the subscriptions (or to the request's own callback URLs) by `registered-requests` and `processed-requests` notifications. With an `Idempotency-Key`, a repeated call within 24 h replays the first response.
+         */
+        post: operations["createRequest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3765,103 +965,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A reward request: status, reward value, error, and after processing its delivered and canceled prizes */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            canceled?: {
-                                deliveryDetail: {
-                                    forwarded: boolean;
-                                    info: {
-                                        description: string;
-                                        /** @enum {string} */
-                                        name: "canceled";
-                                        paymentId: string;
-                                        reason: string;
-                                        /** @description 1 out of stock, 2 prize no longer offered */
-                                        reasonCode: number;
-                                    };
-                                    /** Format: date-time */
-                                    timestamp: string;
-                                };
-                                name: string;
-                                /** @description true when the prize has value 0 */
-                                priceless: boolean;
-                                quantity: number;
-                                title: string;
-                                value: number;
-                            }[];
-                            /** Format: date-time */
-                            concluded?: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            data?: unknown;
-                            delivered?: {
-                                deliveryDetail: {
-                                    /** @description true for physical prizes, handed to a delivery partner */
-                                    forwarded: boolean;
-                                    info: {
-                                        bucket: string;
-                                        /** @description coupon code of a coupon prize, else "" */
-                                        coupon: string;
-                                        description: string;
-                                        /** @enum {string} */
-                                        name: "delivered";
-                                        /** @description payment id of a payment prize, else "" */
-                                        paymentId: string;
-                                        requestId: string;
-                                        /** @description prize id */
-                                        rewardId: string;
-                                        /** @description the request's event ("" when none) */
-                                        triggerId: string;
-                                    };
-                                    /** Format: date-time */
-                                    timestamp: string;
-                                };
-                                /** @description experience name */
-                                name: string;
-                                quantity: number;
-                                /** @description experience title */
-                                title: string;
-                                value: number;
-                            }[];
-                            errorCode?: string;
-                            event?: string;
-                            experience: string;
-                            id: string;
-                            message?: string;
-                            processedCallbackUrl?: string;
-                            /**
-                             * Format: date-time
-                             * @description when registration decided (registered or rejected)
-                             */
-                            registeredAt?: string;
-                            registeredCallbackUrl?: string;
-                            rewardValue?: number;
-                            /** @enum {string} */
-                            status: "received" | "registered" | "rejected" | "processed" | "failed";
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * A reward request: status, reward value, error, and after processing its delivered and canceled prizes
+         * @description The request as it stands: `received`, `registered`, `rejected` (with `errorCode` and `message`), `processed` (with `concluded`, `delivered` and `canceled`) or `failed`. Another account's request is a 404.
+         */
+        get: operations["getRequest"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3877,40 +985,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account’s default signing secret (for per-request callback URLs) */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the replaced secret keeps signing until then
-                             */
-                            previousSecretExpiresAt?: string;
-                            /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                            secret: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The account’s default signing secret (for per-request callback URLs)
+         * @description The account's default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`).
+         */
+        get: operations["getSigningSecret"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3928,40 +1007,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the account’s default signing secret; the previous one keeps signing for 24 h */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the replaced secret keeps signing until then
-                             */
-                            previousSecretExpiresAt?: string;
-                            /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                            secret: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Replace the account’s default signing secret; the previous one keeps signing for 24 h
+         * @description A new default signing secret; the previous one keeps signing for 24 hours alongside it.
+         */
+        post: operations["rotateSigningSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3975,220 +1025,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account’s subscriptions, oldest first */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                    active?: boolean;
-                    /** @description registered-request | processed-request (plural forms accepted) */
-                    event?: string;
-                    /** @description only subscriptions whose experiences name this one */
-                    experience?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            _id: string;
-                            accountId: string;
-                            active: boolean;
-                            callback: {
-                                authorization?: {
-                                    /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                    Basic?: string;
-                                    /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                    Bearer?: string;
-                                    /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                    mtls?: {
-                                        twoFactor?: {
-                                            oauth2?: {
-                                                audience?: string;
-                                                client_id: string;
-                                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                                client_secret: string;
-                                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                                url: string;
-                                            };
-                                        };
-                                    };
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                                /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                                customHeaders: {
-                                    [key: string]: string;
-                                };
-                                url: string;
-                            };
-                            /** Format: date-time */
-                            createdAt: string;
-                            description: string;
-                            /** Format: date-time */
-                            disabledAt?: string;
-                            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                            disabledReason?: string;
-                            event: string;
-                            experiences: string[];
-                            /** @description deliveries per second at most; absent = no limit */
-                            rateLimit?: number;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                    };
-                };
-            };
-        };
+        /**
+         * The account’s subscriptions, oldest first
+         * @description Filter by `event`, `experience` and `active`. Callback credentials are returned masked. Operators may list another account's with `?accountId=`.
+         */
+        get: operations["listSubscriptions"];
         put?: never;
-        /** Create a subscription; the response carries its signing secret */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description read-only: may be echoed back unchanged */
-                        _id?: string;
-                        /** @description read-only: may be echoed back unchanged */
-                        accountId?: string;
-                        active?: boolean;
-                        callback?: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            } | null;
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders?: {
-                                [key: string]: string;
-                            };
-                            /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
-                            url: string;
-                        };
-                        /** @description read-only: ignored */
-                        createdAt?: string;
-                        description?: string;
-                        /** @description registered-request | processed-request (plural forms accepted) */
-                        event?: string;
-                        /** @description experience names; [] = every experience */
-                        experiences?: string[];
-                        /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
-                        rateLimit?: number | null;
-                        /** @description read-only: ignored */
-                        updatedAt?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            _id: string;
-                            accountId: string;
-                            active: boolean;
-                            callback: {
-                                authorization?: {
-                                    /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                    Basic?: string;
-                                    /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                    Bearer?: string;
-                                    /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                    mtls?: {
-                                        twoFactor?: {
-                                            oauth2?: {
-                                                audience?: string;
-                                                client_id: string;
-                                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                                client_secret: string;
-                                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                                url: string;
-                                            };
-                                        };
-                                    };
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                                /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                                customHeaders: {
-                                    [key: string]: string;
-                                };
-                                url: string;
-                            };
-                            /** Format: date-time */
-                            createdAt: string;
-                            description: string;
-                            /** Format: date-time */
-                            disabledAt?: string;
-                            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                            disabledReason?: string;
-                            event: string;
-                            experiences: string[];
-                            /** @description deliveries per second at most; absent = no limit */
-                            rateLimit?: number;
-                            /** @description the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret */
-                            secret: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Create a subscription; the response carries its signing secret
+         * @description Binds one event (`registered-request` or `processed-request`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience. The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown.
+         */
+        post: operations["createSubscription"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4202,241 +1049,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One subscription */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            _id: string;
-                            accountId: string;
-                            active: boolean;
-                            callback: {
-                                authorization?: {
-                                    /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                    Basic?: string;
-                                    /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                    Bearer?: string;
-                                    /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                    mtls?: {
-                                        twoFactor?: {
-                                            oauth2?: {
-                                                audience?: string;
-                                                client_id: string;
-                                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                                client_secret: string;
-                                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                                url: string;
-                                            };
-                                        };
-                                    };
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                                /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                                customHeaders: {
-                                    [key: string]: string;
-                                };
-                                url: string;
-                            };
-                            /** Format: date-time */
-                            createdAt: string;
-                            description: string;
-                            /** Format: date-time */
-                            disabledAt?: string;
-                            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                            disabledReason?: string;
-                            event: string;
-                            experiences: string[];
-                            /** @description deliveries per second at most; absent = no limit */
-                            rateLimit?: number;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
-        /** Update a subscription: members given replace the stored ones, members omitted are kept */
-        put: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description read-only: may be echoed back unchanged */
-                        _id?: string;
-                        /** @description read-only: may be echoed back unchanged */
-                        accountId?: string;
-                        active?: boolean;
-                        callback?: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            } | null;
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders?: {
-                                [key: string]: string;
-                            };
-                            /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
-                            url: string;
-                        };
-                        /** @description read-only: ignored */
-                        createdAt?: string;
-                        description?: string;
-                        /** @description registered-request | processed-request (plural forms accepted) */
-                        event?: string;
-                        /** @description experience names; [] = every experience */
-                        experiences?: string[];
-                        /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
-                        rateLimit?: number | null;
-                        /** @description read-only: ignored */
-                        updatedAt?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            _id: string;
-                            accountId: string;
-                            active: boolean;
-                            callback: {
-                                authorization?: {
-                                    /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                    Basic?: string;
-                                    /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                    Bearer?: string;
-                                    /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                    mtls?: {
-                                        twoFactor?: {
-                                            oauth2?: {
-                                                audience?: string;
-                                                client_id: string;
-                                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                                client_secret: string;
-                                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                                url: string;
-                                            };
-                                        };
-                                    };
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                                /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                                customHeaders: {
-                                    [key: string]: string;
-                                };
-                                url: string;
-                            };
-                            /** Format: date-time */
-                            createdAt: string;
-                            description: string;
-                            /** Format: date-time */
-                            disabledAt?: string;
-                            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                            disabledReason?: string;
-                            event: string;
-                            experiences: string[];
-                            /** @description deliveries per second at most; absent = no limit */
-                            rateLimit?: number;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * One subscription
+         * @description Another account's subscription is a 404. Callback credentials are returned masked.
+         */
+        get: operations["getSubscription"];
+        /**
+         * Update a subscription: members given replace the stored ones, members omitted are kept
+         * @description Members given replace the stored ones, members omitted are kept (the seed's sample update omits `event`); `authorization: null` removes the callback's credentials. Read-only members (`_id`, `accountId`, timestamps) may be echoed back unchanged.
+         */
+        put: operations["updateSubscription"];
         post?: never;
-        /** Delete a subscription and its signing secrets */
-        delete: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                204: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        /**
+         * Delete a subscription and its signing secrets
+         * @description Deletes the subscription and its signing secrets. Another account's subscription is a 404.
+         */
+        delete: operations["deleteSubscription"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4455,49 +1083,7 @@ export interface paths {
          * Send one more attempt of every notification that failed in a window
          * @description Every notification of the subscription that ended `failed` with its completion time in [`since`, `until`) gets one new attempt now, with its original `webhook-id` and body (receivers deduplicate by `webhook-id`); test sends are left out. `until` defaults to now and is capped at the time of the call; the window is at most 30 days. A notification whose last failure used up RETRY_MAX_ATTEMPTS fails again if this attempt fails. The notifications are taken in batches of 1,000, each in its own short transaction; a concurrent call for an overlapping window skips what this one took, so nothing is sent twice. Answers how many notifications were taken. An inactive subscription is a 409: turn it on first (its notifications are not sent while it is off).
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339; failures completed at or after it
-                         */
-                        since: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339; failures completed before it (default and cap: now)
-                         */
-                        until?: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description notifications given one more attempt */
-                            recovered: number;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["recoverSubscription"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4511,42 +1097,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The subscription’s current signing secret */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the replaced secret keeps signing until then
-                             */
-                            previousSecretExpiresAt?: string;
-                            /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                            secret: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * The subscription’s current signing secret
+         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications, and the previous one while it still signs (24 h after a rotation).
+         */
+        get: operations["getSubscriptionSecret"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4564,42 +1119,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the signing secret; the previous one keeps signing for 24 h */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the replaced secret keeps signing until then
-                             */
-                            previousSecretExpiresAt?: string;
-                            /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                            secret: string;
-                        };
-                    };
-                };
-            };
-        };
+        /**
+         * Replace the signing secret; the previous one keeps signing for 24 h
+         * @description A new signing secret; notifications carry a signature with each of the two secrets for 24 hours, so the receiver can switch without rejecting any.
+         */
+        post: operations["rotateSubscriptionSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4617,68 +1141,7 @@ export interface paths {
          * The endpoint’s health over a window
          * @description Attempts by outcome, success rate, latency percentiles, the last success and failure, the current run of failed attempts and the notifications still pending, read from a rollup kept with the attempt log (five-minute buckets: `1h` covers the last 60 to 65 minutes; latency percentiles are estimated from a histogram). Test sends do not count. `lastSuccess`, `lastFailure` and `consecutiveFailures` are not limited to the window.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                    /** @description 1h | 24h | 7d (default 24h) */
-                    window?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description attempts in the window by outcome (retry: failed, another attempt scheduled) */
-                            attempts: {
-                                failed: number;
-                                retry: number;
-                                succeeded: number;
-                            };
-                            /** @description failed attempts since the last success */
-                            consecutiveFailures: number;
-                            lastFailure: {
-                                /** Format: date-time */
-                                at: string;
-                                error: string | null;
-                                statusCode: number | null;
-                            } | null;
-                            lastSuccess: {
-                                /** Format: date-time */
-                                at: string;
-                                statusCode: number | null;
-                            } | null;
-                            /** @description estimated from a histogram (1-2-5 steps from 1 ms to 30 s) */
-                            latencyMs: {
-                                p50: number | null;
-                                p95: number | null;
-                            };
-                            /** @description notifications waiting for an attempt */
-                            pending: number;
-                            /**
-                             * Format: date-time
-                             * @description start of the oldest five-minute bucket counted
-                             */
-                            since: string;
-                            successRate: number | null;
-                            /** @description 1h | 24h | 7d */
-                            window: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getSubscriptionStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4700,34 +1163,7 @@ export interface paths {
          * Send a test notification
          * @description One notification of the subscription's event with a sample body of the contract's shape (ids `req_test_…`), through the normal path: URL, authorization, custom headers and signature as they are now. It carries `x-webhook-test: true`, appears in the delivery log with `"test": true`, gets one attempt and no retry, and is sent to an inactive subscription too. A callback URL the address policy now refuses is a 400, and nothing is sent.
          */
-        post: {
-            parameters: {
-                query?: {
-                    /** @description operators: act for this account */
-                    accountId?: string;
-                };
-                header?: never;
-                path: {
-                    subscriptionId: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description the delivery log entry; also the webhook-id */
-                            notificationId: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["testSubscription"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4749,106 +1185,7 @@ export interface webhooks {
          * A request was processed into delivered and canceled prizes
          * @description Sent to the subscriptions of the event, or to the request's own `processedCallbackUrl`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description from the subscription's authorization (Bearer, Basic, or an OAuth2 access token); absent for none or mTLS alone */
-                    authorization?: string;
-                    /** @description the notification id (`msg_…`): the same on every retry; deduplicate on it */
-                    "webhook-id": string;
-                    /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, several space-separated during a secret rotation */
-                    "webhook-signature": string;
-                    /** @description Unix seconds of this attempt; refuse stale ones */
-                    "webhook-timestamp": string;
-                    /** @description `registered-requests` or `processed-requests` */
-                    "x-webhook-event": string;
-                    /** @description `true` on a test send (POST /subscriptions/{id}/test); absent otherwise */
-                    "x-webhook-test"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        canceled: {
-                            deliveryDetail: {
-                                forwarded: boolean;
-                                info: {
-                                    description: string;
-                                    /** @constant */
-                                    name: "canceled";
-                                    paymentId: string;
-                                    reason: string;
-                                    /** @description 1 out of stock, 2 prize no longer offered */
-                                    reasonCode: number;
-                                };
-                                /** Format: date-time */
-                                timestamp: string;
-                            };
-                            name: string;
-                            /** @description true when the prize has value 0 */
-                            priceless: boolean;
-                            quantity: number;
-                            title: string;
-                            value: number;
-                        }[];
-                        /** Format: date-time */
-                        concluded: string;
-                        delivered: {
-                            deliveryDetail: {
-                                /** @description true for physical prizes, handed to a delivery partner */
-                                forwarded: boolean;
-                                info: {
-                                    bucket: string;
-                                    /** @description coupon code of a coupon prize, else "" */
-                                    coupon: string;
-                                    description: string;
-                                    /** @constant */
-                                    name: "delivered";
-                                    /** @description payment id of a payment prize, else "" */
-                                    paymentId: string;
-                                    requestId: string;
-                                    /** @description prize id */
-                                    rewardId: string;
-                                    /** @description the request's event ("" when none) */
-                                    triggerId: string;
-                                };
-                                /** Format: date-time */
-                                timestamp: string;
-                            };
-                            /** @description experience name */
-                            name: string;
-                            quantity: number;
-                            /** @description experience title */
-                            title: string;
-                            value: number;
-                        }[];
-                        /** @description the request id */
-                        id: string;
-                        /** @description over the delivered prizes, when above zero */
-                        rewardValue?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description received: any 2xx ends the notification as succeeded */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured */
-                default: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["processedRequestsWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4868,56 +1205,7 @@ export interface webhooks {
          * A request was registered or rejected
          * @description Registered: `{id, rewardValue?}`. Rejected: `{id, errorCode, message}`. Sent to the subscriptions of the event, or to the request's own `registeredCallbackUrl`.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header: {
-                    /** @description from the subscription's authorization (Bearer, Basic, or an OAuth2 access token); absent for none or mTLS alone */
-                    authorization?: string;
-                    /** @description the notification id (`msg_…`): the same on every retry; deduplicate on it */
-                    "webhook-id": string;
-                    /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, several space-separated during a secret rotation */
-                    "webhook-signature": string;
-                    /** @description Unix seconds of this attempt; refuse stale ones */
-                    "webhook-timestamp": string;
-                    /** @description `registered-requests` or `processed-requests` */
-                    "x-webhook-event": string;
-                    /** @description `true` on a test send (POST /subscriptions/{id}/test); absent otherwise */
-                    "x-webhook-test"?: string;
-                };
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description why the request was rejected */
-                        errorCode?: string;
-                        /** @description the request id */
-                        id: string;
-                        message?: string;
-                        /** @description Σ value × quantity of the prizes, when above zero */
-                        rewardValue?: number;
-                    };
-                };
-            };
-            responses: {
-                /** @description received: any 2xx ends the notification as succeeded */
-                "2XX": {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured */
-                default: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
+        post: operations["registeredRequestsWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4926,7 +1214,29 @@ export interface webhooks {
     };
 }
 export interface components {
-    schemas: never;
+    schemas: {
+        /** @description An RFC 9457 problem document */
+        Problem: {
+            /** @example request body is invalid: body.callback.url is required */
+            detail: string;
+            /** @description the members at fault, for a 400 */
+            errors?: {
+                /** @example is required */
+                message: string;
+                /** @example body.callback.url */
+                path: string;
+            }[];
+            /** @example 400 */
+            status: number;
+            /** @example Bad Request */
+            title: string;
+            /**
+             * @description a URI naming the kind of problem
+             * @example https://rewards.dev/problems/bad-request
+             */
+            type: string;
+        };
+    };
     responses: never;
     parameters: never;
     requestBodies: never;
@@ -4934,4 +1244,7954 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: {
+                            [key: string]: unknown;
+                        }[];
+                    };
+                };
+            };
+            /** @description the request is invalid, or its URL is malformed (not UTF-8, a NUL character) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getLiveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        status: string;
+                    };
+                };
+            };
+            /** @description the request is invalid, or its URL is malformed (not UTF-8, a NUL character) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        status: string;
+                    };
+                };
+            };
+            /** @description the request is invalid, or its URL is malformed (not UTF-8, a NUL character) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the Prometheus text exposition */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description the request is invalid, or its URL is malformed (not UTF-8, a NUL character) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAccountsV1: {
+        parameters: {
+            query?: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false: the account's clients can no longer obtain tokens */
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        id: string;
+                        isOperator: boolean;
+                        name: string;
+                    }[] | {
+                        data: {
+                            /** @description false: the account's clients can no longer obtain tokens */
+                            active: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                            id: string;
+                            isOperator: boolean;
+                            name: string;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createAccountV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false: the account's clients can no longer obtain tokens */
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        id: string;
+                        isOperator: boolean;
+                        name: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description an account with that name already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAccountV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false: the account's clients can no longer obtain tokens */
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        id: string;
+                        isOperator: boolean;
+                        name: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateAccountV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    active?: boolean;
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false: the account's clients can no longer obtain tokens */
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        id: string;
+                        isOperator: boolean;
+                        name: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description an account with that name already exists, or the operator account cannot be deactivated */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listClientsV1: {
+        parameters: {
+            query?: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        client_id: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        previous_secret_valid_until: string | null;
+                        /** @description space-separated */
+                        scopes: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    }[] | {
+                        data: {
+                            accountId: string;
+                            active: boolean;
+                            client_id: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            previous_secret_valid_until: string | null;
+                            /** @description space-separated */
+                            scopes: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createClientV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description an array of scopes or one space-separated string */
+                    scopes?: string[] | string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        client_id: string;
+                        /** @description shown once; only its hash is stored */
+                        client_secret: string;
+                        /** @description space-separated */
+                        scopes: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteClientV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                clientId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateClientV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                clientId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    active?: boolean;
+                    /** @description an array of scopes or one space-separated string */
+                    scopes?: string[] | string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        client_id: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        previous_secret_valid_until: string | null;
+                        /** @description space-separated */
+                        scopes: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateClientSecretV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                clientId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        client_id: string;
+                        /** @description shown once */
+                        client_secret: string;
+                        /** Format: date-time */
+                        previous_secret_valid_until: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createConsoleLinkV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description lifetime of the token the link grants: `30m`, `1h` (default), at most `24h` */
+                    ttl?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description the code can be exchanged until then (10 minutes), once
+                         */
+                        expiresAt: string;
+                        /** @description lifetime of the access token the code grants */
+                        tokenTtlSeconds: number;
+                        /** @description `PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log */
+                        url: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the account is inactive */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listExperiencesV1: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        events: string[];
+                        id: string;
+                        name: string;
+                        prizes: {
+                            bucket: string;
+                            description: string;
+                            id: string;
+                            kind: "coupon" | "payment" | "physical";
+                            quantity: number;
+                            /** @description units left; null = unlimited */
+                            stock: number | null;
+                            title: string;
+                            value: number;
+                        }[];
+                        title: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    }[] | {
+                        data: {
+                            accountId: string;
+                            active: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                            events: string[];
+                            id: string;
+                            name: string;
+                            prizes: {
+                                bucket: string;
+                                description: string;
+                                id: string;
+                                kind: "coupon" | "payment" | "physical";
+                                quantity: number;
+                                /** @description units left; null = unlimited */
+                                stock: number | null;
+                                title: string;
+                                value: number;
+                            }[];
+                            title: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createExperienceV1: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description read-only: ignored (the account comes from ?accountId= or --account) */
+                    accountId?: string;
+                    /** @default true */
+                    active?: boolean;
+                    /** @description read-only: ignored */
+                    createdAt?: string;
+                    /**
+                     * @description request `event` values allowed; empty = any
+                     * @default []
+                     */
+                    events?: string[];
+                    /** @description read-only: ignored */
+                    id?: string;
+                    /** @description the key requests use (`experience`); unique per account */
+                    name: string;
+                    /** @default [] */
+                    prizes?: {
+                        /** @description prize name, reported as deliveryDetail.info.bucket */
+                        bucket: string;
+                        /** @default  */
+                        description?: string;
+                        /** @description unique within the experience; reported as rewardId */
+                        id: string;
+                        kind: "coupon" | "payment" | "physical";
+                        /** @default 1 */
+                        quantity?: number;
+                        /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
+                        stock?: number | null;
+                        title: string;
+                        value: number;
+                    }[];
+                    title: string;
+                    /** @description read-only: ignored */
+                    updatedAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        events: string[];
+                        id: string;
+                        name: string;
+                        prizes: {
+                            bucket: string;
+                            description: string;
+                            id: string;
+                            kind: "coupon" | "payment" | "physical";
+                            quantity: number;
+                            /** @description units left; null = unlimited */
+                            stock: number | null;
+                            title: string;
+                            value: number;
+                        }[];
+                        title: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description an experience with that name already exists in the account */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getExperienceV1: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        events: string[];
+                        id: string;
+                        name: string;
+                        prizes: {
+                            bucket: string;
+                            description: string;
+                            id: string;
+                            kind: "coupon" | "payment" | "physical";
+                            quantity: number;
+                            /** @description units left; null = unlimited */
+                            stock: number | null;
+                            title: string;
+                            value: number;
+                        }[];
+                        title: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateExperienceV1: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description read-only: ignored (the account comes from ?accountId= or --account) */
+                    accountId?: string;
+                    active?: boolean;
+                    /** @description read-only: ignored */
+                    createdAt?: string;
+                    /** @description request `event` values allowed; empty = any */
+                    events?: string[];
+                    /** @description read-only: ignored */
+                    id?: string;
+                    /** @description the key requests use (`experience`); unique per account */
+                    name?: string;
+                    prizes?: {
+                        /** @description prize name, reported as deliveryDetail.info.bucket */
+                        bucket: string;
+                        /** @default  */
+                        description?: string;
+                        /** @description unique within the experience; reported as rewardId */
+                        id: string;
+                        kind: "coupon" | "payment" | "physical";
+                        /** @default 1 */
+                        quantity?: number;
+                        /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
+                        stock?: number | null;
+                        title: string;
+                        value: number;
+                    }[];
+                    title?: string;
+                    /** @description read-only: ignored */
+                    updatedAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        events: string[];
+                        id: string;
+                        name: string;
+                        prizes: {
+                            bucket: string;
+                            description: string;
+                            id: string;
+                            kind: "coupon" | "payment" | "physical";
+                            quantity: number;
+                            /** @description units left; null = unlimited */
+                            stock: number | null;
+                            title: string;
+                            value: number;
+                        }[];
+                        title: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description an experience with that name already exists in the account */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteExperienceV1: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the experience is still referenced; deactivate it instead */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMeV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        clientId: string;
+                        scopes: string[];
+                    };
+                };
+            };
+            /** @description the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token may not be used here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listNotificationsV1: {
+        parameters: {
+            query?: {
+                /** @description operator only: act for this account */
+                accountId?: string;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit?: number;
+                requestId?: string;
+                status?: "pending" | "succeeded" | "failed";
+                subscriptionId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            attemptCount: number;
+                            completedAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            event: string;
+                            /** @description also the webhook-id header of every attempt */
+                            id: string;
+                            lastError: string | null;
+                            lastStatusCode: number | null;
+                            nextAttemptAt: string | null;
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            requestId: string;
+                            status: "pending" | "succeeded" | "failed";
+                            subscriptionId: string | null;
+                            /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
+                            test: boolean;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            url: string;
+                            /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
+                            waitingFor?: string;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getNotificationV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                notificationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        attemptCount: number;
+                        completedAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        event: string;
+                        /** @description also the webhook-id header of every attempt */
+                        id: string;
+                        lastError: string | null;
+                        lastStatusCode: number | null;
+                        nextAttemptAt: string | null;
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        requestId: string;
+                        status: "pending" | "succeeded" | "failed";
+                        subscriptionId: string | null;
+                        /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
+                        test: boolean;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string;
+                        /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
+                        waitingFor?: string;
+                    } & {
+                        attempts: {
+                            /** Format: date-time */
+                            at: string;
+                            attempt: number;
+                            error: string | null;
+                            latencyMs: number;
+                            outcome: "succeeded" | "retry" | "failed";
+                            responseBody: string | null;
+                            statusCode: number | null;
+                            url: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryNotificationV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                notificationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        attemptCount: number;
+                        completedAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        event: string;
+                        /** @description also the webhook-id header of every attempt */
+                        id: string;
+                        lastError: string | null;
+                        lastStatusCode: number | null;
+                        nextAttemptAt: string | null;
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        requestId: string;
+                        status: "pending" | "succeeded" | "failed";
+                        subscriptionId: string | null;
+                        /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
+                        test: boolean;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string;
+                        /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
+                        waitingFor?: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createTokenV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "client_id": "cli_01j9z3k8w0000000000000000",
+                 *       "client_secret": "my-client-secret"
+                 *     }
+                 */
+                "application/json": {
+                    client_id?: string;
+                    client_secret?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @description lifetime in seconds */
+                        expires_in: number;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                    };
+                };
+            };
+        };
+    };
+    getRequestEventsV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        date: string;
+                        experience: string;
+                        name: string;
+                        refId: string;
+                        title: string;
+                    }[];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `events:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createRequestEventV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description required with trackingCode and trackingLink for em-rota-de-entrega; other members are kept */
+                    data?: {
+                        trackingCode?: string;
+                        trackingLink?: string;
+                    };
+                    /** @enum {string} */
+                    name: "em-rota-de-entrega" | "pedido-entregue";
+                    /** @description the partner's transaction id; (request, name, refId) makes the post idempotent */
+                    refId: string;
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "em-rota-de-entrega",
+                     *       "title": "Em rota de entrega",
+                     *       "date": "2024-07-02T09:30:00.000Z",
+                     *       "refId": "trx-7781",
+                     *       "experience": "summer-campaign",
+                     *       "data": {
+                     *         "trackingCode": "BR123456789",
+                     *         "trackingLink": "https://tracking.example.com/BR123456789"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        date: string;
+                        experience: string;
+                        name: string;
+                        refId: string;
+                        title: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "em-rota-de-entrega",
+                     *       "title": "Em rota de entrega",
+                     *       "date": "2024-07-02T09:30:00.000Z",
+                     *       "refId": "trx-7781",
+                     *       "experience": "summer-campaign",
+                     *       "data": {
+                     *         "trackingCode": "BR123456789",
+                     *         "trackingLink": "https://tracking.example.com/BR123456789"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        date: string;
+                        experience: string;
+                        name: string;
+                        refId: string;
+                        title: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `events:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the request is not processed yet */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createRequestV1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description replays the first response for 24 h */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "experience": "summer-campaign",
+                 *       "event": "purchase",
+                 *       "data": {
+                 *         "orderId": "A-1001",
+                 *         "amount": 150
+                 *       },
+                 *       "registeredCallbackUrl": "https://hooks.example.com/rewards/registered",
+                 *       "processedCallbackUrl": "https://hooks.example.com/rewards/processed"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description order data: a JSON object (anything else is rejected at registration with INVALID_DATA) */
+                    data?: unknown;
+                    /** @description campaign event; must be one of the experience's events when it lists any */
+                    event?: string;
+                    /** @description name of one of the account's experiences */
+                    experience: string;
+                    /** @description notified with processed-requests for this request only */
+                    processedCallbackUrl?: string;
+                    /** @description notified with registered-requests for this request only */
+                    registeredCallbackUrl?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "req_01j9z3k8w0000000000000000",
+                     *       "status": "received"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        status: "received";
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `requests:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the Idempotency-Key was already used with a different body, or a request with it is still being processed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRequestV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        canceled?: {
+                            deliveryDetail: {
+                                forwarded: boolean;
+                                info: {
+                                    description: string;
+                                    /** @enum {string} */
+                                    name: "canceled";
+                                    paymentId: string;
+                                    reason: string;
+                                    /** @description 1 out of stock, 2 prize no longer offered */
+                                    reasonCode: number;
+                                };
+                                /** Format: date-time */
+                                timestamp: string;
+                            };
+                            name: string;
+                            /** @description true when the prize has value 0 */
+                            priceless: boolean;
+                            quantity: number;
+                            title: string;
+                            value: number;
+                        }[];
+                        /** Format: date-time */
+                        concluded?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        data?: unknown;
+                        delivered?: {
+                            deliveryDetail: {
+                                /** @description true for physical prizes, handed to a delivery partner */
+                                forwarded: boolean;
+                                info: {
+                                    bucket: string;
+                                    /** @description coupon code of a coupon prize, else "" */
+                                    coupon: string;
+                                    description: string;
+                                    /** @enum {string} */
+                                    name: "delivered";
+                                    /** @description payment id of a payment prize, else "" */
+                                    paymentId: string;
+                                    requestId: string;
+                                    /** @description prize id */
+                                    rewardId: string;
+                                    /** @description the request's event ("" when none) */
+                                    triggerId: string;
+                                };
+                                /** Format: date-time */
+                                timestamp: string;
+                            };
+                            /** @description experience name */
+                            name: string;
+                            quantity: number;
+                            /** @description experience title */
+                            title: string;
+                            value: number;
+                        }[];
+                        errorCode?: string;
+                        event?: string;
+                        experience: string;
+                        id: string;
+                        message?: string;
+                        processedCallbackUrl?: string;
+                        /**
+                         * Format: date-time
+                         * @description when registration decided (registered or rejected)
+                         */
+                        registeredAt?: string;
+                        registeredCallbackUrl?: string;
+                        rewardValue?: number;
+                        /** @enum {string} */
+                        status: "received" | "registered" | "rejected" | "processed" | "failed";
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `requests:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSigningSecretV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the replaced secret keeps signing until then
+                         */
+                        previousSecretExpiresAt?: string;
+                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateSigningSecretV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the replaced secret keeps signing until then
+                         */
+                        previousSecretExpiresAt?: string;
+                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listSubscriptionsV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+                active?: boolean;
+                /** @description registered-request | processed-request (plural forms accepted) */
+                event?: string;
+                /** @description only subscriptions whose experiences name this one */
+                experience?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        _id: string;
+                        accountId: string;
+                        active: boolean;
+                        callback: {
+                            authorization?: {
+                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                                Basic?: string;
+                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                                Bearer?: string;
+                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                                mtls?: {
+                                    twoFactor?: {
+                                        oauth2?: {
+                                            audience?: string;
+                                            client_id: string;
+                                            /** @description write-only in effect: returned masked ("****" + last 4) */
+                                            client_secret: string;
+                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                            url: string;
+                                        };
+                                    };
+                                };
+                                oauth2?: {
+                                    audience?: string;
+                                    client_id: string;
+                                    /** @description write-only in effect: returned masked ("****" + last 4) */
+                                    client_secret: string;
+                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                    url: string;
+                                };
+                            };
+                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                            customHeaders: {
+                                [key: string]: string;
+                            };
+                            url: string;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+                        disabledReason?: string;
+                        event: string;
+                        experiences: string[];
+                        /** @description deliveries per second at most; absent = no limit */
+                        rateLimit?: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    }[];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createSubscriptionV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description read-only: may be echoed back unchanged */
+                    _id?: string;
+                    /** @description read-only: may be echoed back unchanged */
+                    accountId?: string;
+                    active?: boolean;
+                    callback?: {
+                        authorization?: {
+                            /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                            Basic?: string;
+                            /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                            Bearer?: string;
+                            /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                            mtls?: {
+                                twoFactor?: {
+                                    oauth2?: {
+                                        audience?: string;
+                                        client_id: string;
+                                        /** @description write-only in effect: returned masked ("****" + last 4) */
+                                        client_secret: string;
+                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                        url: string;
+                                    };
+                                };
+                            };
+                            oauth2?: {
+                                audience?: string;
+                                client_id: string;
+                                /** @description write-only in effect: returned masked ("****" + last 4) */
+                                client_secret: string;
+                                /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                url: string;
+                            };
+                        } | null;
+                        /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                        customHeaders?: {
+                            [key: string]: string;
+                        };
+                        /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
+                        url: string;
+                    };
+                    /** @description read-only: ignored */
+                    createdAt?: string;
+                    description?: string;
+                    /** @description registered-request | processed-request (plural forms accepted) */
+                    event?: string;
+                    /** @description experience names; [] = every experience */
+                    experiences?: string[];
+                    /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
+                    rateLimit?: number | null;
+                    /** @description read-only: ignored */
+                    updatedAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        _id: string;
+                        accountId: string;
+                        active: boolean;
+                        callback: {
+                            authorization?: {
+                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                                Basic?: string;
+                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                                Bearer?: string;
+                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                                mtls?: {
+                                    twoFactor?: {
+                                        oauth2?: {
+                                            audience?: string;
+                                            client_id: string;
+                                            /** @description write-only in effect: returned masked ("****" + last 4) */
+                                            client_secret: string;
+                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                            url: string;
+                                        };
+                                    };
+                                };
+                                oauth2?: {
+                                    audience?: string;
+                                    client_id: string;
+                                    /** @description write-only in effect: returned masked ("****" + last 4) */
+                                    client_secret: string;
+                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                    url: string;
+                                };
+                            };
+                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                            customHeaders: {
+                                [key: string]: string;
+                            };
+                            url: string;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+                        disabledReason?: string;
+                        event: string;
+                        experiences: string[];
+                        /** @description deliveries per second at most; absent = no limit */
+                        rateLimit?: number;
+                        /** @description the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret */
+                        secret: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the account has as many subscriptions as it may */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "_id": "sub_01j9z3k8w0000000000000000",
+                     *       "accountId": "acc_01j9z3k8w0000000000000000",
+                     *       "event": "processed-request",
+                     *       "description": "Processed requests of the summer campaign",
+                     *       "active": true,
+                     *       "experiences": [
+                     *         "summer-campaign"
+                     *       ],
+                     *       "callback": {
+                     *         "url": "https://hooks.example.com/rewards/processed",
+                     *         "authorization": {
+                     *           "Bearer": "****oken"
+                     *         },
+                     *         "customHeaders": {
+                     *           "x-tenant": "acme"
+                     *         }
+                     *       },
+                     *       "createdAt": "2024-07-01T12:00:00.000Z",
+                     *       "updatedAt": "2024-07-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        _id: string;
+                        accountId: string;
+                        active: boolean;
+                        callback: {
+                            authorization?: {
+                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                                Basic?: string;
+                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                                Bearer?: string;
+                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                                mtls?: {
+                                    twoFactor?: {
+                                        oauth2?: {
+                                            audience?: string;
+                                            client_id: string;
+                                            /** @description write-only in effect: returned masked ("****" + last 4) */
+                                            client_secret: string;
+                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                            url: string;
+                                        };
+                                    };
+                                };
+                                oauth2?: {
+                                    audience?: string;
+                                    client_id: string;
+                                    /** @description write-only in effect: returned masked ("****" + last 4) */
+                                    client_secret: string;
+                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                    url: string;
+                                };
+                            };
+                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                            customHeaders: {
+                                [key: string]: string;
+                            };
+                            url: string;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+                        disabledReason?: string;
+                        event: string;
+                        experiences: string[];
+                        /** @description deliveries per second at most; absent = no limit */
+                        rateLimit?: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateSubscriptionV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description read-only: may be echoed back unchanged */
+                    _id?: string;
+                    /** @description read-only: may be echoed back unchanged */
+                    accountId?: string;
+                    active?: boolean;
+                    callback?: {
+                        authorization?: {
+                            /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                            Basic?: string;
+                            /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                            Bearer?: string;
+                            /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                            mtls?: {
+                                twoFactor?: {
+                                    oauth2?: {
+                                        audience?: string;
+                                        client_id: string;
+                                        /** @description write-only in effect: returned masked ("****" + last 4) */
+                                        client_secret: string;
+                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                        url: string;
+                                    };
+                                };
+                            };
+                            oauth2?: {
+                                audience?: string;
+                                client_id: string;
+                                /** @description write-only in effect: returned masked ("****" + last 4) */
+                                client_secret: string;
+                                /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                url: string;
+                            };
+                        } | null;
+                        /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                        customHeaders?: {
+                            [key: string]: string;
+                        };
+                        /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
+                        url: string;
+                    };
+                    /** @description read-only: ignored */
+                    createdAt?: string;
+                    description?: string;
+                    /** @description registered-request | processed-request (plural forms accepted) */
+                    event?: string;
+                    /** @description experience names; [] = every experience */
+                    experiences?: string[];
+                    /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
+                    rateLimit?: number | null;
+                    /** @description read-only: ignored */
+                    updatedAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "_id": "sub_01j9z3k8w0000000000000000",
+                     *       "accountId": "acc_01j9z3k8w0000000000000000",
+                     *       "event": "processed-request",
+                     *       "description": "Processed requests of the summer campaign",
+                     *       "active": true,
+                     *       "experiences": [
+                     *         "summer-campaign"
+                     *       ],
+                     *       "callback": {
+                     *         "url": "https://hooks.example.com/rewards/processed",
+                     *         "authorization": {
+                     *           "Bearer": "****oken"
+                     *         },
+                     *         "customHeaders": {
+                     *           "x-tenant": "acme"
+                     *         }
+                     *       },
+                     *       "createdAt": "2024-07-01T12:00:00.000Z",
+                     *       "updatedAt": "2024-07-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        _id: string;
+                        accountId: string;
+                        active: boolean;
+                        callback: {
+                            authorization?: {
+                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                                Basic?: string;
+                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                                Bearer?: string;
+                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                                mtls?: {
+                                    twoFactor?: {
+                                        oauth2?: {
+                                            audience?: string;
+                                            client_id: string;
+                                            /** @description write-only in effect: returned masked ("****" + last 4) */
+                                            client_secret: string;
+                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                            url: string;
+                                        };
+                                    };
+                                };
+                                oauth2?: {
+                                    audience?: string;
+                                    client_id: string;
+                                    /** @description write-only in effect: returned masked ("****" + last 4) */
+                                    client_secret: string;
+                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                    url: string;
+                                };
+                            };
+                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                            customHeaders: {
+                                [key: string]: string;
+                            };
+                            url: string;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+                        disabledReason?: string;
+                        event: string;
+                        experiences: string[];
+                        /** @description deliveries per second at most; absent = no limit */
+                        rateLimit?: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteSubscriptionV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    recoverSubscriptionV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339; failures completed at or after it
+                     */
+                    since: string;
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339; failures completed before it (default and cap: now)
+                     */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description notifications given one more attempt */
+                        recovered: number;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the subscription is inactive: turn it on first (recovered notifications of an inactive subscription are not sent) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionSecretV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the replaced secret keeps signing until then
+                         */
+                        previousSecretExpiresAt?: string;
+                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateSubscriptionSecretV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the replaced secret keeps signing until then
+                         */
+                        previousSecretExpiresAt?: string;
+                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionStatsV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+                /** @description 1h | 24h | 7d (default 24h) */
+                window?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description attempts in the window by outcome (retry: failed, another attempt scheduled) */
+                        attempts: {
+                            failed: number;
+                            retry: number;
+                            succeeded: number;
+                        };
+                        /** @description failed attempts since the last success */
+                        consecutiveFailures: number;
+                        lastFailure: {
+                            /** Format: date-time */
+                            at: string;
+                            error: string | null;
+                            statusCode: number | null;
+                        } | null;
+                        lastSuccess: {
+                            /** Format: date-time */
+                            at: string;
+                            statusCode: number | null;
+                        } | null;
+                        /** @description estimated from a histogram (1-2-5 steps from 1 ms to 30 s) */
+                        latencyMs: {
+                            p50: number | null;
+                            p95: number | null;
+                        };
+                        /** @description notifications waiting for an attempt */
+                        pending: number;
+                        /**
+                         * Format: date-time
+                         * @description start of the oldest five-minute bucket counted
+                         */
+                        since: string;
+                        successRate: number | null;
+                        /** @description 1h | 24h | 7d */
+                        window: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testSubscriptionV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the delivery log entry; also the webhook-id */
+                        notificationId: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAccounts: {
+        parameters: {
+            query?: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false: the account's clients can no longer obtain tokens */
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        id: string;
+                        isOperator: boolean;
+                        name: string;
+                    }[] | {
+                        data: {
+                            /** @description false: the account's clients can no longer obtain tokens */
+                            active: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                            id: string;
+                            isOperator: boolean;
+                            name: string;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false: the account's clients can no longer obtain tokens */
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        id: string;
+                        isOperator: boolean;
+                        name: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description an account with that name already exists */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false: the account's clients can no longer obtain tokens */
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        id: string;
+                        isOperator: boolean;
+                        name: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    active?: boolean;
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description false: the account's clients can no longer obtain tokens */
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        id: string;
+                        isOperator: boolean;
+                        name: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description an account with that name already exists, or the operator account cannot be deactivated */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listClients: {
+        parameters: {
+            query?: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        client_id: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        previous_secret_valid_until: string | null;
+                        /** @description space-separated */
+                        scopes: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    }[] | {
+                        data: {
+                            accountId: string;
+                            active: boolean;
+                            client_id: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            previous_secret_valid_until: string | null;
+                            /** @description space-separated */
+                            scopes: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description an array of scopes or one space-separated string */
+                    scopes?: string[] | string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        client_id: string;
+                        /** @description shown once; only its hash is stored */
+                        client_secret: string;
+                        /** @description space-separated */
+                        scopes: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                clientId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateClient: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                clientId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    active?: boolean;
+                    /** @description an array of scopes or one space-separated string */
+                    scopes?: string[] | string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        client_id: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        previous_secret_valid_until: string | null;
+                        /** @description space-separated */
+                        scopes: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateClientSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                clientId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        client_id: string;
+                        /** @description shown once */
+                        client_secret: string;
+                        /** Format: date-time */
+                        previous_secret_valid_until: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createConsoleLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description lifetime of the token the link grants: `30m`, `1h` (default), at most `24h` */
+                    ttl?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description the code can be exchanged until then (10 minutes), once
+                         */
+                        expiresAt: string;
+                        /** @description lifetime of the access token the code grants */
+                        tokenTtlSeconds: number;
+                        /** @description `PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log */
+                        url: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the account is inactive */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listExperiences: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        events: string[];
+                        id: string;
+                        name: string;
+                        prizes: {
+                            bucket: string;
+                            description: string;
+                            id: string;
+                            kind: "coupon" | "payment" | "physical";
+                            quantity: number;
+                            /** @description units left; null = unlimited */
+                            stock: number | null;
+                            title: string;
+                            value: number;
+                        }[];
+                        title: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    }[] | {
+                        data: {
+                            accountId: string;
+                            active: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                            events: string[];
+                            id: string;
+                            name: string;
+                            prizes: {
+                                bucket: string;
+                                description: string;
+                                id: string;
+                                kind: "coupon" | "payment" | "physical";
+                                quantity: number;
+                                /** @description units left; null = unlimited */
+                                stock: number | null;
+                                title: string;
+                                value: number;
+                            }[];
+                            title: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createExperience: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description read-only: ignored (the account comes from ?accountId= or --account) */
+                    accountId?: string;
+                    /** @default true */
+                    active?: boolean;
+                    /** @description read-only: ignored */
+                    createdAt?: string;
+                    /**
+                     * @description request `event` values allowed; empty = any
+                     * @default []
+                     */
+                    events?: string[];
+                    /** @description read-only: ignored */
+                    id?: string;
+                    /** @description the key requests use (`experience`); unique per account */
+                    name: string;
+                    /** @default [] */
+                    prizes?: {
+                        /** @description prize name, reported as deliveryDetail.info.bucket */
+                        bucket: string;
+                        /** @default  */
+                        description?: string;
+                        /** @description unique within the experience; reported as rewardId */
+                        id: string;
+                        kind: "coupon" | "payment" | "physical";
+                        /** @default 1 */
+                        quantity?: number;
+                        /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
+                        stock?: number | null;
+                        title: string;
+                        value: number;
+                    }[];
+                    title: string;
+                    /** @description read-only: ignored */
+                    updatedAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        events: string[];
+                        id: string;
+                        name: string;
+                        prizes: {
+                            bucket: string;
+                            description: string;
+                            id: string;
+                            kind: "coupon" | "payment" | "physical";
+                            quantity: number;
+                            /** @description units left; null = unlimited */
+                            stock: number | null;
+                            title: string;
+                            value: number;
+                        }[];
+                        title: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description an experience with that name already exists in the account */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getExperience: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        events: string[];
+                        id: string;
+                        name: string;
+                        prizes: {
+                            bucket: string;
+                            description: string;
+                            id: string;
+                            kind: "coupon" | "payment" | "physical";
+                            quantity: number;
+                            /** @description units left; null = unlimited */
+                            stock: number | null;
+                            title: string;
+                            value: number;
+                        }[];
+                        title: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateExperience: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description read-only: ignored (the account comes from ?accountId= or --account) */
+                    accountId?: string;
+                    active?: boolean;
+                    /** @description read-only: ignored */
+                    createdAt?: string;
+                    /** @description request `event` values allowed; empty = any */
+                    events?: string[];
+                    /** @description read-only: ignored */
+                    id?: string;
+                    /** @description the key requests use (`experience`); unique per account */
+                    name?: string;
+                    prizes?: {
+                        /** @description prize name, reported as deliveryDetail.info.bucket */
+                        bucket: string;
+                        /** @default  */
+                        description?: string;
+                        /** @description unique within the experience; reported as rewardId */
+                        id: string;
+                        kind: "coupon" | "payment" | "physical";
+                        /** @default 1 */
+                        quantity?: number;
+                        /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
+                        stock?: number | null;
+                        title: string;
+                        value: number;
+                    }[];
+                    title?: string;
+                    /** @description read-only: ignored */
+                    updatedAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        active: boolean;
+                        /** Format: date-time */
+                        createdAt: string;
+                        events: string[];
+                        id: string;
+                        name: string;
+                        prizes: {
+                            bucket: string;
+                            description: string;
+                            id: string;
+                            kind: "coupon" | "payment" | "physical";
+                            quantity: number;
+                            /** @description units left; null = unlimited */
+                            stock: number | null;
+                            title: string;
+                            value: number;
+                        }[];
+                        title: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description an experience with that name already exists in the account */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteExperience: {
+        parameters: {
+            query?: {
+                /** @description the account the experience belongs to; default: the operator's own account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the experience is still referenced; deactivate it instead */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        clientId: string;
+                        scopes: string[];
+                    };
+                };
+            };
+            /** @description the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token may not be used here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listNotifications: {
+        parameters: {
+            query?: {
+                /** @description operator only: act for this account */
+                accountId?: string;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                limit?: number;
+                requestId?: string;
+                status?: "pending" | "succeeded" | "failed";
+                subscriptionId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            attemptCount: number;
+                            completedAt: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            event: string;
+                            /** @description also the webhook-id header of every attempt */
+                            id: string;
+                            lastError: string | null;
+                            lastStatusCode: number | null;
+                            nextAttemptAt: string | null;
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            requestId: string;
+                            status: "pending" | "succeeded" | "failed";
+                            subscriptionId: string | null;
+                            /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
+                            test: boolean;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            url: string;
+                            /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
+                            waitingFor?: string;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getNotification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                notificationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        attemptCount: number;
+                        completedAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        event: string;
+                        /** @description also the webhook-id header of every attempt */
+                        id: string;
+                        lastError: string | null;
+                        lastStatusCode: number | null;
+                        nextAttemptAt: string | null;
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        requestId: string;
+                        status: "pending" | "succeeded" | "failed";
+                        subscriptionId: string | null;
+                        /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
+                        test: boolean;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string;
+                        /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
+                        waitingFor?: string;
+                    } & {
+                        attempts: {
+                            /** Format: date-time */
+                            at: string;
+                            attempt: number;
+                            error: string | null;
+                            latencyMs: number;
+                            outcome: "succeeded" | "retry" | "failed";
+                            responseBody: string | null;
+                            statusCode: number | null;
+                            url: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    retryNotification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                notificationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        attemptCount: number;
+                        completedAt: string | null;
+                        /** Format: date-time */
+                        createdAt: string;
+                        event: string;
+                        /** @description also the webhook-id header of every attempt */
+                        id: string;
+                        lastError: string | null;
+                        lastStatusCode: number | null;
+                        nextAttemptAt: string | null;
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        requestId: string;
+                        status: "pending" | "succeeded" | "failed";
+                        subscriptionId: string | null;
+                        /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
+                        test: boolean;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string;
+                        /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
+                        waitingFor?: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "grant_type": "client_credentials",
+                 *       "client_id": "cli_01j9z3k8w0000000000000000",
+                 *       "client_secret": "my-client-secret",
+                 *       "scope": "subscriptions:read subscriptions:write"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    client_id?: string;
+                    client_secret?: string;
+                    /** @description console-link grant: the one-time code from the fragment of the console link (`#link=…`); single use, valid 10 minutes */
+                    code?: string;
+                    /** @description `client_credentials`, or `urn:rewards:params:oauth:grant-type:console-link` to exchange a console link's code */
+                    grant_type?: string;
+                    /** @description client_credentials: required; console-link: optional, a subset of the scopes the link grants */
+                    scope?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: string;
+                        error_description?: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        access_token: string;
+                        /** @description lifetime in seconds */
+                        expires_in: number;
+                        /** @description granted scopes (v2) */
+                        scope?: string;
+                        /** @enum {string} */
+                        token_type: "Bearer";
+                    };
+                };
+            };
+        };
+    };
+    getRequestEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        date: string;
+                        experience: string;
+                        name: string;
+                        refId: string;
+                        title: string;
+                    }[];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `events:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createRequestEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description required with trackingCode and trackingLink for em-rota-de-entrega; other members are kept */
+                    data?: {
+                        trackingCode?: string;
+                        trackingLink?: string;
+                    };
+                    /** @enum {string} */
+                    name: "em-rota-de-entrega" | "pedido-entregue";
+                    /** @description the partner's transaction id; (request, name, refId) makes the post idempotent */
+                    refId: string;
+                    title?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "em-rota-de-entrega",
+                     *       "title": "Em rota de entrega",
+                     *       "date": "2024-07-02T09:30:00.000Z",
+                     *       "refId": "trx-7781",
+                     *       "experience": "summer-campaign",
+                     *       "data": {
+                     *         "trackingCode": "BR123456789",
+                     *         "trackingLink": "https://tracking.example.com/BR123456789"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        date: string;
+                        experience: string;
+                        name: string;
+                        refId: string;
+                        title: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "em-rota-de-entrega",
+                     *       "title": "Em rota de entrega",
+                     *       "date": "2024-07-02T09:30:00.000Z",
+                     *       "refId": "trx-7781",
+                     *       "experience": "summer-campaign",
+                     *       "data": {
+                     *         "trackingCode": "BR123456789",
+                     *         "trackingLink": "https://tracking.example.com/BR123456789"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        /** Format: date-time */
+                        date: string;
+                        experience: string;
+                        name: string;
+                        refId: string;
+                        title: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `events:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the request is not processed yet */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createRequest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description replays the first response for 24 h */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "experience": "summer-campaign",
+                 *       "event": "purchase",
+                 *       "data": {
+                 *         "orderId": "A-1001",
+                 *         "amount": 150
+                 *       },
+                 *       "registeredCallbackUrl": "https://hooks.example.com/rewards/registered",
+                 *       "processedCallbackUrl": "https://hooks.example.com/rewards/processed"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description order data: a JSON object (anything else is rejected at registration with INVALID_DATA) */
+                    data?: unknown;
+                    /** @description campaign event; must be one of the experience's events when it lists any */
+                    event?: string;
+                    /** @description name of one of the account's experiences */
+                    experience: string;
+                    /** @description notified with processed-requests for this request only */
+                    processedCallbackUrl?: string;
+                    /** @description notified with registered-requests for this request only */
+                    registeredCallbackUrl?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "req_01j9z3k8w0000000000000000",
+                     *       "status": "received"
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        /** @enum {string} */
+                        status: "received";
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `requests:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the Idempotency-Key was already used with a different body, or a request with it is still being processed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        canceled?: {
+                            deliveryDetail: {
+                                forwarded: boolean;
+                                info: {
+                                    description: string;
+                                    /** @enum {string} */
+                                    name: "canceled";
+                                    paymentId: string;
+                                    reason: string;
+                                    /** @description 1 out of stock, 2 prize no longer offered */
+                                    reasonCode: number;
+                                };
+                                /** Format: date-time */
+                                timestamp: string;
+                            };
+                            name: string;
+                            /** @description true when the prize has value 0 */
+                            priceless: boolean;
+                            quantity: number;
+                            title: string;
+                            value: number;
+                        }[];
+                        /** Format: date-time */
+                        concluded?: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        data?: unknown;
+                        delivered?: {
+                            deliveryDetail: {
+                                /** @description true for physical prizes, handed to a delivery partner */
+                                forwarded: boolean;
+                                info: {
+                                    bucket: string;
+                                    /** @description coupon code of a coupon prize, else "" */
+                                    coupon: string;
+                                    description: string;
+                                    /** @enum {string} */
+                                    name: "delivered";
+                                    /** @description payment id of a payment prize, else "" */
+                                    paymentId: string;
+                                    requestId: string;
+                                    /** @description prize id */
+                                    rewardId: string;
+                                    /** @description the request's event ("" when none) */
+                                    triggerId: string;
+                                };
+                                /** Format: date-time */
+                                timestamp: string;
+                            };
+                            /** @description experience name */
+                            name: string;
+                            quantity: number;
+                            /** @description experience title */
+                            title: string;
+                            value: number;
+                        }[];
+                        errorCode?: string;
+                        event?: string;
+                        experience: string;
+                        id: string;
+                        message?: string;
+                        processedCallbackUrl?: string;
+                        /**
+                         * Format: date-time
+                         * @description when registration decided (registered or rejected)
+                         */
+                        registeredAt?: string;
+                        registeredCallbackUrl?: string;
+                        rewardValue?: number;
+                        /** @enum {string} */
+                        status: "received" | "registered" | "rejected" | "processed" | "failed";
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `requests:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSigningSecret: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the replaced secret keeps signing until then
+                         */
+                        previousSecretExpiresAt?: string;
+                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateSigningSecret: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the replaced secret keeps signing until then
+                         */
+                        previousSecretExpiresAt?: string;
+                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listSubscriptions: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+                active?: boolean;
+                /** @description registered-request | processed-request (plural forms accepted) */
+                event?: string;
+                /** @description only subscriptions whose experiences name this one */
+                experience?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        _id: string;
+                        accountId: string;
+                        active: boolean;
+                        callback: {
+                            authorization?: {
+                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                                Basic?: string;
+                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                                Bearer?: string;
+                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                                mtls?: {
+                                    twoFactor?: {
+                                        oauth2?: {
+                                            audience?: string;
+                                            client_id: string;
+                                            /** @description write-only in effect: returned masked ("****" + last 4) */
+                                            client_secret: string;
+                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                            url: string;
+                                        };
+                                    };
+                                };
+                                oauth2?: {
+                                    audience?: string;
+                                    client_id: string;
+                                    /** @description write-only in effect: returned masked ("****" + last 4) */
+                                    client_secret: string;
+                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                    url: string;
+                                };
+                            };
+                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                            customHeaders: {
+                                [key: string]: string;
+                            };
+                            url: string;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+                        disabledReason?: string;
+                        event: string;
+                        experiences: string[];
+                        /** @description deliveries per second at most; absent = no limit */
+                        rateLimit?: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    }[];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createSubscription: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description read-only: may be echoed back unchanged */
+                    _id?: string;
+                    /** @description read-only: may be echoed back unchanged */
+                    accountId?: string;
+                    active?: boolean;
+                    callback?: {
+                        authorization?: {
+                            /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                            Basic?: string;
+                            /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                            Bearer?: string;
+                            /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                            mtls?: {
+                                twoFactor?: {
+                                    oauth2?: {
+                                        audience?: string;
+                                        client_id: string;
+                                        /** @description write-only in effect: returned masked ("****" + last 4) */
+                                        client_secret: string;
+                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                        url: string;
+                                    };
+                                };
+                            };
+                            oauth2?: {
+                                audience?: string;
+                                client_id: string;
+                                /** @description write-only in effect: returned masked ("****" + last 4) */
+                                client_secret: string;
+                                /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                url: string;
+                            };
+                        } | null;
+                        /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                        customHeaders?: {
+                            [key: string]: string;
+                        };
+                        /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
+                        url: string;
+                    };
+                    /** @description read-only: ignored */
+                    createdAt?: string;
+                    description?: string;
+                    /** @description registered-request | processed-request (plural forms accepted) */
+                    event?: string;
+                    /** @description experience names; [] = every experience */
+                    experiences?: string[];
+                    /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
+                    rateLimit?: number | null;
+                    /** @description read-only: ignored */
+                    updatedAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        _id: string;
+                        accountId: string;
+                        active: boolean;
+                        callback: {
+                            authorization?: {
+                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                                Basic?: string;
+                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                                Bearer?: string;
+                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                                mtls?: {
+                                    twoFactor?: {
+                                        oauth2?: {
+                                            audience?: string;
+                                            client_id: string;
+                                            /** @description write-only in effect: returned masked ("****" + last 4) */
+                                            client_secret: string;
+                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                            url: string;
+                                        };
+                                    };
+                                };
+                                oauth2?: {
+                                    audience?: string;
+                                    client_id: string;
+                                    /** @description write-only in effect: returned masked ("****" + last 4) */
+                                    client_secret: string;
+                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                    url: string;
+                                };
+                            };
+                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                            customHeaders: {
+                                [key: string]: string;
+                            };
+                            url: string;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+                        disabledReason?: string;
+                        event: string;
+                        experiences: string[];
+                        /** @description deliveries per second at most; absent = no limit */
+                        rateLimit?: number;
+                        /** @description the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret */
+                        secret: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the account has as many subscriptions as it may */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscription: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "_id": "sub_01j9z3k8w0000000000000000",
+                     *       "accountId": "acc_01j9z3k8w0000000000000000",
+                     *       "event": "processed-request",
+                     *       "description": "Processed requests of the summer campaign",
+                     *       "active": true,
+                     *       "experiences": [
+                     *         "summer-campaign"
+                     *       ],
+                     *       "callback": {
+                     *         "url": "https://hooks.example.com/rewards/processed",
+                     *         "authorization": {
+                     *           "Bearer": "****oken"
+                     *         },
+                     *         "customHeaders": {
+                     *           "x-tenant": "acme"
+                     *         }
+                     *       },
+                     *       "createdAt": "2024-07-01T12:00:00.000Z",
+                     *       "updatedAt": "2024-07-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        _id: string;
+                        accountId: string;
+                        active: boolean;
+                        callback: {
+                            authorization?: {
+                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                                Basic?: string;
+                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                                Bearer?: string;
+                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                                mtls?: {
+                                    twoFactor?: {
+                                        oauth2?: {
+                                            audience?: string;
+                                            client_id: string;
+                                            /** @description write-only in effect: returned masked ("****" + last 4) */
+                                            client_secret: string;
+                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                            url: string;
+                                        };
+                                    };
+                                };
+                                oauth2?: {
+                                    audience?: string;
+                                    client_id: string;
+                                    /** @description write-only in effect: returned masked ("****" + last 4) */
+                                    client_secret: string;
+                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                    url: string;
+                                };
+                            };
+                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                            customHeaders: {
+                                [key: string]: string;
+                            };
+                            url: string;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+                        disabledReason?: string;
+                        event: string;
+                        experiences: string[];
+                        /** @description deliveries per second at most; absent = no limit */
+                        rateLimit?: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateSubscription: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description read-only: may be echoed back unchanged */
+                    _id?: string;
+                    /** @description read-only: may be echoed back unchanged */
+                    accountId?: string;
+                    active?: boolean;
+                    callback?: {
+                        authorization?: {
+                            /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                            Basic?: string;
+                            /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                            Bearer?: string;
+                            /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                            mtls?: {
+                                twoFactor?: {
+                                    oauth2?: {
+                                        audience?: string;
+                                        client_id: string;
+                                        /** @description write-only in effect: returned masked ("****" + last 4) */
+                                        client_secret: string;
+                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                        url: string;
+                                    };
+                                };
+                            };
+                            oauth2?: {
+                                audience?: string;
+                                client_id: string;
+                                /** @description write-only in effect: returned masked ("****" + last 4) */
+                                client_secret: string;
+                                /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                url: string;
+                            };
+                        } | null;
+                        /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                        customHeaders?: {
+                            [key: string]: string;
+                        };
+                        /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
+                        url: string;
+                    };
+                    /** @description read-only: ignored */
+                    createdAt?: string;
+                    description?: string;
+                    /** @description registered-request | processed-request (plural forms accepted) */
+                    event?: string;
+                    /** @description experience names; [] = every experience */
+                    experiences?: string[];
+                    /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
+                    rateLimit?: number | null;
+                    /** @description read-only: ignored */
+                    updatedAt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "_id": "sub_01j9z3k8w0000000000000000",
+                     *       "accountId": "acc_01j9z3k8w0000000000000000",
+                     *       "event": "processed-request",
+                     *       "description": "Processed requests of the summer campaign",
+                     *       "active": true,
+                     *       "experiences": [
+                     *         "summer-campaign"
+                     *       ],
+                     *       "callback": {
+                     *         "url": "https://hooks.example.com/rewards/processed",
+                     *         "authorization": {
+                     *           "Bearer": "****oken"
+                     *         },
+                     *         "customHeaders": {
+                     *           "x-tenant": "acme"
+                     *         }
+                     *       },
+                     *       "createdAt": "2024-07-01T12:00:00.000Z",
+                     *       "updatedAt": "2024-07-01T12:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": {
+                        _id: string;
+                        accountId: string;
+                        active: boolean;
+                        callback: {
+                            authorization?: {
+                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+                                Basic?: string;
+                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
+                                Bearer?: string;
+                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+                                mtls?: {
+                                    twoFactor?: {
+                                        oauth2?: {
+                                            audience?: string;
+                                            client_id: string;
+                                            /** @description write-only in effect: returned masked ("****" + last 4) */
+                                            client_secret: string;
+                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                            url: string;
+                                        };
+                                    };
+                                };
+                                oauth2?: {
+                                    audience?: string;
+                                    client_id: string;
+                                    /** @description write-only in effect: returned masked ("****" + last 4) */
+                                    client_secret: string;
+                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
+                                    url: string;
+                                };
+                            };
+                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+                            customHeaders: {
+                                [key: string]: string;
+                            };
+                            url: string;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        /** Format: date-time */
+                        disabledAt?: string;
+                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+                        disabledReason?: string;
+                        event: string;
+                        experiences: string[];
+                        /** @description deliveries per second at most; absent = no limit */
+                        rateLimit?: number;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteSubscription: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    recoverSubscription: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339; failures completed at or after it
+                     */
+                    since: string;
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339; failures completed before it (default and cap: now)
+                     */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description notifications given one more attempt */
+                        recovered: number;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the subscription is inactive: turn it on first (recovered notifications of an inactive subscription are not sent) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionSecret: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the replaced secret keeps signing until then
+                         */
+                        previousSecretExpiresAt?: string;
+                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateSubscriptionSecret: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the replaced secret keeps signing until then
+                         */
+                        previousSecretExpiresAt?: string;
+                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSubscriptionStats: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+                /** @description 1h | 24h | 7d (default 24h) */
+                window?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description attempts in the window by outcome (retry: failed, another attempt scheduled) */
+                        attempts: {
+                            failed: number;
+                            retry: number;
+                            succeeded: number;
+                        };
+                        /** @description failed attempts since the last success */
+                        consecutiveFailures: number;
+                        lastFailure: {
+                            /** Format: date-time */
+                            at: string;
+                            error: string | null;
+                            statusCode: number | null;
+                        } | null;
+                        lastSuccess: {
+                            /** Format: date-time */
+                            at: string;
+                            statusCode: number | null;
+                        } | null;
+                        /** @description estimated from a histogram (1-2-5 steps from 1 ms to 30 s) */
+                        latencyMs: {
+                            p50: number | null;
+                            p95: number | null;
+                        };
+                        /** @description notifications waiting for an attempt */
+                        pending: number;
+                        /**
+                         * Format: date-time
+                         * @description start of the oldest five-minute bucket counted
+                         */
+                        since: string;
+                        successRate: number | null;
+                        /** @description 1h | 24h | 7d */
+                        window: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testSubscription: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the delivery log entry; also the webhook-id */
+                        notificationId: string;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    processedRequestsWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description from the subscription's authorization (Bearer, Basic, or an OAuth2 access token); absent for none or mTLS alone */
+                authorization?: string;
+                /** @description the notification id (`msg_…`): the same on every retry; deduplicate on it */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, several space-separated during a secret rotation */
+                "webhook-signature": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `registered-requests` or `processed-requests` */
+                "x-webhook-event": string;
+                /** @description `true` on a test send (POST /subscriptions/{id}/test); absent otherwise */
+                "x-webhook-test"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    canceled: {
+                        deliveryDetail: {
+                            forwarded: boolean;
+                            info: {
+                                description: string;
+                                /** @constant */
+                                name: "canceled";
+                                paymentId: string;
+                                reason: string;
+                                /** @description 1 out of stock, 2 prize no longer offered */
+                                reasonCode: number;
+                            };
+                            /** Format: date-time */
+                            timestamp: string;
+                        };
+                        name: string;
+                        /** @description true when the prize has value 0 */
+                        priceless: boolean;
+                        quantity: number;
+                        title: string;
+                        value: number;
+                    }[];
+                    /** Format: date-time */
+                    concluded: string;
+                    delivered: {
+                        deliveryDetail: {
+                            /** @description true for physical prizes, handed to a delivery partner */
+                            forwarded: boolean;
+                            info: {
+                                bucket: string;
+                                /** @description coupon code of a coupon prize, else "" */
+                                coupon: string;
+                                description: string;
+                                /** @constant */
+                                name: "delivered";
+                                /** @description payment id of a payment prize, else "" */
+                                paymentId: string;
+                                requestId: string;
+                                /** @description prize id */
+                                rewardId: string;
+                                /** @description the request's event ("" when none) */
+                                triggerId: string;
+                            };
+                            /** Format: date-time */
+                            timestamp: string;
+                        };
+                        /** @description experience name */
+                        name: string;
+                        quantity: number;
+                        /** @description experience title */
+                        title: string;
+                        value: number;
+                    }[];
+                    /** @description the request id */
+                    id: string;
+                    /** @description over the delivered prizes, when above zero */
+                    rewardValue?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description received: any 2xx ends the notification as succeeded */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    registeredRequestsWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description from the subscription's authorization (Bearer, Basic, or an OAuth2 access token); absent for none or mTLS alone */
+                authorization?: string;
+                /** @description the notification id (`msg_…`): the same on every retry; deduplicate on it */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, several space-separated during a secret rotation */
+                "webhook-signature": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `registered-requests` or `processed-requests` */
+                "x-webhook-event": string;
+                /** @description `true` on a test send (POST /subscriptions/{id}/test); absent otherwise */
+                "x-webhook-test"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description why the request was rejected */
+                    errorCode?: string;
+                    /** @description the request id */
+                    id: string;
+                    message?: string;
+                    /** @description Σ value × quantity of the prizes, when above zero */
+                    rewardValue?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description received: any 2xx ends the notification as succeeded */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+}

@@ -21,6 +21,8 @@ export function toNotificationResource(row: NotificationRow) {
     completedAt: isoOrNull(row.completed_at),
     payload: JSON.parse(row.payload) as Record<string, unknown>,
     test: row.test === 1,
+    // Held behind the same request's registered-requests to the same URL (docs/delivery.md, "Order").
+    ...(row.waits_for !== null && row.status === 'pending' ? { waitingFor: row.waits_for } : {}),
   };
 }
 

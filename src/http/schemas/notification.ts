@@ -20,6 +20,12 @@ export const NotificationSchema = Type.Object({
   completedAt: Nullable(Type.String({ format: 'date-time' })),
   payload: Type.Object({}, { additionalProperties: true }),
   test: Type.Boolean({ description: 'a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver' }),
+  waitingFor: Type.Optional(
+    Type.String({
+      description:
+        "a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile",
+    }),
+  ),
 });
 
 export const NotificationAttemptSchema = Type.Object({

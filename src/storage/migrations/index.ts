@@ -10,6 +10,7 @@ import * as m007 from './007_notifications_schedule_in_jobs.js';
 import * as m008 from './008_notifications_test_flag.js';
 import * as m009 from './009_delivery_operations.js';
 import * as m010 from './010_console_links.js';
+import * as m011 from './011_notification_order.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '008_notifications_test_flag': m008,
   '009_delivery_operations': m009,
   '010_console_links': m010,
+  '011_notification_order': m011,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -124,9 +124,62 @@ export async function markNotificationFailed(db: Executor, id: string, error: st
   await db.updateTable('notifications').set({ status: 'failed', last_error: error, updated_at: at, completed_at: at }).where('id', '=', id).where('status', '=', 'pending').execute();
 }
 
-/** A manual retry puts a finished notification back in the queue for one more attempt. */
+/** A manual retry puts a finished notification back in the queue for one more attempt (a held one is sent now: it waits no more). */
 export async function markNotificationPending(db: Executor, id: string, at: number): Promise<void> {
-  await db.updateTable('notifications').set({ status: 'pending', updated_at: at, completed_at: null }).where('id', '=', id).execute();
+  await db.updateTable('notifications').set({ status: 'pending', updated_at: at, completed_at: null, waits_for: null }).where('id', '=', id).execute();
+}
+
+/**
+ * Notification order (docs/delivery.md, "Order"): for [request id, url] pairs, the pending
+ * `registered-requests` notifications of those requests to those URLs, one statement per batch
+ * (the request index). On PostgreSQL the rows are locked (FOR UPDATE) until the caller commits:
+ * a transaction that ends one of them concurrently either committed before (the row, re-read
+ * after the lock, is no longer pending: nothing is held) or waits for the caller's commit, and
+ * then releases in a later statement, whose snapshot sees the held notification.
+ */
+const pendingRegistered = precompiled((db, pairs: string) =>
+  isPostgres(db as never)
+    ? sql<{ id: string; request_id: string; url: string }>`select n.id, n.request_id, n.url from notifications n
+          join (select e ->> 0 as request_id, e ->> 1 as url from jsonb_array_elements(${pairs}::jsonb) e) w
+            on n.request_id = w.request_id and n.url = w.url
+          where n.event = 'registered-requests' and n.status = 'pending' and n.test = 0
+          order by n.id for update of n`
+    : sql<{ id: string; request_id: string; url: string }>`select n.id, n.request_id, n.url from notifications n
+          join (select value ->> 0 as request_id, value ->> 1 as url from json_each(${pairs})) w
+            on n.request_id = w.request_id and n.url = w.url
+          where n.event = 'registered-requests' and n.status = 'pending' and n.test = 0
+          order by n.id`,
+);
+
+/** Keyed `request id \u0000 url`: the registered notification a processed one to that URL waits for. */
+export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{ requestId: string; url: string }>): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  if (pairs.length === 0) return found;
+  const result = await pendingRegistered(db, JSON.stringify(pairs.map((p) => [p.requestId, p.url])));
+  for (const row of result) {
+    const key = `${row.request_id}\u0000${row.url}`;
+    if (!found.has(key)) found.set(key, row.id);
+  }
+  return found;
+}
+
+const releaseWaiting = precompiled((db, ids: string) =>
+  isPostgres(db as never)
+    ? sql<{ id: string; status: NotificationStatus }>`update notifications set waits_for = null
+          where waits_for is not null and waits_for in (select jsonb_array_elements_text(${ids}::jsonb)) returning id, status`
+    : sql<{ id: string; status: NotificationStatus }>`update notifications set waits_for = null
+          where waits_for is not null and waits_for in (select value from json_each(${ids})) returning id, status`,
+);
+
+/**
+ * Notifications that ended (succeeded, or failed for good): the ones held for them wait no more.
+ * Answers the released ones still pending, whose delivery jobs the caller enqueues in the same
+ * transaction. One statement for the batch, on the partial index of waiting notifications.
+ */
+export async function releaseWaitingFor(db: Executor, endedIds: readonly string[]): Promise<string[]> {
+  if (endedIds.length === 0) return [];
+  const result = await releaseWaiting(db, JSON.stringify(endedIds));
+  return result.filter((row) => row.status === 'pending').map((row) => row.id);
 }
 
 /** A new notification, pending and due now; its id (`msg_…`) becomes the `webhook-id`. */
@@ -150,5 +203,6 @@ export function newNotificationRow(
     updated_at: now,
     completed_at: null,
     test: input.test ? 1 : 0,
+    waits_for: null,
   };
 }

@@ -126,7 +126,12 @@ export async function restartFailureRun(db: Executor, subscriptionId: string): P
  * and what it still had pending ends `failed` with that reason. Answers the account when it was
  * active (false when someone else had switched it off meanwhile).
  */
-export async function disableSubscription(db: Executor, subscriptionId: string, reason: string, now: number): Promise<{ accountId: string; failedPending: number } | undefined> {
+export async function disableSubscription(
+  db: Executor,
+  subscriptionId: string,
+  reason: string,
+  now: number,
+): Promise<{ accountId: string; failedPending: number; failedIds: string[] } | undefined> {
   const disabled = await db
     .updateTable('subscriptions')
     .set({ active: 0, disabled_reason: reason, disabled_at: now, updated_at: now })
@@ -141,8 +146,9 @@ export async function disableSubscription(db: Executor, subscriptionId: string, 
     .where('subscription_id', '=', subscriptionId)
     .where('status', '=', 'pending')
     .where('test', '=', 0)
-    .executeTakeFirst();
-  return { accountId: disabled.account_id, failedPending: Number(failed.numUpdatedRows) };
+    .returning('id')
+    .execute();
+  return { accountId: disabled.account_id, failedPending: failed.length, failedIds: failed.map((row) => row.id) };
 }
 
 /** Housekeeping: rollup buckets older than the longest window. */

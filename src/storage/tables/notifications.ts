@@ -22,6 +22,8 @@ export interface NotificationsTable {
   completed_at: number | null;
   /** 1 for a test send: one attempt, sent to an inactive subscription too, marked in the log and to the receiver. */
   test: number;
+  /** A held `processed-requests`: the id of the same request's `registered-requests` to the same URL it waits for (no delivery job meanwhile). */
+  waits_for: string | null;
 }
 
 export interface NotificationAttemptsTable {

@@ -4,7 +4,7 @@ import { lightTransaction } from '../../storage/light-transaction.js';
 import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js';
 import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../storage/tables/index.js';
-import { enqueueDeliveries } from '../../services/schedule-delivery.js';
+import { enqueueDeliveries, releaseHeld } from '../../services/schedule-delivery.js';
 import { recordEndpointHealth, type DisabledSubscription } from '../../services/endpoint-health.js';
 
 export interface AttemptSettlement {
@@ -94,6 +94,9 @@ export class AttemptLogWriter {
         settlement.nextAttemptAt === null ? [] : [{ notificationId: settlement.attempt.notification_id, runAt: settlement.nextAttemptAt }],
       );
       await enqueueDeliveries(tx, retries, { now: settlements[0]!.now });
+      // Notifications held behind the ones that ended here go out now (docs/delivery.md, "Order").
+      const ended = recorded.flatMap((settlement) => (settlement.status === 'pending' ? [] : [settlement.attempt.notification_id]));
+      await releaseHeld(tx, ended, now);
       const counted = recorded.flatMap(({ attempt, countsFor }) =>
         countsFor === null
           ? []

@@ -9,7 +9,7 @@ import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
 import { RateLimiter } from './rate-limiter.js';
-import { DELIVER_NOTIFICATION, type DeliverNotificationPayload } from '../../services/schedule-delivery.js';
+import { DELIVER_NOTIFICATION, releaseHeld, type DeliverNotificationPayload } from '../../services/schedule-delivery.js';
 
 type Prepared = { input: DeliveryAttemptInput; rateLimit: number | null } | { refused: string; url: string };
 
@@ -179,7 +179,9 @@ export function notificationJobHandlers(deps: Deps): JobHandlers {
       // DELIVERY_RUNS_WITHOUT_OUTCOME runs ended without an outcome: the notification fails instead of waiting forever.
       onExhausted: async (tx, job, error, ctx) => {
         const reason = `the delivery could not be run: ${error instanceof Error ? error.message : String(error)}`.slice(0, 1000);
-        await markNotificationFailed(tx, (job.payload as DeliverNotificationPayload).notificationId, reason, ctx.clock());
+        const notificationId = (job.payload as DeliverNotificationPayload).notificationId;
+        await markNotificationFailed(tx, notificationId, reason, ctx.clock());
+        await releaseHeld(tx, [notificationId], ctx.clock());
       },
     },
   };

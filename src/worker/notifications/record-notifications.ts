@@ -2,7 +2,8 @@ import type { Deps } from '../../deps.js';
 import type { OutcomeRecorder, RequestOutcome } from '../../domain/requests/outcomes.js';
 import { routeNotification, SUBSCRIPTION_EVENT_OF, type NotificationEvent } from '../../domain/notifications/routing.js';
 import type { Tx } from '../../storage/database.js';
-import { insertNotifications, newNotificationRow } from '../../storage/repositories/notifications.js';
+import type { NotificationsTable } from '../../storage/tables/index.js';
+import { findPendingRegistered, insertNotifications, newNotificationRow } from '../../storage/repositories/notifications.js';
 import { listSubscriptionsForEvent, type SubscriptionRoute } from '../../storage/repositories/subscriptions.js';
 import { enqueueDeliveries } from '../../services/schedule-delivery.js';
 
@@ -66,10 +67,30 @@ export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder
         );
       }
     }
+    await holdBehindRegistered(tx, rows);
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       const chunk = rows.slice(i, i + INSERT_CHUNK);
       await insertNotifications(tx, chunk);
-      await enqueueDeliveries(tx, chunk.map((row) => ({ notificationId: row.id })), { now, leaseTo: batch?.leaseTo });
+      const due = chunk.filter((row) => row.waits_for === null);
+      await enqueueDeliveries(tx, due.map((row) => ({ notificationId: row.id })), { now, leaseTo: batch?.leaseTo });
     }
   };
+}
+
+/**
+ * Notification order (docs/delivery.md, "Order"): a `processed-requests` notification whose
+ * request's `registered-requests` to the same URL has not ended yet (still pending, in the database
+ * or in this batch) is written held: `waits_for` names that notification and no delivery job is
+ * enqueued; the transaction that ends the registered one releases it. URLs are compared as the
+ * notifications were written (a subscription's URL edited in between does not count). One
+ * statement per batch, and only for batches with processed notifications.
+ */
+async function holdBehindRegistered(tx: Tx, rows: NotificationsTable[]): Promise<void> {
+  const processed = rows.filter((row) => row.event === 'processed-requests');
+  if (processed.length === 0) return;
+  const key = (row: NotificationsTable) => `${row.request_id}\u0000${row.url}`;
+  const inBatch = new Map<string, string>();
+  for (const row of rows) if (row.event === 'registered-requests' && !inBatch.has(key(row))) inBatch.set(key(row), row.id);
+  const pending = await findPendingRegistered(tx, processed.map((row) => ({ requestId: row.request_id, url: row.url })));
+  for (const row of processed) row.waits_for = pending.get(key(row)) ?? inBatch.get(key(row)) ?? null;
 }

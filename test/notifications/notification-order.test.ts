@@ -1,0 +1,219 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startWorker } from '../../src/worker/start-worker.js';
+import type { JobWorker } from '../../src/worker/job-worker.js';
+import { testDialects } from '../support/databases.js';
+import { insertExperience } from '../support/experiences.js';
+import { eventually } from '../support/notifications.js';
+import { startHttpReceiver, type Receiver, type RecordedRequest } from '../support/receivers.js';
+import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
+import type { Db, Tx } from '../../src/storage/database.js';
+import { findPendingRegistered, insertNotifications, markNotificationFailed, newNotificationRow } from '../../src/storage/repositories/notifications.js';
+import { releaseHeld } from '../../src/services/schedule-delivery.js';
+
+/**
+ * Notification order (docs/delivery.md, "Order"): per request and callback URL, a request's
+ * processed-requests is not sent before its registered-requests to the same URL has ended
+ * (delivered, or failed after its last attempt). RETRY_INTERVAL is 1 s, so that without the hold
+ * the processed notification would arrive while the registered one waits for its retry.
+ */
+/** A transaction held open until `commit()`: two of them interleave as two workers' would. */
+async function openTransaction(db: Db): Promise<{ tx: Tx; commit(): Promise<void> }> {
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  let ready!: (tx: Tx) => void;
+  const opened = new Promise<Tx>((resolve) => (ready = resolve));
+  const done = db.transaction().execute(async (tx) => {
+    ready(tx);
+    await finished;
+  });
+  const tx = await opened;
+  return {
+    tx,
+    commit: async () => {
+      finish();
+      await done;
+    },
+  };
+}
+
+interface Call {
+  event: string;
+  requestId: string;
+  status: number;
+}
+
+for (const dialect of testDialects()) {
+  describe(`notification order [${dialect}]`, () => {
+    let t: TestApp;
+    let worker: JobWorker;
+    let client: ClientCredentials;
+    let token: string;
+    const receivers: Receiver[] = [];
+
+    before(async () => {
+      t = await startTestApp(dialect, { RETRY_INTERVAL: '1s', RETRY_MAX_ATTEMPTS: '2' });
+      worker = startWorker(t.deps, { pollIntervalMs: 25 });
+    });
+    after(async () => {
+      await worker.stop();
+      for (const receiver of receivers) await receiver.close();
+      await t.close();
+    });
+
+    const tenant = async () => {
+      client = await t.createClientAccount();
+      token = await t.token(client);
+      await insertExperience(t.deps.db, client.accountId, {
+        name: 'summer',
+        title: 'Summer campaign',
+        prizes: [{ id: 'cpn-10', bucket: 'coupons', value: 10, quantity: 1, kind: 'coupon', stock: 100 }],
+      });
+    };
+    const subscribe = async (event: string, url: string) => {
+      const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url } } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+    };
+    const send = async () => {
+      const response = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer' } });
+      assert.equal(response.status, 202, JSON.stringify(response.body));
+      return response.body.id as string;
+    };
+    /** A receiver that answers `status(call)` and logs each call with the status it answered. */
+    const receiver = async (status: (event: string, requestId: string, nth: number) => number) => {
+      const calls: Call[] = [];
+      const started = await startHttpReceiver((request: RecordedRequest) => {
+        const event = String(request.headers['x-webhook-event']);
+        const requestId = String(JSON.parse(request.body).id);
+        const nth = calls.filter((c) => c.event === event && c.requestId === requestId).length;
+        const call = { event, requestId, status: status(event, requestId, nth) };
+        calls.push(call);
+        return { status: call.status };
+      });
+      receivers.push(started);
+      return { url: started.url, calls };
+    };
+    const of = (calls: Call[], requestId: string) => calls.filter((c) => c.requestId === requestId).map((c) => `${c.event === 'registered-requests' ? 'registered' : 'processed'} ${c.status}`);
+    const log = async (requestId: string) => (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token })).body.data as any[];
+
+    it('one URL for both events, registered fails once: registered (503), registered (2xx), then processed; the held one says what it waits for', async () => {
+      await tenant();
+      const r = await receiver((event, _id, nth) => (event === 'registered-requests' && nth === 0 ? 503 : 204));
+      await subscribe('registered-request', `${r.url}/hook`);
+      await subscribe('processed-request', `${r.url}/hook`);
+      const requestId = await send();
+
+      // While the registered notification waits for its retry, the processed one is held.
+      const held = await eventually(async () => (await log(requestId)).find((n) => n.event === 'processed-requests'), 15_000, 'processed notification written');
+      const registered = (await log(requestId)).find((n) => n.event === 'registered-requests');
+      assert.equal(held.status, 'pending');
+      assert.equal(held.waitingFor, registered.id);
+      assert.equal(held.nextAttemptAt, null);
+      const detail = (await api(t.url, 'GET', `/v2/notifications/${held.id}`, { token })).body;
+      assert.equal(detail.waitingFor, registered.id);
+
+      await eventually(() => of(r.calls, requestId).length === 3, 15_000, 'three calls');
+      assert.deepEqual(of(r.calls, requestId), ['registered 503', 'registered 204', 'processed 204']);
+      const done = await eventually(async () => {
+        const rows = await log(requestId);
+        return rows.every((n) => n.status === 'succeeded') && rows;
+      }, 15_000, 'both succeeded');
+      assert.ok(done.every((n) => n.waitingFor === undefined));
+    });
+
+    it('registered fails for good: processed goes out after its last attempt', async () => {
+      await tenant();
+      const r = await receiver((event) => (event === 'registered-requests' ? 500 : 204));
+      await subscribe('registered-request', `${r.url}/hook`);
+      await subscribe('processed-request', `${r.url}/hook`);
+      const requestId = await send();
+      await eventually(() => of(r.calls, requestId).length === 3, 15_000, 'three calls');
+      assert.deepEqual(of(r.calls, requestId), ['registered 500', 'registered 500', 'processed 204']);
+      const rows = await eventually(async () => {
+        const found = await log(requestId);
+        return found.length === 2 && found.every((n) => n.status !== 'pending') && found;
+      }, 15_000, 'ended');
+      assert.equal(rows.find((n) => n.event === 'registered-requests').status, 'failed');
+      assert.equal(rows.find((n) => n.event === 'processed-requests').status, 'succeeded');
+    });
+
+    it('two URLs: processed is not held behind a registered retry to another URL', async () => {
+      await tenant();
+      const reg = await receiver((_event, _id, nth) => (nth === 0 ? 503 : 204));
+      const proc = await receiver(() => 204);
+      await subscribe('registered-request', `${reg.url}/registered`);
+      await subscribe('processed-request', `${proc.url}/processed`);
+      const requestId = await send();
+      await eventually(() => of(proc.calls, requestId).length === 1, 15_000, 'processed');
+      // Sent while the registered notification still waits for its retry (1 s away).
+      assert.deepEqual(of(reg.calls, requestId), ['registered 503']);
+      const processed = (await log(requestId)).find((n) => n.event === 'processed-requests');
+      assert.equal(processed.waitingFor, undefined);
+      await eventually(() => of(reg.calls, requestId).length === 2, 15_000, 'registered retried');
+    });
+
+    it('different requests keep no order among themselves', async () => {
+      await tenant();
+      let first: string | undefined;
+      const r = await receiver((event, requestId, nth) => (event === 'registered-requests' && requestId === first && nth === 0 ? 503 : 204));
+      await subscribe('registered-request', `${r.url}/hook`);
+      await subscribe('processed-request', `${r.url}/hook`);
+      first = await send();
+      await eventually(() => of(r.calls, first!).length === 1, 15_000, 'first registered');
+      const second = await send();
+      await eventually(() => of(r.calls, second).length === 2, 15_000, 'second request both events');
+      // The second request's processed went out while the first one's registered waits for its retry.
+      assert.deepEqual(of(r.calls, second), ['registered 204', 'processed 204']);
+      assert.deepEqual(of(r.calls, first!), ['registered 503']);
+      await eventually(() => of(r.calls, first!).length === 3, 15_000, 'first request done');
+      assert.deepEqual(of(r.calls, first!), ['registered 503', 'registered 204', 'processed 204']);
+    });
+    if (dialect === 'postgres') {
+      it('two workers race (PostgreSQL): whichever commits first, a held processed notification is released', async () => {
+        await tenant();
+        const requestId = await send();
+        const db = t.deps.db;
+        const url = 'http://127.0.0.1:9/race';
+        const now = Date.now();
+        const row = (event: 'registered-requests' | 'processed-requests') =>
+          newNotificationRow({ accountId: client.accountId, requestId, subscriptionId: null, event, url, payload: '{}' }, now);
+        const stillHeld = async (id: string) => (await db.selectFrom('notifications').select('waits_for').where('id', '=', id).executeTakeFirstOrThrow()).waits_for;
+        const jobOf = async (id: string) => db.selectFrom('jobs').select('id').where('dedupe_key', '=', `deliver:${id}`).executeTakeFirst();
+
+        // The registered notification ends first (not yet committed): processing waits on its lock, then sees it ended.
+        const first = row('registered-requests');
+        await insertNotifications(db, [first]);
+        const ending = await openTransaction(db);
+        await markNotificationFailed(ending.tx, first.id, 'ended', now);
+        await releaseHeld(ending.tx, [first.id], now);
+        const processing = await openTransaction(db);
+        const found = findPendingRegistered(processing.tx, [{ requestId, url }]);
+        const settled = await Promise.race([found.then(() => 'read'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 200))]);
+        assert.equal(settled, 'waiting', 'the locked read waits for the ending transaction');
+        await ending.commit();
+        assert.equal((await found).size, 0, 'ended: nothing to wait for');
+        await processing.commit();
+
+        // Processing locks first: the ending transaction waits for its commit, then releases what it held.
+        const second = row('registered-requests');
+        await insertNotifications(db, [second]);
+        const processing2 = await openTransaction(db);
+        const waitsFor = await findPendingRegistered(processing2.tx, [{ requestId, url }]);
+        assert.equal(waitsFor.get(`${requestId}\u0000${url}`), second.id);
+        const held = { ...row('processed-requests'), waits_for: second.id };
+        await insertNotifications(processing2.tx, [held]);
+        const ending2 = await openTransaction(db);
+        const ended = (async () => {
+          await markNotificationFailed(ending2.tx, second.id, 'ended', now);
+          await releaseHeld(ending2.tx, [second.id], now);
+        })();
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await processing2.commit();
+        await ended;
+        await ending2.commit();
+        assert.equal(await stillHeld(held.id), null, 'released');
+        assert.ok((await jobOf(held.id)) || (await db.selectFrom('notifications').select('attempt_count').where('id', '=', held.id).executeTakeFirstOrThrow()).attempt_count > 0, 'its delivery job was enqueued');
+      });
+    }
+  });
+}
