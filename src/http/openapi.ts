@@ -1,6 +1,7 @@
 import type { FastifySchema } from 'fastify';
 import type { SwaggerTransform } from '@fastify/swagger';
 import { SCOPES } from '../domain/tokens/scopes.js';
+import { HttpProblem } from './problem.js';
 
 /**
  * What the OpenAPI document says beyond each route's own schema, said once for every route
@@ -40,7 +41,11 @@ export const PROBLEM_SCHEMA = {
   },
 };
 
-const problem = (description: string) => ({ description, content: { [PROBLEM_CONTENT]: { schema: { $ref: '#/components/schemas/Problem' } } } });
+/** A documented problem response; its example is what the error plugin answers for that status. */
+const problem = (status: number, description: string) => ({
+  description,
+  content: { [PROBLEM_CONTENT]: { schema: { $ref: '#/components/schemas/Problem' }, example: new HttpProblem(status, description).toJSON() } },
+});
 
 /** The OAuth2 scopes, for the client-credentials flow of the `oauth2` security scheme. */
 export const SCOPE_DESCRIPTIONS = Object.fromEntries(SCOPES.map((scope) => [scope, scope === 'admin' ? 'operator: accounts, clients, experiences, console links, any account (`?account=`)' : scope]));
@@ -62,7 +67,7 @@ export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
   const isToken = url.endsWith('/oauth/token');
   const response: Record<string, unknown> = { ...(original.response ?? {}) };
   const add = (status: number, description: string) => {
-    if (response[String(status)] === undefined) response[String(status)] = problem(description);
+    if (response[String(status)] === undefined) response[String(status)] = problem(status, description);
   };
   if (scope !== undefined) {
     out.security = scope === 'authenticated' ? [{ bearerAuth: [] }, { oauth2: [] }] : [{ bearerAuth: [] }, { oauth2: [scope] }];

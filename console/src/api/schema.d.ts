@@ -3279,12 +3279,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "client_id": "cli_01j9z3k8w0000000000000000",
-                 *       "client_secret": "my-client-secret"
-                 *     }
-                 */
                 "application/json": {
                     client_id?: string;
                     client_secret?: string;
@@ -3432,19 +3426,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "name": "em-rota-de-entrega",
-                     *       "title": "Em rota de entrega",
-                     *       "date": "2024-07-02T09:30:00.000Z",
-                     *       "refId": "trx-7781",
-                     *       "experience": "summer-campaign",
-                     *       "data": {
-                     *         "trackingCode": "BR123456789",
-                     *         "trackingLink": "https://tracking.example.com/BR123456789"
-                     *       }
-                     *     }
-                     */
                     "application/json": {
                         data?: {
                             [key: string]: unknown;
@@ -3464,19 +3445,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "name": "em-rota-de-entrega",
-                     *       "title": "Em rota de entrega",
-                     *       "date": "2024-07-02T09:30:00.000Z",
-                     *       "refId": "trx-7781",
-                     *       "experience": "summer-campaign",
-                     *       "data": {
-                     *         "trackingCode": "BR123456789",
-                     *         "trackingLink": "https://tracking.example.com/BR123456789"
-                     *       }
-                     *     }
-                     */
                     "application/json": {
                         data?: {
                             [key: string]: unknown;
@@ -3576,18 +3544,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "experience": "summer-campaign",
-                 *       "event": "purchase",
-                 *       "data": {
-                 *         "orderId": "A-1001",
-                 *         "amount": 150
-                 *       },
-                 *       "registeredCallbackUrl": "https://hooks.example.com/rewards/registered",
-                 *       "processedCallbackUrl": "https://hooks.example.com/rewards/processed"
-                 *     }
-                 */
                 "application/json": {
                     /** @description order data: a JSON object (anything else is rejected at registration with INVALID_DATA) */
                     data?: unknown;
@@ -3609,12 +3565,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "req_01j9z3k8w0000000000000000",
-                     *       "status": "received"
-                     *     }
-                     */
                     "application/json": {
                         id: string;
                         /** @enum {string} */
@@ -4341,29 +4291,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "_id": "sub_01j9z3k8w0000000000000000",
-                     *       "accountId": "acc_01j9z3k8w0000000000000000",
-                     *       "event": "processed-request",
-                     *       "description": "Processed requests of the summer campaign",
-                     *       "active": true,
-                     *       "experiences": [
-                     *         "summer-campaign"
-                     *       ],
-                     *       "callback": {
-                     *         "url": "https://hooks.example.com/rewards/processed",
-                     *         "authorization": {
-                     *           "Bearer": "****oken"
-                     *         },
-                     *         "customHeaders": {
-                     *           "x-tenant": "acme"
-                     *         }
-                     *       },
-                     *       "createdAt": "2024-07-01T12:00:00.000Z",
-                     *       "updatedAt": "2024-07-01T12:00:00.000Z"
-                     *     }
-                     */
                     "application/json": {
                         _id: string;
                         accountId: string;
@@ -4541,29 +4468,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "_id": "sub_01j9z3k8w0000000000000000",
-                     *       "accountId": "acc_01j9z3k8w0000000000000000",
-                     *       "event": "processed-request",
-                     *       "description": "Processed requests of the summer campaign",
-                     *       "active": true,
-                     *       "experiences": [
-                     *         "summer-campaign"
-                     *       ],
-                     *       "callback": {
-                     *         "url": "https://hooks.example.com/rewards/processed",
-                     *         "authorization": {
-                     *           "Bearer": "****oken"
-                     *         },
-                     *         "customHeaders": {
-                     *           "x-tenant": "acme"
-                     *         }
-                     *       },
-                     *       "createdAt": "2024-07-01T12:00:00.000Z",
-                     *       "updatedAt": "2024-07-01T12:00:00.000Z"
-                     *     }
-                     */
                     "application/json": {
                         _id: string;
                         accountId: string;
@@ -7107,14 +7011,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "grant_type": "client_credentials",
-                 *       "client_id": "cli_01j9z3k8w0000000000000000",
-                 *       "client_secret": "my-client-secret",
-                 *       "scope": "subscriptions:read subscriptions:write"
-                 *     }
-                 */
                 "application/x-www-form-urlencoded": {
                     client_id?: string;
                     client_secret?: string;
@@ -7270,19 +7166,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "name": "em-rota-de-entrega",
-                     *       "title": "Em rota de entrega",
-                     *       "date": "2024-07-02T09:30:00.000Z",
-                     *       "refId": "trx-7781",
-                     *       "experience": "summer-campaign",
-                     *       "data": {
-                     *         "trackingCode": "BR123456789",
-                     *         "trackingLink": "https://tracking.example.com/BR123456789"
-                     *       }
-                     *     }
-                     */
                     "application/json": {
                         data?: {
                             [key: string]: unknown;
@@ -7302,19 +7185,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "name": "em-rota-de-entrega",
-                     *       "title": "Em rota de entrega",
-                     *       "date": "2024-07-02T09:30:00.000Z",
-                     *       "refId": "trx-7781",
-                     *       "experience": "summer-campaign",
-                     *       "data": {
-                     *         "trackingCode": "BR123456789",
-                     *         "trackingLink": "https://tracking.example.com/BR123456789"
-                     *       }
-                     *     }
-                     */
                     "application/json": {
                         data?: {
                             [key: string]: unknown;
@@ -7414,18 +7284,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "experience": "summer-campaign",
-                 *       "event": "purchase",
-                 *       "data": {
-                 *         "orderId": "A-1001",
-                 *         "amount": 150
-                 *       },
-                 *       "registeredCallbackUrl": "https://hooks.example.com/rewards/registered",
-                 *       "processedCallbackUrl": "https://hooks.example.com/rewards/processed"
-                 *     }
-                 */
                 "application/json": {
                     /** @description order data: a JSON object (anything else is rejected at registration with INVALID_DATA) */
                     data?: unknown;
@@ -7447,12 +7305,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "id": "req_01j9z3k8w0000000000000000",
-                     *       "status": "received"
-                     *     }
-                     */
                     "application/json": {
                         id: string;
                         /** @enum {string} */
@@ -8179,29 +8031,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "_id": "sub_01j9z3k8w0000000000000000",
-                     *       "accountId": "acc_01j9z3k8w0000000000000000",
-                     *       "event": "processed-request",
-                     *       "description": "Processed requests of the summer campaign",
-                     *       "active": true,
-                     *       "experiences": [
-                     *         "summer-campaign"
-                     *       ],
-                     *       "callback": {
-                     *         "url": "https://hooks.example.com/rewards/processed",
-                     *         "authorization": {
-                     *           "Bearer": "****oken"
-                     *         },
-                     *         "customHeaders": {
-                     *           "x-tenant": "acme"
-                     *         }
-                     *       },
-                     *       "createdAt": "2024-07-01T12:00:00.000Z",
-                     *       "updatedAt": "2024-07-01T12:00:00.000Z"
-                     *     }
-                     */
                     "application/json": {
                         _id: string;
                         accountId: string;
@@ -8379,29 +8208,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "_id": "sub_01j9z3k8w0000000000000000",
-                     *       "accountId": "acc_01j9z3k8w0000000000000000",
-                     *       "event": "processed-request",
-                     *       "description": "Processed requests of the summer campaign",
-                     *       "active": true,
-                     *       "experiences": [
-                     *         "summer-campaign"
-                     *       ],
-                     *       "callback": {
-                     *         "url": "https://hooks.example.com/rewards/processed",
-                     *         "authorization": {
-                     *           "Bearer": "****oken"
-                     *         },
-                     *         "customHeaders": {
-                     *           "x-tenant": "acme"
-                     *         }
-                     *       },
-                     *       "createdAt": "2024-07-01T12:00:00.000Z",
-                     *       "updatedAt": "2024-07-01T12:00:00.000Z"
-                     *     }
-                     */
                     "application/json": {
                         _id: string;
                         accountId: string;

@@ -59,7 +59,20 @@ export const ExperienceCreateSchema = Type.Object(
     prizes: Type.Optional(prizes({ default: [] })),
     ...READ_ONLY_MEMBERS,
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        name: 'summer-campaign',
+        title: 'Summer campaign',
+        events: ['purchase'],
+        prizes: [
+          { id: 'coupon-10', bucket: 'summer-coupons', title: '10 off your next order', description: 'a coupon for the next purchase', value: 10, kind: 'coupon', stock: 5000 },
+          { id: 'beach-towel', bucket: 'summer-gifts', title: 'Beach towel', description: 'shipped to the customer', value: 25, kind: 'physical', stock: 0 },
+        ],
+      },
+    ],
+  },
 );
 
 /** PUT: every member optional; the ones sent replace, the ones omitted are kept. */
@@ -72,7 +85,7 @@ export const ExperienceUpdateSchema = Type.Object(
     prizes: Type.Optional(prizes()),
     ...READ_ONLY_MEMBERS,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ active: false }, { title: 'Summer campaign 2024', events: ['purchase', 'signup'] }] },
 );
 
 export interface PrizeInput {

@@ -7,14 +7,14 @@ import { AccountParamsSchema } from '../schemas/admin.js';
 
 const ConsoleLinkCreateSchema = Type.Object(
   { ttl: Type.Optional(Type.String({ maxLength: 20, description: 'lifetime of the token the link grants: `30m`, `1h` (default), at most `24h`' })) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ ttl: '30m' }, {}] },
 );
 
 const ConsoleLinkSchema = Type.Object({
   url: Type.String({ description: '`PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log' }),
   expiresAt: Type.String({ format: 'date-time', description: 'the code can be exchanged until then (10 minutes), once' }),
   tokenTtlSeconds: Type.Integer({ description: 'lifetime of the access token the code grants' }),
-});
+}, { examples: [{ url: 'https://rewards.example.com/console/#link=k3Yv9QeT1mZ8rB4wN6xP2cL7dH5sJ0aFgUiOqEtRyWc', expiresAt: '2024-07-01T12:10:00.000Z', tokenTtlSeconds: 1800 }] });
 
 /** Operator only: a one-time sign-in link to the console for one account (docs/console.md). */
 export async function adminConsoleLinksRoutes(app: TypedApp, deps: AppDeps): Promise<void> {

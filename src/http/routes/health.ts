@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { HttpProblem } from '../problem.js';
 
-const Status = Type.Object({ status: Type.String() });
+const Status = Type.Object({ status: Type.String() }, { examples: [{ status: 'ok' }] });
 
 /** Liveness says the process answers; readiness says it can reach its database. */
 export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> {

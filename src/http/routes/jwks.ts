@@ -12,7 +12,12 @@ export async function jwksRoute(app: TypedApp, deps: AppDeps): Promise<void> {
         operationId: 'getJwks',
         description: 'The JSON Web Key Set whose keys verify the access tokens this service issues, including keys being rotated out (`rewards keys rotate`). Cached for 5 minutes. Public.',
         summary: 'The public keys that verify access tokens (RFC 7517 JWK Set)',
-        response: { 200: Type.Object({ keys: Type.Array(Type.Object({}, { additionalProperties: true })) }) },
+        response: {
+          200: Type.Object(
+            { keys: Type.Array(Type.Object({}, { additionalProperties: true })) },
+            { examples: [{ keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'key_01j9z3k8w0a1b2c3d4e5f6g7h8', alg: 'EdDSA', use: 'sig' }] }] },
+          ),
+        },
       },
     },
     async (_request, reply) => {

@@ -1,5 +1,6 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
+import { IDS } from '../schemas/samples.js';
 import type { AppDeps } from '../../deps.js';
 
 /** Who the token belongs to: lets a client check its credentials and scopes. */
@@ -14,7 +15,12 @@ export async function meRoute(app: TypedApp, _deps: AppDeps): Promise<void> {
         description: 'Who the bearer token speaks for: the client id, its account, the scopes the token carries and whether the account is the operator.',
         summary: 'The authenticated client, its account and scopes',
         security: [{ bearerAuth: [] }],
-        response: { 200: Type.Object({ clientId: Type.String(), accountId: Type.String(), scopes: Type.Array(Type.String()) }) },
+        response: {
+          200: Type.Object(
+            { clientId: Type.String(), accountId: Type.String(), scopes: Type.Array(Type.String()) },
+            { examples: [{ clientId: IDS.client, accountId: IDS.account, scopes: ['subscriptions:read', 'subscriptions:write'] }] },
+          ),
+        },
       },
     },
     async (request) => ({ clientId: request.auth.clientId, accountId: request.auth.accountId, scopes: request.auth.scopes }),

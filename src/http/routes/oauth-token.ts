@@ -11,6 +11,8 @@ import { JSON_CONTENT_TYPE, oauthErrorResponse, serverErrorResponse, TOKEN_BODY_
  * the OpenAPI description. Both hand the raw body to the same TokenEndpoint.
  */
 
+const SAMPLE_ACCESS_TOKEN = 'eyJhbGciOiJFZERTQSIsInR5cCI6ImF0K2p3dCJ9.eyJzdWIiOiJjbGlfMDFqOXozazh3MCJ9.c2lnbmF0dXJl';
+
 const TokenResponseSchema = Type.Object(
   {
     access_token: Type.String(),
@@ -18,9 +20,15 @@ const TokenResponseSchema = Type.Object(
     expires_in: Type.Integer({ description: 'lifetime in seconds' }),
     scope: Type.Optional(Type.String({ description: 'granted scopes (v2)' })),
   },
-  { $id: 'TokenResponse' },
+  {
+    $id: 'TokenResponse',
+    examples: [{ access_token: SAMPLE_ACCESS_TOKEN, token_type: 'Bearer', expires_in: 3600, scope: 'subscriptions:read subscriptions:write' }],
+  },
 );
-const TokenErrorSchema = Type.Object({ error: Type.String(), error_description: Type.Optional(Type.String()) });
+const TokenErrorSchema = Type.Object(
+  { error: Type.String(), error_description: Type.Optional(Type.String()) },
+  { examples: [{ error: 'invalid_client', error_description: 'client authentication failed' }, { error: 'invalid_scope', error_description: 'scope not allowed for this client: admin' }] },
+);
 
 const FORM_BODY = Type.Object(
   {
@@ -33,12 +41,12 @@ const FORM_BODY = Type.Object(
   {
     additionalProperties: true,
     // The seed contract's sample: the client_credentials grant with a scope.
-    examples: [{ grant_type: 'client_credentials', client_id: 'cli_01j9z3k8w0000000000000000', client_secret: 'my-client-secret', scope: 'subscriptions:read subscriptions:write' }],
+    examples: [{ grant_type: 'client_credentials', client_id: 'cli_01j9z3k8w0a1b2c3d4e5f6g7h8', client_secret: 'my-client-secret', scope: 'subscriptions:read subscriptions:write' }],
   },
 );
 const JSON_BODY = Type.Object(
   { client_id: Type.Optional(Type.String()), client_secret: Type.Optional(Type.String()) },
-  { additionalProperties: true, examples: [{ client_id: 'cli_01j9z3k8w0000000000000000', client_secret: 'my-client-secret' }] },
+  { additionalProperties: true, examples: [{ client_id: 'cli_01j9z3k8w0a1b2c3d4e5f6g7h8', client_secret: 'my-client-secret' }] },
 );
 
 function send(reply: FastifyReply, response: TokenHttpResponse): FastifyReply {
@@ -91,7 +99,7 @@ async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, version
               summary: 'Obtain an access token (v1, JSON body)',
               description: 'Version 1 of the token endpoint: a JSON body `{client_id, client_secret}`, no grant_type or scope; the token carries every scope the client is allowed. Errors are RFC 6749 §5.2 bodies.',
               body: JSON_BODY,
-              response: { 200: Type.Omit(TokenResponseSchema, ['scope']), '4xx': TokenErrorSchema },
+              response: { 200: Type.Omit(TokenResponseSchema, ['scope'], { examples: [{ access_token: SAMPLE_ACCESS_TOKEN, token_type: 'Bearer', expires_in: 3600 }] }), '4xx': TokenErrorSchema },
             },
     },
     async (request: FastifyRequest, reply) =>

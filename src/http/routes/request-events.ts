@@ -6,6 +6,7 @@ import { appendRequestEvent, listRequestEvents } from '../../storage/repositorie
 import { findRequest } from '../../storage/repositories/requests.js';
 import { conflict, invalid, notFound, type FieldError } from '../../domain/errors.js';
 import { CreateRequestEventBody, RequestEventSchema, RequestIdParams } from '../schemas/requests.js';
+import { SAMPLE_EVENTS } from '../schemas/samples.js';
 
 type CreateEvent = Static<typeof CreateRequestEventBody>;
 
@@ -43,7 +44,7 @@ export async function requestEventRoutes(app: TypedApp, deps: AppDeps): Promise<
         summary: 'The events of a request, oldest first',
         security: [{ bearerAuth: [] }],
         params: RequestIdParams,
-        response: { 200: { type: 'array', items: RequestEventSchema } },
+        response: { 200: { type: 'array', items: RequestEventSchema, examples: [SAMPLE_EVENTS] } },
       },
     },
     async (request) => {

@@ -17,6 +17,7 @@ import {
 } from '../../services/subscriptions.js';
 import { ACCEPTED_EVENT_NAMES, normalizeEvent } from '../../domain/subscriptions/validation.js';
 import { invalid, notFound } from '../../domain/errors.js';
+import { SAMPLE_SUBSCRIPTION } from '../schemas/samples.js';
 import {
   CreatedSubscriptionSchema,
   EndpointStatsSchema,
@@ -56,7 +57,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
         summary: 'The account’s subscriptions, oldest first',
         security: SECURITY,
         querystring: SubscriptionListQuerySchema,
-        response: { 200: Type.Array(SubscriptionSchema) },
+        response: { 200: Type.Array(SubscriptionSchema, { examples: [[SAMPLE_SUBSCRIPTION]] }) },
       },
     },
     async (request) => {
@@ -224,7 +225,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
         security: SECURITY,
         params: SubscriptionParamsSchema,
         querystring: OperatorQuerySchema,
-        response: { 202: Type.Object({ notificationId: Type.String({ description: 'the delivery log entry; also the webhook-id' }) }) },
+        response: { 202: Type.Object({ notificationId: Type.String({ description: 'the delivery log entry; also the webhook-id' }) }, { examples: [{ notificationId: 'msg_01j9z3q7v2a1b2c3d4e5f6g7h8' }] }) },
       },
     },
     async (request, reply) => {
@@ -257,9 +258,9 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
             since: Type.String({ format: 'date-time', description: 'RFC 3339; failures completed at or after it' }),
             until: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339; failures completed before it (default and cap: now)' })),
           },
-          { additionalProperties: false },
+          { additionalProperties: false, examples: [{ since: '2024-07-01T00:00:00Z', until: '2024-07-01T06:00:00Z' }, { since: '2024-07-01T00:00:00Z' }] },
         ),
-        response: { 202: Type.Object({ recovered: Type.Integer({ minimum: 0, description: 'notifications given one more attempt' }) }) },
+        response: { 202: Type.Object({ recovered: Type.Integer({ minimum: 0, description: 'notifications given one more attempt' }) }, { examples: [{ recovered: 1284 }] }) },
       },
     },
     async (request, reply) => {

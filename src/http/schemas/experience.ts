@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { Experience } from '../../storage/repositories/experiences.js';
 import { iso } from '../../domain/time.js';
+import { SAMPLE_EXPERIENCE } from './samples.js';
 
 export { ExperienceCreateSchema, ExperienceUpdateSchema } from '../../domain/experiences/experience-schema.js';
 
@@ -25,7 +26,7 @@ export const ExperienceSchema = Type.Object({
   prizes: Type.Array(PrizeSchema),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
-});
+}, { examples: [SAMPLE_EXPERIENCE] });
 
 export const ExperienceParamsSchema = Type.Object({ id: Type.String({ maxLength: 200 }) });
 

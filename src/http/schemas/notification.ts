@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { SAMPLE_DELIVERED_NOTIFICATION, SAMPLE_NOTIFICATION } from './samples.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -26,7 +27,7 @@ export const NotificationSchema = Type.Object({
         "a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile",
     }),
   ),
-});
+}, { examples: [SAMPLE_NOTIFICATION] });
 
 export const NotificationAttemptSchema = Type.Object({
   attempt: Type.Integer(),
@@ -39,7 +40,7 @@ export const NotificationAttemptSchema = Type.Object({
   outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('retry'), Type.Literal('failed')]),
 });
 
-export const NotificationDetailSchema = Type.Intersect([NotificationSchema, Type.Object({ attempts: Type.Array(NotificationAttemptSchema) })]);
+export const NotificationDetailSchema = Type.Intersect([NotificationSchema, Type.Object({ attempts: Type.Array(NotificationAttemptSchema) })], { examples: [SAMPLE_DELIVERED_NOTIFICATION] });
 
 export const NotificationListQuerySchema = Type.Object({
   requestId: Type.Optional(Type.String({ maxLength: 64 })),
@@ -53,6 +54,8 @@ export const NotificationListQuerySchema = Type.Object({
 export const NotificationListSchema = Type.Object({
   data: Type.Array(NotificationSchema),
   nextCursor: Nullable(Type.String()),
+}, {
+  examples: [{ data: [SAMPLE_NOTIFICATION, (({ attempts: _attempts, ...notification }) => notification)(SAMPLE_DELIVERED_NOTIFICATION)], nextCursor: SAMPLE_DELIVERED_NOTIFICATION.id }],
 });
 
 export const NotificationParamsSchema = Type.Object({ notificationId: Type.String({ maxLength: 64 }) });

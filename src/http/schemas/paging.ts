@@ -1,5 +1,6 @@
 import { Type, type TSchema } from 'typebox';
 import type { Page } from '../../storage/repositories/page.js';
+import { listExamples } from './samples.js';
 
 const DEFAULT_PAGE_SIZE = 50;
 
@@ -14,9 +15,14 @@ export const PageQueryProperties = {
 export const PAGING_NOTE =
   'Pages like the delivery log: with `limit` or `cursor` the answer is `{data, nextCursor}` in creation order (pass `nextCursor` as `cursor` for the next page; null on the last); without either, the whole list as a JSON array.';
 
-/** Without `limit` or `cursor`: the whole list as a JSON array, as before paging existed; with either, one page. */
-export const ListOrPage = <T extends TSchema>(item: T) =>
-  Type.Union([Type.Array(item), Type.Object({ data: Type.Array(item), nextCursor: Type.Union([Type.String(), Type.Null()]) })]);
+/**
+ * Without `limit` or `cursor`: the whole list as a JSON array, as before paging existed; with either, one page.
+ * Its examples are the item's first example as a list and as a page.
+ */
+export const ListOrPage = <T extends TSchema>(item: T) => {
+  const examples = (item as { examples?: unknown[] }).examples;
+  return Type.Union([Type.Array(item), Type.Object({ data: Type.Array(item), nextCursor: Type.Union([Type.String(), Type.Null()]) })], examples ? { examples: listExamples(examples[0]) } : {});
+};
 
 /**
  * Answers a list route: every row when the caller asks for no page (today's callers), else one page

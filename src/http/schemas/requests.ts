@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { IDS, SAMPLE_EVENTS, SAMPLE_REQUEST } from './samples.js';
 import { PARTNER_EVENT_NAMES } from '../../domain/requests/events.js';
 import { CanceledItemSchema, DeliveredItemSchema } from '../../domain/notifications/payload-schemas.js';
 
@@ -28,7 +29,7 @@ export const CreateRequestBody = Type.Object(
   },
 );
 
-export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Literal('received') }, { examples: [{ id: 'req_01j9z3k8w0000000000000000', status: 'received' }] });
+export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Literal('received') }, { examples: [{ id: IDS.request, status: 'received' }] });
 
 export const RequestIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
@@ -49,7 +50,7 @@ export const RequestView = Type.Object({
   concluded: Type.Optional(Type.String({ format: 'date-time' })),
   delivered: Type.Optional(Type.Array(DeliveredItemSchema)),
   canceled: Type.Optional(Type.Array(CanceledItemSchema)),
-});
+}, { examples: [SAMPLE_REQUEST] });
 
 export const RequestEventSchema = Type.Object({
   name: Type.String(),
@@ -58,18 +59,7 @@ export const RequestEventSchema = Type.Object({
   refId: Type.String(),
   experience: Type.String(),
   data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-}, {
-  examples: [
-    {
-      name: 'em-rota-de-entrega',
-      title: 'Em rota de entrega',
-      date: '2024-07-02T09:30:00.000Z',
-      refId: 'trx-7781',
-      experience: 'summer-campaign',
-      data: { trackingCode: 'BR123456789', trackingLink: 'https://tracking.example.com/BR123456789' },
-    },
-  ],
-});
+}, { examples: [SAMPLE_EVENTS[0]] });
 
 export const CreateRequestEventBody = Type.Object(
   {

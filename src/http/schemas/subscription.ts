@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox';
+import { SAMPLE_SUBSCRIPTION } from './samples.js';
 
 /**
  * JSON shapes of the subscription endpoints (seed "Subscription", PRODUCT.md §5). The schemas
@@ -79,6 +80,8 @@ export const SubscriptionBodySchema = Type.Object(
   },
 );
 
+const SAMPLE_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
 export const SubscriptionSchema = Type.Object({
   _id: Type.String(),
   accountId: Type.String(),
@@ -96,26 +99,12 @@ export const SubscriptionSchema = Type.Object({
   rateLimit: Type.Optional(Type.Integer({ minimum: 1, description: 'deliveries per second at most; absent = no limit' })),
   disabledReason: Type.Optional(Type.String({ description: 'present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it' })),
   disabledAt: Type.Optional(Type.String({ format: 'date-time' })),
-}, {
-  examples: [
-    {
-      _id: 'sub_01j9z3k8w0000000000000000',
-      accountId: 'acc_01j9z3k8w0000000000000000',
-      event: 'processed-request',
-      description: 'Processed requests of the summer campaign',
-      active: true,
-      experiences: ['summer-campaign'],
-      callback: { url: 'https://hooks.example.com/rewards/processed', authorization: { Bearer: '****oken' }, customHeaders: { 'x-tenant': 'acme' } },
-      createdAt: '2024-07-01T12:00:00.000Z',
-      updatedAt: '2024-07-01T12:00:00.000Z',
-    },
-  ],
-});
+}, { examples: [SAMPLE_SUBSCRIPTION] });
 
 export const CreatedSubscriptionSchema = Type.Object({
   ...SubscriptionSchema.properties,
   secret: Type.String({ description: 'the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret' }),
-});
+}, { examples: [{ ...SAMPLE_SUBSCRIPTION, secret: SAMPLE_SECRET }] });
 
 export const SubscriptionParamsSchema = Type.Object({ subscriptionId: Type.String({ maxLength: 128 }) });
 
@@ -134,7 +123,7 @@ export const SigningSecretSchema = Type.Object({
   secret: Type.String({ description: 'whsec_ + base64 of 32 random bytes (Standard Webhooks)' }),
   createdAt: Type.String({ format: 'date-time' }),
   previousSecretExpiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'the replaced secret keeps signing until then' })),
-});
+}, { examples: [{ secret: SAMPLE_SECRET, createdAt: '2024-07-01T12:00:00.000Z' }, { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', createdAt: '2024-08-01T09:00:00.000Z', previousSecretExpiresAt: '2024-08-02T09:00:00.000Z' }] });
 
 export const StatsQuerySchema = Type.Object({
   window: Type.Optional(Type.String({ description: '1h | 24h | 7d (default 24h)' })),
@@ -153,4 +142,18 @@ export const EndpointStatsSchema = Type.Object({
   lastFailure: nullable(Type.Object({ at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()), error: nullable(Type.String()) })),
   consecutiveFailures: Type.Integer({ description: 'failed attempts since the last success' }),
   pending: Type.Integer({ description: 'notifications waiting for an attempt' }),
+}, {
+  examples: [
+    {
+      window: '24h',
+      since: '2024-07-01T12:05:00.000Z',
+      attempts: { succeeded: 18_412, retry: 37, failed: 2 },
+      successRate: 0.9979,
+      latencyMs: { p50: 42.5, p95: 180 },
+      lastSuccess: { at: '2024-07-02T12:04:31.000Z', statusCode: 200 },
+      lastFailure: { at: '2024-07-02T09:12:07.000Z', statusCode: 503, error: null },
+      consecutiveFailures: 0,
+      pending: 3,
+    },
+  ],
 });

@@ -1,4 +1,5 @@
 import { ProcessedRequestsPayloadSchema, RegisteredRequestsPayloadSchema } from '../../domain/notifications/payload-schemas.js';
+import { SAMPLE_PROCESSED_PAYLOAD, SAMPLE_REGISTERED_PAYLOAD, SAMPLE_REJECTED_PAYLOAD } from './samples.js';
 
 /**
  * The OpenAPI 3.1 `webhooks` map: the two notifications this service sends, with their headers
@@ -27,7 +28,7 @@ const RESPONSES = {
   default: { description: 'anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured' },
 };
 
-function webhook(operationId: string, summary: string, description: string, schema: object) {
+function webhook(operationId: string, summary: string, description: string, schema: object, examples: Record<string, unknown>) {
   return {
     post: {
       operationId,
@@ -35,7 +36,7 @@ function webhook(operationId: string, summary: string, description: string, sche
       description,
       tags: ['notifications'],
       parameters: HEADERS,
-      requestBody: { required: true, content: { 'application/json': { schema } } },
+      requestBody: { required: true, content: { 'application/json': { schema, examples: Object.fromEntries(Object.entries(examples).map(([name, value]) => [name, { value }])) } } },
       // Signed (webhook-signature), not authenticated by a scheme of this document.
       security: [],
       responses: RESPONSES,
@@ -49,11 +50,13 @@ export const WEBHOOKS = {
     'A request was registered or rejected',
     'Registered: `{id, rewardValue?}`. Rejected: `{id, errorCode, message}`. Sent to the subscriptions of the event, or to the request\'s own `registeredCallbackUrl`.',
     RegisteredRequestsPayloadSchema,
+    { registered: SAMPLE_REGISTERED_PAYLOAD, rejected: SAMPLE_REJECTED_PAYLOAD },
   ),
   'processed-requests': webhook(
     'processedRequestsWebhook',
     'A request was processed into delivered and canceled prizes',
     'Sent to the subscriptions of the event, or to the request\'s own `processedCallbackUrl`.',
     ProcessedRequestsPayloadSchema,
+    { processed: SAMPLE_PROCESSED_PAYLOAD },
   ),
 };
