@@ -210,9 +210,10 @@ export function Badge({ kind, children }: { kind: string; children: ComponentChi
   return <span class={`badge badge-${kind}`}>{children}</span>;
 }
 
+/** A JSON value, pretty-printed. Focusable: a long one scrolls, and keyboard users must reach it. */
 export function Json({ value, testid }: { value: unknown; testid?: string }) {
   return (
-    <pre class="json" data-testid={testid}>
+    <pre class="json" data-testid={testid} tabIndex={0}>
       {JSON.stringify(value, null, 2)}
     </pre>
   );

@@ -14,7 +14,7 @@ import { CHROMIUM, chromiumAvailable, launchBrowser, seriousAccessibilityViolati
 import { testDialects } from '../support/databases.js';
 import { insertExperience } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
-import { startHttpReceiver, type Receiver } from '../support/receivers.js';
+import { gate, startHttpReceiver, type Receiver } from '../support/receivers.js';
 import { waitForStatus } from '../support/requests.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
 import { testPki, writePkiFiles, type TestPki } from '../support/test-pki.js';
@@ -49,7 +49,8 @@ for (const dialect of testDialects()) {
       }
       pki = await testPki();
       const files = writePkiFiles(pki);
-      t = await startTestApp(dialect, { RETRY_INTERVAL: '100ms', RETRY_MAX_ATTEMPTS: '2', MTLS_CERT_FILE: files.certFile, MTLS_KEY_FILE: files.keyFile, MTLS_CA_FILE: files.caFile });
+      // CALLBACK_TIMEOUT: a receiver held open by a test must not time out while the browser looks.
+      t = await startTestApp(dialect, { RETRY_INTERVAL: '100ms', RETRY_MAX_ATTEMPTS: '2', CALLBACK_TIMEOUT: '60s', MTLS_CERT_FILE: files.certFile, MTLS_KEY_FILE: files.keyFile, MTLS_CA_FILE: files.caFile });
       worker = startWorker(t.deps, { pollIntervalMs: 25 });
       as = await startAuthorizationServer({ accessTokenTtlSeconds: 300 });
       browser = await launchBrowser();
@@ -249,6 +250,39 @@ for (const dialect of testDialects()) {
       for (const id of [failed[1].id, failed[2].id]) {
         await eventually(async () => (await api(t.url, 'GET', `/v2/notifications/${id}`, { token })).body.status === 'succeeded', 15_000, `recovered ${id}`);
       }
+      await page.close();
+    });
+
+    it('a processed notification held behind its registered one says what it waits for, then goes out after it', async () => {
+      const { client, token } = await tenant();
+      const registered = gate();
+      const hook = await receiver(async (request) => {
+        if (request.headers['x-webhook-event'] === 'registered-requests') await registered.wait;
+        return { status: 204 };
+      });
+      for (const event of ['registered-requests', 'processed-requests']) await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url: `${hook.url}/hook` } } });
+      const id = (await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } })).body.id as string;
+      const held = await eventually(async () => {
+        const log = (await api(t.url, 'GET', `/v2/notifications?requestId=${id}`, { token })).body.data as any[];
+        return log.find((n) => n.event === 'processed-requests' && n.waitingFor) ?? false;
+      }, 15_000, 'the held processed-requests notification');
+      const first = (await api(t.url, 'GET', `/v2/notifications?requestId=${id}`, { token })).body.data.find((n: any) => n.event === 'registered-requests');
+      assert.equal(held.waitingFor, first.id);
+
+      const page = await open(`/console/deliveries?requestId=${id}`);
+      await signIn(page, client);
+      await page.getByTestId('held').waitFor();
+      assert.equal(await page.getByTestId('held').count(), 1, 'only the processed one is held');
+      await page.goto(`${t.url}/console/deliveries/${held.id}`);
+      await page.getByTestId('waiting-for').waitFor();
+      assert.match((await page.getByTestId('waiting-for').textContent()) ?? '', new RegExp(first.id));
+      await checkPage(page, 'delivery-held');
+      await page.getByTestId('waiting-for').getByRole('link').click();
+      await page.getByTestId('delivery-page').getByRole('code').getByText(first.id).waitFor();
+
+      registered.open();
+      await eventually(async () => (await api(t.url, 'GET', `/v2/notifications/${held.id}`, { token })).body.status === 'succeeded', 15_000, 'the processed notification, released');
+      assert.deepEqual(hook.requests.map((r) => r.headers['x-webhook-event']), ['registered-requests', 'processed-requests']);
       await page.close();
     });
 

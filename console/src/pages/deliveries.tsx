@@ -109,7 +109,15 @@ export function NotificationTable({ rows }: { rows: Notification[] }) {
             <td>
               <code>{n.event}</code> {n.test ? <Badge kind="test">test</Badge> : null}
             </td>
-            <td>{statusBadge(n.status)}</td>
+            <td>
+              {statusBadge(n.status)}
+              {n.waitingFor ? (
+                <span class="hint" data-testid="held">
+                  {' '}
+                  held: waits for <a href={href(`/deliveries/${encodeURIComponent(n.waitingFor)}`)}>registered-requests</a>
+                </span>
+              ) : null}
+            </td>
             <td>{n.attemptCount}</td>
             <td>{n.lastStatusCode !== null ? `HTTP ${n.lastStatusCode}` : (n.lastError ?? '—')}</td>
             <td>
@@ -136,7 +144,7 @@ export function Attempts({ attempts }: { attempts: NotificationDetail['attempts'
           {a.responseBody !== null && a.responseBody !== '' ? (
             <details>
               <summary>Receiver's answer (first 1 KiB)</summary>
-              <pre class="body" data-testid="response-body">
+              <pre class="body" data-testid="response-body" tabIndex={0}>
                 {a.responseBody}
               </pre>
             </details>
@@ -206,8 +214,20 @@ export function DeliveryPage({ id }: { id: string }) {
         <dd>{d.subscriptionId ? <a href={href(`/subscriptions/${encodeURIComponent(d.subscriptionId)}`)}>{d.subscriptionId}</a> : "the request's own callback URL"}</dd>
         <dt>Created</dt>
         <dd>{time(d.createdAt)}</dd>
-        <dt>Next attempt</dt>
-        <dd>{time(d.nextAttemptAt)}</dd>
+        {d.waitingFor ? (
+          <>
+            <dt>Waiting for</dt>
+            <dd data-testid="waiting-for">
+              <a href={href(`/deliveries/${encodeURIComponent(d.waitingFor)}`)}>{d.waitingFor}</a>: this request's registered-requests to the same URL. This notification is sent once that one has
+              ended (delivered, or failed after its last attempt).
+            </dd>
+          </>
+        ) : (
+          <>
+            <dt>Next attempt</dt>
+            <dd>{time(d.nextAttemptAt)}</dd>
+          </>
+        )}
         <dt>Completed</dt>
         <dd>{time(d.completedAt)}</dd>
       </dl>

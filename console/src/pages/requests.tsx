@@ -135,7 +135,7 @@ function notificationEntries(list: NotificationDetail[]): Entry[] {
           {a.responseBody ? (
             <details>
               <summary>Receiver's answer</summary>
-              <pre class="body" data-testid="response-body">
+              <pre class="body" data-testid="response-body" tabIndex={0}>
                 {a.responseBody}
               </pre>
             </details>
