@@ -15,8 +15,9 @@ import { sendRequests } from './support/requests.js';
 /**
  * Scale-out on PostgreSQL with the real binary: one `rewards serve --role api` and three
  * `rewards serve --role worker` processes share one schema. Every notification must arrive
- * exactly once while the three workers share the work, and a SIGKILLed worker's leased jobs must
- * be taken over by the others once its lease (JOB_LEASE=1s) ends.
+ * exactly once while the three workers share the work, a SIGKILLed worker's leased jobs must
+ * be taken over by the others once its lease (JOB_LEASE=1s) ends, and the order of a request's
+ * notifications to one URL (docs/delivery.md, "Order") must hold through retries and the kill.
  *
  * Which worker delivered a call is read from the kernel, not from the service: when the receiver
  * accepts a connection it looks up the client end of that TCP connection in /proc/net/tcp and
@@ -32,6 +33,10 @@ interface Call {
   body: string;
   /** pid of the process that opened the connection (undefined: not found, i.e. not a worker). */
   pid: number | undefined;
+  /** When the call arrived, and when and how it was answered (performance.now()). */
+  at: number;
+  status?: number;
+  answeredAt?: number;
 }
 
 interface PidReceiver {
@@ -76,8 +81,8 @@ function ownerOf(clientPort: number, serverPort: number, pids: number[]): number
   return undefined;
 }
 
-/** A 204 receiver that records, for every call, which worker process sent it. */
-async function startPidReceiver(pids: () => number[]): Promise<PidReceiver> {
+/** A receiver that records, for every call, which worker process sent it; it answers `statusOf(call)` (default 204). */
+async function startPidReceiver(pids: () => number[], statusOf: (call: Call) => number = () => 204): Promise<PidReceiver> {
   const calls: Call[] = [];
   const heldBy = new Map<number | undefined, number>();
   const owners = new WeakMap<Socket, number | undefined>();
@@ -87,11 +92,14 @@ async function startPidReceiver(pids: () => number[]): Promise<PidReceiver> {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const pid = owners.get(request.socket);
-      calls.push({ headers: request.headers, path: request.url ?? '', body: Buffer.concat(chunks).toString('utf8'), pid });
+      const call: Call = { headers: request.headers, path: request.url ?? '', body: Buffer.concat(chunks).toString('utf8'), pid, at: performance.now() };
+      calls.push(call);
       heldBy.set(pid, (heldBy.get(pid) ?? 0) + 1);
       const answer = () => {
         heldBy.set(pid, heldBy.get(pid)! - 1);
-        response.writeHead(204).end();
+        call.status = statusOf(call);
+        call.answeredAt = performance.now();
+        response.writeHead(call.status).end();
       };
       if (gate) void gate.promise.then(answer);
       else answer();
@@ -126,6 +134,8 @@ async function startPidReceiver(pids: () => number[]): Promise<PidReceiver> {
 interface Tenant {
   token: string;
   secrets: Record<EventName, string>;
+  /** The callback path of each event's subscription. */
+  paths: Record<EventName, string>;
 }
 
 const pairKey = (requestId: string, event: string) => `${requestId} ${event}`;
@@ -143,7 +153,7 @@ function checkCalls(tenant: Tenant, calls: Call[], requestIds: string[]): { repe
     const webhookId = String(call.headers['webhook-id']);
     const event = String(call.headers['x-webhook-event']) as EventName;
     assert.ok(EVENTS.includes(event), `unexpected event ${event}`);
-    assert.equal(call.path, `/${event}`);
+    assert.equal(call.path, tenant.paths[event]);
     const body = verifyWebhook(tenant.secrets[event], { method: 'POST', path: call.path, headers: call.headers, body: call.body });
     const seen = byId.get(webhookId);
     if (seen) {
@@ -179,8 +189,11 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     return JSON.parse(result.stdout);
   };
 
-  /** An account, a client, the `summer` experience and an account-wide subscription per event to `receiver`. */
-  async function tenant(receiver: PidReceiver): Promise<Tenant> {
+  /**
+   * An account, a client, the `summer` experience and an account-wide subscription per event to
+   * `receiver`: at `/<event>`, or both at `/hook` with `oneUrl`.
+   */
+  async function tenant(receiver: PidReceiver, { oneUrl = false } = {}): Promise<Tenant> {
     const account = await cli(['accounts', 'create', '--name', `scale-${services.length}-${Date.now()}`]);
     const client = await cli(['clients', 'create', '--account', account.id]);
     const file = join(child.dataDir, `experience-${account.id}.json`);
@@ -194,12 +207,14 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     assert.equal(response.status, 200);
     const token = ((await response.json()) as { access_token: string }).access_token;
     const secrets = {} as Record<EventName, string>;
+    const paths = {} as Record<EventName, string>;
     for (const event of EVENTS) {
-      const created = await api(apiService.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url: `${receiver.url}/${event}` } } });
+      paths[event] = oneUrl ? '/hook' : `/${event}`;
+      const created = await api(apiService.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url: `${receiver.url}${paths[event]}` } } });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       secrets[event] = created.body.secret;
     }
-    return { token, secrets };
+    return { token, secrets, paths };
   }
 
   /** Starts `count` worker processes and waits until each has logged that its job worker runs. */
@@ -351,5 +366,56 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
 
     await stopGracefully(survivors);
     await sleep(0);
+  });
+  it('one URL for both events, the first registered call of each request answered 503, a worker SIGKILLed meanwhile: no processed-requests reaches the URL before its registered-requests was accepted', async (t) => {
+    const REQUESTS = 300;
+    let workerPids: number[] = [];
+    const refusedOnce = new Set<string>();
+    // The first registered-requests call of each request is refused: its processed-requests must wait for the retry.
+    const receiver = await startPidReceiver(
+      () => workerPids,
+      (call) => {
+        if (call.headers['x-webhook-event'] !== 'registered-requests') return 204;
+        const id = String((JSON.parse(call.body) as { id: string }).id);
+        if (refusedOnce.has(id)) return 204;
+        refusedOnce.add(id);
+        return 503;
+      },
+    );
+    receivers.push(receiver);
+    const account = await tenant(receiver, { oneUrl: true });
+    const earlier = Number((await storage.db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    const workers = await startWorkers(3, { JOB_LEASE: '1s', RETRY_INTERVAL: '200ms' });
+    workerPids = workers.map((w) => w.process.pid!);
+    const [victim, ...survivors] = workers as [ChildService, ...ChildService[]];
+
+    receiver.hold();
+    const requestIds = await sendRequests(apiService.url, account.token, REQUESTS, 50);
+    await eventually(() => (receiver.heldBy.get(victim.process.pid!) ?? 0) > 0, 120_000, 'the victim to have a delivery in flight');
+    victim.process.kill('SIGKILL');
+    await victim.exited;
+    workerPids = survivors.map((w) => w.process.pid!);
+    receiver.open();
+
+    await waitAllSettled(earlier + REQUESTS * EVENTS.length);
+    const failed = await storage.db.selectFrom('notifications').select('id').where('status', '!=', 'succeeded').execute();
+    assert.deepEqual(failed, [], 'every notification succeeded');
+    checkCalls(account, receiver.calls, requestIds);
+
+    // Per request, from the receiver's clock: the first processed-requests call arrived after a
+    // registered-requests call had been answered 2xx (the 503 alone does not end it).
+    let held = 0;
+    for (const id of requestIds) {
+      const calls = receiver.calls.filter((c) => (JSON.parse(c.body) as { id: string }).id === id);
+      const accepted = calls.filter((c) => c.headers['x-webhook-event'] === 'registered-requests' && c.status !== undefined && c.status < 300).map((c) => c.answeredAt!);
+      const processed = calls.filter((c) => c.headers['x-webhook-event'] === 'processed-requests').map((c) => c.at);
+      assert.ok(accepted.length > 0 && processed.length > 0, `request ${id}: ${calls.length} calls`);
+      assert.ok(Math.min(...processed) >= Math.min(...accepted), `request ${id}: processed-requests arrived ${(Math.min(...accepted) - Math.min(...processed)).toFixed(1)} ms before its registered-requests was accepted`);
+      if (calls.some((c) => c.status === 503)) held++;
+    }
+    assert.equal(held, REQUESTS, 'every request had its first registered-requests refused');
+    const waited = await storage.db.selectFrom('notification_attempts').select((eb) => eb.fn.countAll<string>().as('n')).where('status_code', '=', 503).executeTakeFirstOrThrow();
+    t.diagnostic(`${receiver.calls.length} calls for ${REQUESTS * EVENTS.length} notifications; ${waited.n} refused attempts recorded`);
+    await stopGracefully(survivors);
   });
 });
