@@ -30,16 +30,16 @@ const RATE = 1000;
 const WARMUP = 500;
 const LIGHT_RATE = 100;
 
-interface Stats {
+export interface Stats {
   count: number;
   first: number;
   last: number;
 }
 
 const get = async <T>(url: string): Promise<T> => (await fetch(url)).json() as Promise<T>;
-const reset = (receiverUrl: string) => fetch(`${receiverUrl}/reset`, { method: 'POST' });
+export const reset = (receiverUrl: string) => fetch(`${receiverUrl}/reset`, { method: 'POST' });
 
-async function waitForCount(receiverUrl: string, count: number, what: string, deadlineMs = 120_000): Promise<Stats> {
+export async function waitForCount(receiverUrl: string, count: number, what: string, deadlineMs = 120_000): Promise<Stats> {
   const until = Date.now() + deadlineMs;
   for (;;) {
     const stats = await get<Stats>(`${receiverUrl}/stats`);
@@ -49,17 +49,17 @@ async function waitForCount(receiverUrl: string, count: number, what: string, de
   }
 }
 
-const perSecond = (stats: Stats) => ((stats.count - 1) / (stats.last - stats.first)) * 1000;
+export const perSecond = (stats: Stats) => ((stats.count - 1) / (stats.last - stats.first)) * 1000;
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 1)} ms`;
 
-function percentile(sorted: number[], p: number): number {
+export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
 /** The baseline: `count` signed-looking POSTs through one undici Agent, PER_HOST at a time. */
-async function plainPostLoop(receiverUrl: string, count: number): Promise<{ stats: Stats; p50: number; p99: number }> {
+export async function plainPostLoop(receiverUrl: string, count: number): Promise<{ stats: Stats; p50: number; p99: number }> {
   await reset(receiverUrl);
   const agent = new Agent({ connections: PER_HOST, keepAliveTimeout: 10_000 });
   const secret = randomBytes(32);

@@ -13,6 +13,7 @@ import { benchBacklog } from './backlog.js';
 import { benchScaleOut } from './scale-out.js';
 import { benchRecovery } from './recovery.js';
 import { benchStats } from './stats.js';
+import { benchPeers } from './peers.js';
 import { pinLoadGenerator, PINNING, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
 /** `pinned`: this process (the load generator) on core 0 and the servers it starts on core 1 (see lib.ts). */
@@ -26,6 +27,7 @@ const ENTRIES: Entry[] = [
   { name: 'scale-out', pinned: false, run: benchScaleOut },
   { name: 'recovery', pinned: false, run: benchRecovery },
   { name: 'stats', pinned: false, run: benchStats },
+  { name: 'peers', pinned: false, run: benchPeers },
 ];
 
 const args = process.argv.slice(2);
@@ -66,6 +68,9 @@ const only = flagValue('--only')?.split(',');
 
 process.stderr.write(PINNING ? 'pinning: token and ingest run with the load generator on core 0 and the servers on core 1 (BENCH_PIN=0 to turn off)\n' : 'pinning: off\n');
 
+/** A skipped entry has no ratio. */
+const ratioText = (row: BenchRow) => (Number.isNaN(row.ratio) ? '—' : row.ratio.toFixed(2));
+
 const rows: BenchRow[] = [];
 const suiteStarted = performance.now();
 for (const entry of ENTRIES) {
@@ -79,11 +84,11 @@ for (const entry of ENTRIES) {
   for (const row of produced) {
     rows.push(row);
     const goal = row.goal ? ` goal ${row.goal} ${row.met ? 'MET' : row.required ? 'FAILED' : 'MISSED'}` : '';
-    console.log(`${row.entry}: ${row.figure} | baseline: ${row.baseline} | ratio ${row.ratio.toFixed(2)}${goal}`);
+    console.log(`${row.entry}: ${row.figure} | baseline: ${row.baseline} | ratio ${ratioText(row)}${goal}`);
   }
 }
 console.log('\n| entry | figure | baseline | ratio | goal |\n|---|---|---|---|---|');
-for (const row of rows) console.log(`| ${row.entry} | ${row.figure} | ${row.baseline} | ${row.ratio.toFixed(2)} | ${row.goal ? `${row.goal} ${row.met ? '✅' : '❌'}` : ''} |`);
+for (const row of rows) console.log(`| ${row.entry} | ${row.figure} | ${row.baseline} | ${ratioText(row)} | ${row.goal ? `${row.goal} ${row.met ? '✅' : '❌'}` : ''} |`);
 console.log(`\nwhole suite: ${((performance.now() - suiteStarted) / 1000).toFixed(0)} s on Node.js ${process.version}`);
 if (process.env.BENCH_ROWS_FILE) writeFileSync(process.env.BENCH_ROWS_FILE, JSON.stringify({ version: process.version, rows }));
 const failed = rows.filter((row) => row.required && !row.met);

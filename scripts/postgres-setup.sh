@@ -26,4 +26,16 @@ if [ "$(as_postgres "-c \"select 1 from pg_database where datname='$DB'\"")" != 
 fi
 # The benchmarks ask for a CHECKPOINT between entries (bench/lib.ts, waitForQuietMachine).
 as_postgres "-c \"grant pg_checkpoint to $ROLE\"" >&2 2>/dev/null || true
+# pg_stat_statements, for the statements each delivered notification costs (bench/peers.ts) and
+# the statement mix an operator looks at first (docs/capacity.md). Loading it needs a restart, once.
+if ! as_postgres "-c \"show shared_preload_libraries\"" | grep -q pg_stat_statements; then
+  as_postgres "-c \"alter system set shared_preload_libraries = 'pg_stat_statements'\"" >&2
+  pg_ctlcluster 15 main restart >&2
+  for _ in $(seq 1 30); do
+    pg_isready -h 127.0.0.1 -p 5432 -q && break
+    sleep 1
+  done
+fi
+su postgres -c "psql -v ON_ERROR_STOP=1 -qtAX -d $DB -c 'create extension if not exists pg_stat_statements'" >&2
+as_postgres "-c \"grant pg_read_all_stats to $ROLE\"" >&2
 echo "postgres://$ROLE:$PASSWORD@127.0.0.1:5432/$DB"
