@@ -8,7 +8,7 @@ import { eventually } from '../support/notifications.js';
 import { startHttpReceiver, type Receiver, type RecordedRequest } from '../support/receivers.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
 import type { Db, Tx } from '../../src/storage/database.js';
-import { findPendingRegistered, insertNotifications, markNotificationFailed, newNotificationRow } from '../../src/storage/repositories/notifications.js';
+import { findPendingRegistered, insertNotifications, markHasWaiters, markNotificationFailed, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
 import { releaseHeld } from '../../src/services/schedule-delivery.js';
 
 /**
@@ -213,6 +213,26 @@ for (const dialect of testDialects()) {
         await ending2.commit();
         assert.equal(await stillHeld(held.id), null, 'released');
         assert.ok((await jobOf(held.id)) || (await db.selectFrom('notifications').select('attempt_count').where('id', '=', held.id).executeTakeFirstOrThrow()).attempt_count > 0, 'its delivery job was enqueued');
+
+        // The attempt log's path: the statement ending the registered notification waits for the
+        // holder's commit, then answers its has_waiters flag, so the release runs.
+        const third = row('registered-requests');
+        await insertNotifications(db, [third]);
+        const processing3 = await openTransaction(db);
+        const waitsFor3 = (await findPendingRegistered(processing3.tx, [{ requestId, url }])).get(`${requestId}\u0000${url}`)!;
+        assert.equal(waitsFor3, third.id);
+        const held3 = { ...row('processed-requests'), waits_for: waitsFor3 };
+        await markHasWaiters(processing3.tx, [waitsFor3]);
+        await insertNotifications(processing3.tx, [held3]);
+        const ending3 = await openTransaction(db);
+        const attempt = { notification_id: third.id, attempt: 1, started_at: now, url, status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const };
+        const waited = recordAttempts(ending3.tx, [{ attempt, status: 'succeeded', now }]);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await processing3.commit();
+        assert.deepEqual([...(await waited)], [third.id], 'the ending statement saw the flag the holder committed');
+        await releaseHeld(ending3.tx, [...(await waited)], now);
+        await ending3.commit();
+        assert.equal(await stillHeld(held3.id), null, 'released');
       });
     }
   });

@@ -11,6 +11,7 @@ import * as m008 from './008_notifications_test_flag.js';
 import * as m009 from './009_delivery_operations.js';
 import * as m010 from './010_console_links.js';
 import * as m011 from './011_notification_order.js';
+import * as m012 from './012_notification_waiters.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '009_delivery_operations': m009,
   '010_console_links': m010,
   '011_notification_order': m011,
+  '012_notification_waiters': m012,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

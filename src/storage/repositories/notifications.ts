@@ -72,26 +72,30 @@ const insertAttempts = precompiled((db, rows: string) =>
 
 const moveNotificationsOn = precompiled((db, rows: string) =>
   isPostgres(db as never)
-    ? sql`update notifications n set status = e ->> 1, attempt_count = (e ->> 2)::int,
+    ? sql<{ id: string; has_waiters: number }>`with moved as (update notifications n set status = e ->> 1, attempt_count = (e ->> 2)::int,
             last_status_code = (e ->> 3)::int, last_error = e ->> 4, updated_at = (e ->> 5)::bigint, completed_at = (e ->> 6)::bigint
-          from jsonb_array_elements(${rows}::jsonb) e where n.id = e ->> 0`
-    : sql`update notifications set status = e.value ->> 1, attempt_count = e.value ->> 2,
+          from jsonb_array_elements(${rows}::jsonb) e where n.id = e ->> 0 returning n.id, n.has_waiters)
+          select id, has_waiters from moved where has_waiters = 1`
+    : sql<{ id: string; has_waiters: number }>`update notifications set status = e.value ->> 1, attempt_count = e.value ->> 2,
             last_status_code = e.value ->> 3, last_error = e.value ->> 4, updated_at = e.value ->> 5, completed_at = e.value ->> 6
-          from json_each(${rows}) e where notifications.id = e.value ->> 0`,
+          from json_each(${rows}) e where notifications.id = e.value ->> 0 returning id, has_waiters`,
 );
 
 /**
  * Logs finished attempts and moves their notifications on, in the caller's transaction: two
  * statements for the whole batch, each one fixed SQL text with the rows as one JSON parameter
  * (built per batch with Kysely, every batch size was a new text to compile and prepare).
+ * Answers the notifications moved on that something is held behind (`has_waiters`, docs/delivery.md
+ * "Order"), as the statement that moved them saw them: on PostgreSQL a transaction holding one
+ * concurrently had it locked, so this statement waited for its commit and returns its flag.
  */
-export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): Promise<void> {
-  if (outcomes.length === 0) return;
+export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): Promise<Set<string>> {
+  if (outcomes.length === 0) return new Set();
   await insertAttempts(
     db,
     JSON.stringify(outcomes.map(({ attempt: a }) => [a.notification_id, a.attempt, a.started_at, a.url, a.status_code, a.latency_ms, a.response_body, a.error, a.outcome])),
   );
-  await moveNotificationsOn(
+  const moved = await moveNotificationsOn(
     db,
     JSON.stringify(
       outcomes.map(({ attempt, status, now }) => [
@@ -105,6 +109,12 @@ export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): 
       ]),
     ),
   );
+  return new Set(moved.filter((row) => Number(row.has_waiters) === 1).map((row) => row.id));
+}
+
+/** Notification order: the registered notifications that processed ones are being held behind (their rows are locked by the caller on PostgreSQL). */
+export async function markHasWaiters(db: Executor, ids: readonly string[]): Promise<void> {
+  if (ids.length > 0) await db.updateTable('notifications').set({ has_waiters: 1 }).where('id', 'in', [...ids]).execute();
 }
 
 export type NotificationForDelivery = NotificationsTable & { subscription_updated_at: number | null };
@@ -204,5 +214,6 @@ export function newNotificationRow(
     completed_at: null,
     test: input.test ? 1 : 0,
     waits_for: null,
+    has_waiters: 0,
   };
 }

@@ -24,6 +24,8 @@ export interface NotificationsTable {
   test: number;
   /** A held `processed-requests`: the id of the same request's `registered-requests` to the same URL it waits for (no delivery job meanwhile). */
   waits_for: string | null;
+  /** 1 on a `registered-requests` notification that a processed one was held behind: ending it releases them. */
+  has_waiters: number;
 }
 
 export interface NotificationAttemptsTable {

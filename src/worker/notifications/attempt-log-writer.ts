@@ -89,13 +89,14 @@ export class AttemptLogWriter {
       const recorded = settlements.filter((settlement) => heldIds.has(settlement.job.id));
       // One time for the whole group commit, so that the same outcome is one UPDATE.
       const now = Math.max(...recorded.map((settlement) => settlement.now));
-      await recordAttempts(tx, recorded.map((settlement) => ({ ...settlement, now })));
+      const waitedFor = await recordAttempts(tx, recorded.map((settlement) => ({ ...settlement, now })));
       const retries = recorded.flatMap((settlement) =>
         settlement.nextAttemptAt === null ? [] : [{ notificationId: settlement.attempt.notification_id, runAt: settlement.nextAttemptAt }],
       );
       await enqueueDeliveries(tx, retries, { now: settlements[0]!.now });
-      // Notifications held behind the ones that ended here go out now (docs/delivery.md, "Order").
-      const ended = recorded.flatMap((settlement) => (settlement.status === 'pending' ? [] : [settlement.attempt.notification_id]));
+      // Notifications held behind the ones that ended here go out now (docs/delivery.md, "Order");
+      // only ended ones flagged `has_waiters` can have any, so usually there is no statement to run.
+      const ended = recorded.flatMap((settlement) => (settlement.status !== 'pending' && waitedFor.has(settlement.attempt.notification_id) ? [settlement.attempt.notification_id] : []));
       await releaseHeld(tx, ended, now);
       const counted = recorded.flatMap(({ attempt, countsFor }) =>
         countsFor === null

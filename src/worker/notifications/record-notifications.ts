@@ -3,7 +3,7 @@ import type { OutcomeRecorder, RequestOutcome } from '../../domain/requests/outc
 import { routeNotification, SUBSCRIPTION_EVENT_OF, type NotificationEvent } from '../../domain/notifications/routing.js';
 import type { Tx } from '../../storage/database.js';
 import type { NotificationsTable } from '../../storage/tables/index.js';
-import { findPendingRegistered, insertNotifications, newNotificationRow } from '../../storage/repositories/notifications.js';
+import { findPendingRegistered, insertNotifications, markHasWaiters, newNotificationRow } from '../../storage/repositories/notifications.js';
 import { listSubscriptionsForEvent, type SubscriptionRoute } from '../../storage/repositories/subscriptions.js';
 import { enqueueDeliveries } from '../../services/schedule-delivery.js';
 
@@ -83,7 +83,8 @@ export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder
  * or in this batch) is written held: `waits_for` names that notification and no delivery job is
  * enqueued; the transaction that ends the registered one releases it. URLs are compared as the
  * notifications were written (a subscription's URL edited in between does not count). One
- * statement per batch, and only for batches with processed notifications.
+ * statement per batch, and only for batches with processed notifications; one more when it holds
+ * some behind registered notifications already written (their `has_waiters` flag).
  */
 async function holdBehindRegistered(tx: Tx, rows: NotificationsTable[]): Promise<void> {
   const processed = rows.filter((row) => row.event === 'processed-requests');
@@ -93,4 +94,8 @@ async function holdBehindRegistered(tx: Tx, rows: NotificationsTable[]): Promise
   for (const row of rows) if (row.event === 'registered-requests' && !inBatch.has(key(row))) inBatch.set(key(row), row.id);
   const pending = await findPendingRegistered(tx, processed.map((row) => ({ requestId: row.request_id, url: row.url })));
   for (const row of processed) row.waits_for = pending.get(key(row)) ?? inBatch.get(key(row)) ?? null;
+  // The registered notifications waited for are flagged, so that the statement ending them says so.
+  const waitedFor = new Set(processed.flatMap((row) => (row.waits_for === null ? [] : [row.waits_for])));
+  for (const row of rows) if (waitedFor.delete(row.id)) row.has_waiters = 1;
+  await markHasWaiters(tx, [...waitedFor]);
 }
