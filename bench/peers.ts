@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
-import { enqueueDeliveries } from '../src/services/schedule-delivery.js';
+import { DELIVER_NOTIFICATION, enqueueDeliveries } from '../src/services/schedule-delivery.js';
 import { notifyOtherProcesses } from '../src/storage/queue/index.js';
 import { percentile, perSecond, plainPostLoop, preload, reset, setUpTenant, waitForCount, type Stats } from './delivery.js';
 import { freePort, ROOT_DIR, startProcess, startRewards, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
@@ -211,7 +211,7 @@ async function service(url: string, receiverUrl: string): Promise<System> {
       await storage.db.transaction().execute(async (tx) => {
         await insertNotifications(tx, [row]);
         await enqueueDeliveries(tx, [{ notificationId: row.id }], { now: Date.now() });
-        await notifyOtherProcesses(tx);
+        await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
       });
       return row.id;
     },
@@ -283,6 +283,17 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 const ms = (n: number) => `${n.toFixed(n < 10 ? 1 : 0)}`;
 const spread = (values: number[], show: (n: number) => string) => `${show(Math.min(...values))} / ${show(median(values))} / ${show(Math.max(...values))}`;
 
+/** One system's rounds: throughput and latencies as min / median / max, and the median cost per notification. */
+function describe(list: RoundResult[], count: number): string {
+  const costs = list.map((r) => r.costs);
+  return (
+    `${spread(list.map((r) => r.throughput), fmt)} deliveries/s (min / median / max, ${fmt(count)} preloaded); ` +
+    `at ${RATE}/s p50 ${spread(list.map((r) => r.p50), ms)} ms, p99 ${spread(list.map((r) => r.p99), ms)} ms; at ${LIGHT_RATE}/s p50 ${spread(list.map((r) => r.lightP50), ms)} ms; ` +
+    `${costs[0]!.statements === undefined ? 'statements n/a (no pg_stat_statements)' : `${median(costs.map((x) => x.statements!)).toFixed(2)} statements`}, ` +
+    `${(median(costs.map((x) => x.cpuMs)) * 1000).toFixed(0)} µs postgres CPU, ${fmt(median(costs.map((x) => x.walBytes)))} B WAL per notification`
+  );
+}
+
 export async function benchPeers(options: BenchOptions): Promise<BenchRow[]> {
   const major = Number(process.versions.node.split('.')[0]);
   const skipped = (why: string): BenchRow[] => [{ entry: 'peers', figure: `skipped: ${why}`, baseline: '', ratio: NaN }];
@@ -302,8 +313,10 @@ export async function benchPeers(options: BenchOptions): Promise<BenchRow[]> {
   const results = new Map<SystemName, RoundResult[]>();
   try {
     await plainPostLoop(receiver.url, WARMUP);
+    // BENCH_PEERS=name,… runs only those systems (while working on one; the ratio rows need the bare peers).
+    const chosen = (process.env.BENCH_PEERS?.split(',') ?? Object.keys(makers)) as SystemName[];
     for (let index = 0; index < rounds; index++) {
-      for (const name of Object.keys(makers) as SystemName[]) {
+      for (const name of chosen) {
         process.stderr.write(`  peers round ${index + 1}/${rounds}: ${name}\n`);
         const system = await makers[name]();
         try {
@@ -318,9 +331,10 @@ export async function benchPeers(options: BenchOptions): Promise<BenchRow[]> {
   }
 
   const rows: BenchRow[] = [];
-  const perNotification = (c: Costs[]) =>
-    `${c[0]!.statements === undefined ? 'statements n/a (no pg_stat_statements)' : `${median(c.map((x) => x.statements!)).toFixed(1)} statements`}, ` +
-    `${(median(c.map((x) => x.cpuMs)) * 1000).toFixed(0)} µs postgres CPU, ${fmt(median(c.map((x) => x.walBytes)))} B WAL per notification`;
+  if (!results.has('graphile-worker') || !results.has('pg-boss') || !results.has(SERVICE)) {
+    for (const [name, list] of results) rows.push({ entry: `peers: ${name} [postgres]`, figure: describe(list, count), baseline: '', ratio: NaN });
+    return rows;
+  }
   const bare = (['graphile-worker', 'pg-boss'] as const).map((name) => ({ name, median: median(results.get(name)!.map((r) => r.throughput)), p50: median(results.get(name)!.map((r) => r.p50)) }));
   const bestRate = bare.reduce((a, b) => (b.median > a.median ? b : a));
   const bestLatency = bare.reduce((a, b) => (b.p50 < a.p50 ? b : a));
@@ -328,10 +342,7 @@ export async function benchPeers(options: BenchOptions): Promise<BenchRow[]> {
     const throughput = list.map((r) => r.throughput);
     rows.push({
       entry: `peers: ${name} [postgres]`,
-      figure:
-        `${spread(throughput, fmt)} deliveries/s (min / median / max, ${fmt(count)} preloaded); ` +
-        `at ${RATE}/s p50 ${spread(list.map((r) => r.p50), ms)} ms, p99 ${spread(list.map((r) => r.p99), ms)} ms; at ${LIGHT_RATE}/s p50 ${spread(list.map((r) => r.lightP50), ms)} ms; ` +
-        perNotification(list.map((r) => r.costs)),
+      figure: describe(list, count),
       baseline: name === SERVICE ? `best bare peer ${bestRate.name} ${fmt(bestRate.median)}/s` : PEER_SETTINGS[name]!,
       ratio: median(throughput) / bestRate.median,
     });

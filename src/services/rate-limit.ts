@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../storage/database.js';
 import { notifyOtherProcesses } from '../storage/queue/index.js';
-import { deliveryJobKey } from './schedule-delivery.js';
+import { deliveryJobKey, DELIVER_NOTIFICATION } from './schedule-delivery.js';
 
 /**
  * A subscription's `rateLimit` (docs/subscriptions.md, "Rate limit"): the worker postpones the
@@ -40,6 +40,6 @@ export async function releaseRateLimitedDeliveries(tx: Executor, subscriptionId:
     )
     .executeTakeFirst();
   const count = Number(moved.numUpdatedRows);
-  if (count > 0) await notifyOtherProcesses(tx);
+  if (count > 0) await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
   return count;
 }

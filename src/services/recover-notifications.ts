@@ -99,7 +99,7 @@ export async function recoverNotifications(
         ids.map((notificationId) => ({ notificationId })),
         { now },
       );
-      await notifyOtherProcesses(tx);
+      await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
       return ids;
     });
     if (taken.length > 0) ctx.signals.enqueued([DELIVER_NOTIFICATION]);

@@ -68,7 +68,7 @@ export async function scheduleManualRetry(db: Db, signals: JobSignals, notificat
       .executeTakeFirst();
     if (Number(moved.numUpdatedRows) === 0) await enqueueDeliveries(tx, [{ notificationId }], { now });
     await markNotificationPending(tx, notificationId, now);
-    await notifyOtherProcesses(tx);
+    await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
     return findNotification(tx, notificationId);
   });
   signals.enqueued([DELIVER_NOTIFICATION]);

@@ -34,7 +34,7 @@ export async function sendTestNotification(ctx: SubscriptionsContext & { signals
   await ctx.db.transaction().execute(async (tx) => {
     await insertNotifications(tx, [row]);
     await enqueueDeliveries(tx, [{ notificationId: row.id }], { now: ctx.now });
-    await notifyOtherProcesses(tx);
+    await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
   });
   ctx.signals.enqueued([DELIVER_NOTIFICATION]);
   return row.id;

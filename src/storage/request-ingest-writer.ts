@@ -64,6 +64,6 @@ async function writeItems(tx: Executor, items: IngestItem[], now: number): Promi
   // 18 columns × 1000 rows stays under both databases' bound-parameter limits.
   await insertRequestRows(tx, rows);
   await enqueueJobs(tx, rows.map((row) => registerRequestJob(row.id)), { now });
-  if (rows.length > 0) await notifyOtherProcesses(tx);
+  if (rows.length > 0) await notifyOtherProcesses(tx, [REGISTER_REQUEST_JOB]);
   return results;
 }

@@ -86,9 +86,9 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
     deps.dialect === 'postgres' && deps.pool && options.autoStart !== false
       ? listenForJobs(
           deps.pool,
-          () => {
+          (kinds) => {
             metrics.wakeups.inc({ source: 'notify' });
-            wake();
+            wake(kinds);
           },
           (error) => log.warn({ err: error }, 'LISTEN connection failed; polling meanwhile'),
         )

@@ -50,7 +50,7 @@ export function createTransactionalBatch(context: WorkerContext, options: { kind
         count = jobs.length;
         await handle(tx, jobs, { leaseTo: offer });
         await completeAll(tx, jobs);
-        if (offer && offer.declined > 0) await notifyOtherProcesses(tx);
+        if (offer && offer.declined > 0) await notifyOtherProcesses(tx, deliveries.kinds);
       });
       committed = true;
       return { count };

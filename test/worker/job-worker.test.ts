@@ -3,7 +3,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { openStorage, type Storage } from '../../src/storage/database.js';
-import { claimDueJobs, enqueueJobs, JobSignals, notifyOtherProcesses, type ClaimedJob, type NewJob } from '../../src/storage/queue/index.js';
+import { claimDueJobs, enqueueJobs, JobSignals, JOBS_CHANNEL, notifyOtherProcesses, type ClaimedJob, type NewJob } from '../../src/storage/queue/index.js';
 import type { Executor } from '../../src/storage/database.js';
 
 const enqueueJob = (db: Executor, job: NewJob) => enqueueJobs(db, [job]);
@@ -253,15 +253,22 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       // Another pool, as another process would: no in-process signal, only the NOTIFY on commit.
       await other.db.transaction().execute(async (tx) => {
         await enqueueJob(tx, { kind: 'take', payload: 1 });
-        await notifyOtherProcesses(tx);
+        await notifyOtherProcesses(tx, ['take']);
       });
       await eventually(async () => ((await prizeStock(t.deps.db, experienceId, 'p')) === 9 ? true : undefined), 60_000, 'the NOTIFY wake-up');
+      // A NOTIFY with no kinds (what older processes send, during a rolling upgrade) wakes every loop.
+      await other.db.transaction().execute(async (tx) => {
+        await enqueueJob(tx, { kind: 'take', payload: 1 });
+        await sql`select pg_notify(${JOBS_CHANNEL}, '')`.execute(tx);
+      });
+      await eventually(async () => ((await prizeStock(t.deps.db, experienceId, 'p')) === 8 ? true : undefined), 60_000, 'the wake-up without kinds');
       await w.stop();
     });
 
     it('a worker whose lease expired mid-transaction keeps its row lock: nobody steals the job, it takes effect once', async () => {
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
+      const stock = (await prizeStock(t.deps.db, experienceId, 'p'))!;
       await enqueueJob(t.deps.db, { kind: 'take', payload: 1 });
       const slow = start(t.deps.storage, handlers(gate), { autoStart: false, leaseMs: 100 });
       const slowRun = slow.runUntilIdle();
@@ -270,7 +277,7 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       assert.equal(await fast.runUntilIdle(), 0, 'a row locked by a live transaction is skipped, not stolen');
       release();
       await slowRun;
-      assert.equal(await prizeStock(t.deps.db, experienceId, 'p'), 8, 'done exactly once (9 → 8)');
+      assert.equal(await prizeStock(t.deps.db, experienceId, 'p'), stock - 1, 'done exactly once');
       await slow.stop();
       await fast.stop();
     });

@@ -13,4 +13,4 @@ export { postponeHeldJobs, type Postponement } from './postpone-held-jobs.js';
 export { extendHeldLeases } from './extend-held-leases.js';
 export { LeaseLostError, retryDelayMs, TRANSACTION_LEASE, type ClaimedJob, type Job, type Lease } from './job.js';
 export { JobSignals, type JobsEnqueuedListener } from './job-signals.js';
-export { listenForJobs, notifyOtherProcesses } from './notify.js';
+export { JOBS_CHANNEL, listenForJobs, notifyOtherProcesses } from './notify.js';

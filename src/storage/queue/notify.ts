@@ -7,19 +7,26 @@ import { isPostgres } from '../migrations/types.js';
 export const JOBS_CHANNEL = 'rewards_jobs';
 
 /**
- * Inside a transaction that enqueued jobs other processes should run, on PostgreSQL: delivered to
- * their LISTEN only if it commits. The transaction's owner calls it once (each call is a round
- * trip). A no-op on SQLite, whose single process is woken by JobSignals.
+ * Inside a transaction that enqueued jobs of `kinds` other processes should run, on PostgreSQL:
+ * delivered to their LISTEN only if it commits. The payload names the kinds, so a listener wakes
+ * only the loops that run them (a wake-up of the others is a transaction that finds nothing). The
+ * transaction's owner calls it once (each call is a round trip). A no-op on SQLite, whose single
+ * process is woken by JobSignals.
  */
-export async function notifyOtherProcesses(db: Executor): Promise<void> {
-  if (isPostgres(db as never)) await sql`select pg_notify(${JOBS_CHANNEL}, '')`.execute(db);
+export async function notifyOtherProcesses(db: Executor, kinds: readonly string[]): Promise<void> {
+  if (isPostgres(db as never)) await sql`select pg_notify(${JOBS_CHANNEL}, ${kinds.join(',')})`.execute(db);
+}
+
+/** The kinds a notification names; undefined (every kind) for an empty payload, as older processes send. */
+export function kindsOfNotification(payload: string | undefined): string[] | undefined {
+  return payload ? payload.split(',') : undefined;
 }
 
 /**
  * LISTEN on a dedicated pooled connection; reconnects after errors. Returns a stop function.
  * Polling remains the safety net: a lost notification only delays work until the next poll.
  */
-export function listenForJobs(pool: pg.Pool, fn: () => void, onError: (error: unknown) => void): () => Promise<void> {
+export function listenForJobs(pool: pg.Pool, fn: (kinds: string[] | undefined) => void, onError: (error: unknown) => void): () => Promise<void> {
   let client: pg.PoolClient | undefined;
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
@@ -29,7 +36,7 @@ export function listenForJobs(pool: pg.Pool, fn: () => void, onError: (error: un
       if (stopped) return c.release();
       client = c;
       c.on('notification', (message) => {
-        if (message.channel === JOBS_CHANNEL) fn();
+        if (message.channel === JOBS_CHANNEL) fn(kindsOfNotification(message.payload));
       });
       // A dropped connection reports twice (PostgreSQL's FATAL message, then the socket's end):
       // release the client and reconnect once.
