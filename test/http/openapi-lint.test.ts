@@ -70,3 +70,11 @@ test('the drift check of api() refuses an undocumented status, content type or b
   assert.match(check.check('GET', `${base}/v1/me`, 200, json, '{"nope":1}', { nope: 1 }) ?? '', /getMeV1\) answered 200 with a body the document's schema refuses/);
   assert.equal(check.check('GET', `${base}/not-a-route`, 404, 'application/problem+json', problem, JSON.parse(problem)), undefined);
 });
+
+test('every operation and webhook has a summary and a description', async () => {
+  const document = (await openApiDocument()) as { paths: Record<string, Record<string, { summary?: string; description?: string }>>; webhooks: Record<string, Record<string, { summary?: string; description?: string }>> };
+  const missing = [...Object.entries(document.paths), ...Object.entries(document.webhooks)].flatMap(([path, item]) =>
+    Object.entries(item).flatMap(([method, operation]) => (operation.summary && operation.description ? [] : [`${method.toUpperCase()} ${path}`])),
+  );
+  assert.deepEqual(missing, []);
+});
