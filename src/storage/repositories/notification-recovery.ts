@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from '../database.js';
 import { isPostgres } from '../migrations/types.js';
-import { precompiled } from '../precompiled.js';
+import { idList, precompiled } from '../precompiled.js';
 
 /**
  * Recovery (POST /subscriptions/{id}/recover, src/services/recover-notifications.ts): the failed
@@ -84,7 +84,7 @@ export async function lockRecoveryOf(tx: Executor, subscriptionId: string): Prom
 
 export async function takeFailedNotifications(db: Executor, ids: string[], window: { since: number; until: number }, now: number): Promise<string[]> {
   if (ids.length === 0) return [];
-  return (await takeFailed(db, isPostgres(db as never) ? ids : JSON.stringify(ids), window.since, window.until, now)).map((row) => row.id);
+  return (await takeFailed(db, idList(db, ids), window.since, window.until, now)).map((row) => row.id);
 }
 
 /** Deletes the failed delivery jobs under `keys` (dedupe keys; encoded as for takeFailed) so new ones can be enqueued under them. */

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
 import { isPostgres } from '../migrations/types.js';
-import { precompiled } from '../precompiled.js';
+import { idList, precompiled } from '../precompiled.js';
 import type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
 
 /** A notification with, from its delivery job, when its next attempt is due (null: none scheduled, or one in flight). */
@@ -120,14 +120,18 @@ export async function markHasWaiters(db: Executor, ids: readonly string[]): Prom
 export type NotificationForDelivery = NotificationsTable & { subscription_updated_at: number | null };
 
 /** Notifications by id with, in the same query, when their subscription last changed (null: deleted or none). */
-export const findNotificationsForDelivery = precompiled((db, ids: string) =>
+const notificationsForDelivery = precompiled<[string | string[]], NotificationForDelivery>((db, ids) =>
   db
     .selectFrom('notifications')
     .leftJoin('subscriptions', 'subscriptions.id', 'notifications.subscription_id')
     .selectAll('notifications')
     .select('subscriptions.updated_at as subscription_updated_at')
-    .where('notifications.id', 'in', isPostgres(db as never) ? sql<string>`(select jsonb_array_elements_text(${ids}::jsonb))` : sql<string>`(select value from json_each(${ids}))`),
+    .where(isPostgres(db as never) ? sql<boolean>`notifications.id = any(${ids}::text[])` : sql<boolean>`notifications.id in (select value from json_each(${ids}))`),
 );
+
+export function findNotificationsForDelivery(db: Executor, ids: readonly string[]): Promise<NotificationForDelivery[]> {
+  return notificationsForDelivery(db, idList(db, ids));
+}
 
 /** Ends a pending notification as failed without an attempt (its delivery could not be run). */
 export async function markNotificationFailed(db: Executor, id: string, error: string, at: number): Promise<void> {
@@ -173,10 +177,10 @@ export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{
   return found;
 }
 
-const releaseWaiting = precompiled((db, ids: string) =>
+const releaseWaiting = precompiled<[string | string[]], { id: string; status: NotificationStatus }>((db, ids) =>
   isPostgres(db as never)
     ? sql<{ id: string; status: NotificationStatus }>`update notifications set waits_for = null
-          where waits_for is not null and waits_for in (select jsonb_array_elements_text(${ids}::jsonb)) returning id, status`
+          where waits_for is not null and waits_for = any(${ids}::text[]) returning id, status`
     : sql<{ id: string; status: NotificationStatus }>`update notifications set waits_for = null
           where waits_for is not null and waits_for in (select value from json_each(${ids})) returning id, status`,
 );
@@ -188,7 +192,7 @@ const releaseWaiting = precompiled((db, ids: string) =>
  */
 export async function releaseWaitingFor(db: Executor, endedIds: readonly string[]): Promise<string[]> {
   if (endedIds.length === 0) return [];
-  const result = await releaseWaiting(db, JSON.stringify(endedIds));
+  const result = await releaseWaiting(db, idList(db, endedIds));
   return result.filter((row) => row.status === 'pending').map((row) => row.id);
 }
 

@@ -50,7 +50,7 @@ class NotificationLoader {
       gather: 'microtask',
       maxBatch: 1000,
       run: async (ids) => {
-        const byId = new Map((await findNotificationsForDelivery(db, JSON.stringify([...new Set(ids)]))).map((row) => [row.id, row]));
+        const byId = new Map((await findNotificationsForDelivery(db, [...new Set(ids)])).map((row) => [row.id, row]));
         return ids.map((id) => byId.get(id));
       },
     });
