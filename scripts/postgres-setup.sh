@@ -37,5 +37,5 @@ if ! as_postgres "-c \"show shared_preload_libraries\"" | grep -q pg_stat_statem
   done
 fi
 su postgres -c "psql -v ON_ERROR_STOP=1 -qtAX -d $DB -c 'create extension if not exists pg_stat_statements'" >&2
-as_postgres "-c \"grant pg_read_all_stats to $ROLE\"" >&2
+as_postgres "-c \"grant pg_read_all_stats to $ROLE\"" >/dev/null 2>&1 || true
 echo "postgres://$ROLE:$PASSWORD@127.0.0.1:5432/$DB"

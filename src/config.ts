@@ -5,6 +5,8 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string;
+  /** DATABASE_LISTEN_URL: undefined (LISTEN through DATABASE_URL), a direct postgres:// URL, or 'off' (poll). */
+  databaseListenUrl: string | undefined;
   /** Directory for the embedded database, the generated secret key and operator credentials. */
   dataDir: string;
   publicUrl: string;
@@ -85,6 +87,10 @@ export function loadConfig(env: Env = process.env): Config {
     if (raw.startsWith('sqlite:') || /^postgres(ql)?:\/\//.test(raw)) return raw;
     throw new Error(`expected "sqlite:PATH" or "postgres://…", got "${raw}"`);
   });
+  const databaseListenUrl = read<string | undefined>('DATABASE_LISTEN_URL', undefined, (raw) => {
+    if (raw === 'off' || /^postgres(ql)?:\/\//.test(raw)) return raw;
+    throw new Error(`expected "off" or "postgres://…" (a direct connection for LISTEN, not through a pooler in transaction mode), got "${raw}"`);
+  });
   const publicUrl = read('PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`, (raw) => {
     const url = new URL(raw);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('expected an http(s) URL');
@@ -107,6 +113,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host,
     databaseUrl,
+    databaseListenUrl,
     dataDir,
     publicUrl,
     tokenTtlMs: read('TOKEN_TTL', 3_600_000, duration(1000)),

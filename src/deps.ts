@@ -68,7 +68,7 @@ export function resolveSecretKey(config: Config): string {
 /** The composition root: every long-lived dependency is built here and nowhere else. */
 export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {
   const clock = options.clock ?? Date.now;
-  const storage = openStorage(config.databaseUrl, options);
+  const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), ...options });
   try {
     const box = new SecretBox(resolveSecretKey(config), config.secretKeyPrevious);
     if (options.prepare !== false) await migrateToLatest(storage.db);

@@ -52,4 +52,11 @@ describe('configuration from the environment', () => {
     assert.throws(() => loadConfig({ SECRET_KEY: 'c2hvcnQ=' }), /32 bytes/);
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
   });
+
+  it('DATABASE_LISTEN_URL: unset, a direct postgres:// URL, or off', () => {
+    assert.equal(loadConfig({}).databaseListenUrl, undefined);
+    assert.equal(loadConfig({ DATABASE_LISTEN_URL: 'off' }).databaseListenUrl, 'off');
+    assert.equal(loadConfig({ DATABASE_LISTEN_URL: 'postgres://u:p@db:5432/rewards' }).databaseListenUrl, 'postgres://u:p@db:5432/rewards');
+    assert.throws(() => loadConfig({ DATABASE_LISTEN_URL: 'no' }), /DATABASE_LISTEN_URL/);
+  });
 });

@@ -15,7 +15,7 @@ export type Executor = Db | Tx;
 export interface Storage {
   db: Db;
   dialect: Dialect;
-  /** PostgreSQL pool, for LISTEN/NOTIFY; undefined on SQLite. */
+  /** PostgreSQL pool the workers LISTEN on (the queries' pool, or DATABASE_LISTEN_URL's); undefined on SQLite or with LISTEN off. */
   pool: pg.Pool | undefined;
   close(): Promise<void>;
 }
@@ -63,6 +63,12 @@ export interface StorageOptions {
   /** PostgreSQL schema to use (tests isolate themselves with one schema each). */
   schema?: string;
   poolSize?: number;
+  /**
+   * PostgreSQL: where the workers LISTEN for wake-ups (DATABASE_LISTEN_URL). Undefined: on the
+   * queries' pool. A URL: one direct session of its own (behind a pooler in transaction mode,
+   * LISTEN needs a session that stays the same server connection). 'off': no LISTEN, workers poll.
+   */
+  listenUrl?: string;
 }
 
 export function openStorage(databaseUrl: string, options: StorageOptions = {}): Storage {
@@ -80,11 +86,8 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     return { db, dialect: 'sqlite', pool: undefined, close: () => db.destroy() };
   }
-  const pool = new pg.Pool({
-    connectionString: databaseUrl,
-    max: options.poolSize ?? 10,
-    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-  });
+  const schemaOption = options.schema ? { options: `-c search_path=${options.schema}` } : {};
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10, ...schemaOption });
   // A connection PostgreSQL drops (a restart, pg_terminate_backend) makes its client emit 'error'.
   // The pool listens only to idle clients; a client in use (a transaction between two statements,
   // the LISTEN connection) would have no listener, and an unhandled 'error' ends the process. The
@@ -93,5 +96,18 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', pool, close: () => db.destroy() };
+  if (options.listenUrl === 'off') return { db, dialect: 'postgres', pool: undefined, close: () => db.destroy() };
+  if (!options.listenUrl) return { db, dialect: 'postgres', pool, close: () => db.destroy() };
+  const listenPool = new pg.Pool({ connectionString: options.listenUrl, max: 1, ...schemaOption });
+  listenPool.on('error', () => {});
+  listenPool.on('connect', (client) => client.on('error', () => {}));
+  return {
+    db,
+    dialect: 'postgres',
+    pool: listenPool,
+    close: async () => {
+      await db.destroy();
+      await listenPool.end();
+    },
+  };
 }

@@ -1,0 +1,128 @@
+// Behind PgBouncer in transaction pooling mode (docs/deployment.md, "Behind a connection pooler"):
+// one API process and two worker processes whose DATABASE_URL goes through PgBouncer. LISTEN
+// needs a session that stays one server connection, so the workers LISTEN on a direct connection
+// (DATABASE_LISTEN_URL); with DATABASE_LISTEN_URL=off they poll. Either way every notification
+// arrives exactly once. Runs when TEST_PGBOUNCER_URL is set (`.ci/run` starts PgBouncer with
+// scripts/pgbouncer-setup.sh); the database behind it is emptied first.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { freePort, runCliInProcess, startChildService, type ChildService } from './support/child-service.js';
+import { eventually } from './support/notifications.js';
+import { startHttpReceiver, type Receiver } from './support/receivers.js';
+import { sendRequests } from './support/requests.js';
+import { api } from './support/test-app.js';
+
+const BOUNCER_URL = process.env.TEST_PGBOUNCER_URL;
+const POSTGRES_URL = process.env.TEST_POSTGRES_URL;
+
+/** The same database as BOUNCER_URL, reached directly at TEST_POSTGRES_URL's host and port. */
+function directUrl(): string {
+  const direct = new URL(BOUNCER_URL!);
+  const server = new URL(POSTGRES_URL!);
+  direct.host = server.host;
+  return direct.toString();
+}
+
+describe('behind PgBouncer in transaction mode: 1 API and 2 worker processes [postgres]', { skip: BOUNCER_URL && POSTGRES_URL ? false : 'set TEST_PGBOUNCER_URL (scripts/pgbouncer-setup.sh) and TEST_POSTGRES_URL' }, () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'rewards-pgbouncer-'));
+  const services: ChildService[] = [];
+  const receivers: Receiver[] = [];
+  let env: Record<string, string>;
+
+  const cli = async (args: string[]) => {
+    const result = await runCliInProcess(args, env);
+    assert.equal(result.status, 0, `rewards ${args.join(' ')}: ${result.stderr}`);
+    return JSON.parse(result.stdout);
+  };
+
+  before(async () => {
+    if (!BOUNCER_URL || !POSTGRES_URL) return;
+    const client = new pg.Client({ connectionString: directUrl() });
+    await client.connect();
+    await client.query('drop schema if exists public cascade; create schema public');
+    await client.end();
+    env = {
+      PATH: process.env.PATH ?? '',
+      DATA_DIR: dataDir,
+      DATABASE_URL: BOUNCER_URL,
+      SECRET_KEY: randomBytes(32).toString('base64'),
+      LOG_LEVEL: 'warn',
+      CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
+      PUBLIC_URL: 'http://127.0.0.1:8080',
+    };
+  });
+
+  after(async () => {
+    for (const s of services) if (s.process.exitCode === null && s.process.signalCode === null) s.process.kill('SIGKILL');
+    await Promise.all(services.map((s) => s.exited));
+    for (const r of receivers) await r.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  async function run(listen: 'direct' | 'off', requests: number): Promise<void> {
+    const receiver = await startHttpReceiver();
+    receivers.push(receiver);
+    const account = await cli(['accounts', 'create', '--name', `bouncer-${listen}-${Date.now()}`]);
+    const client = await cli(['clients', 'create', '--account', account.id]);
+    const file = join(dataDir, `experience-${account.id}.json`);
+    writeFileSync(file, JSON.stringify({ name: 'summer', title: 'Summer', prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }] }));
+    await cli(['experiences', 'import', file, '--account', account.id]);
+
+    const listenEnv = { DATABASE_LISTEN_URL: listen === 'direct' ? directUrl() : 'off' };
+    const apiService = await startChildService({ ...env, ...listenEnv }, ['--role', 'api']);
+    services.push(apiService);
+    const metricsPorts = [await freePort(), await freePort()];
+    const workers = await Promise.all(metricsPorts.map((port) => startChildService({ ...env, ...listenEnv, LOG_LEVEL: 'info', METRICS_PORT: String(port) }, ['--role', 'worker'])));
+    services.push(...workers);
+    for (const worker of workers) {
+      await eventually(() => {
+        if (worker.process.exitCode !== null) throw new Error(`worker exited: ${worker.output()}`);
+        return worker.output().includes('job worker started');
+      }, 60_000, 'a worker to start');
+    }
+
+    const response = await fetch(`${apiService.url}/v2/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret, scope: client.scopes }),
+    });
+    assert.equal(response.status, 200);
+    const token = ((await response.json()) as { access_token: string }).access_token;
+    for (const event of ['registered-requests', 'processed-requests']) {
+      const created = await api(apiService.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url: `${receiver.url}/${event}` } } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+    }
+
+    const ids = await sendRequests(apiService.url, token, requests, 20);
+    await eventually(() => receiver.requests.length >= requests * 2, 120_000, `${requests * 2} notifications through PgBouncer`);
+    const webhookIds = receiver.requests.map((r) => String(r.headers['webhook-id']));
+    assert.equal(new Set(webhookIds).size, requests * 2, 'each notification arrived once');
+    const arrivedFor = new Set(receiver.requests.map((r) => `${(JSON.parse(r.body) as { id: string }).id} ${r.headers['x-webhook-event']}`));
+    for (const id of ids) for (const event of ['registered-requests', 'processed-requests']) assert.ok(arrivedFor.has(`${id} ${event}`), `${event} of ${id}`);
+
+    // Woken by NOTIFY through the direct session, or never (polling only).
+    let notified = 0;
+    for (const port of metricsPorts) {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      notified += Number(/^rewards_job_wakeups_total\{source="notify"\} (\S+)$/m.exec(text)?.[1] ?? 0);
+    }
+    if (listen === 'direct') assert.ok(notified > 0, 'the workers were woken by NOTIFY');
+    else assert.equal(notified, 0, 'no LISTEN: no NOTIFY wake-up');
+
+    for (const s of [apiService, ...workers]) s.process.kill('SIGTERM');
+    for (const s of [apiService, ...workers]) assert.equal(await s.exited, 0, s.output());
+  }
+
+  it('LISTEN on a direct connection (DATABASE_LISTEN_URL): every notification arrives once', async () => {
+    await run('direct', 200);
+  });
+
+  it('LISTEN off (DATABASE_LISTEN_URL=off): the workers poll, every notification arrives once', async () => {
+    await run('off', 50);
+  });
+});
