@@ -48,11 +48,15 @@ interface System {
   enqueueOne(tag: string, n: number): Promise<string>;
   /** Jobs not finished yet (delivered but not completed included). */
   unfinished(): Promise<number>;
+  /** The worker process (its CPU time is measured). */
+  workerPid: number;
   stop(): Promise<void>;
 }
 
 interface Costs {
   statements: number | undefined;
+  /** CPU time of the worker process, ms per notification. */
+  workerCpuMs: number;
   cpuMs: number;
   walBytes: number;
 }
@@ -83,39 +87,40 @@ async function admin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Pro
 
 /** CPU time of every postgres process now (ms); backends that exited in between are lost, so phases keep their pools open. */
 function postgresCpuMs(): number {
-  const ticks = 100; // USER_HZ on Linux
   let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      if (name !== 'postgres') continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += Number(fields[11]) + Number(fields[12]); // utime, stime
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  return (total * 1000) / ticks;
+  for (const entry of readdirSync('/proc')) if (/^\d+$/.test(entry)) total += processCpuMs(Number(entry), 'postgres');
+  return total;
 }
 
-async function costSnapshot(client: pg.Client): Promise<{ statements: number | undefined; cpuMs: number; lsn: string }> {
+/** CPU time (user + system) of process `pid` so far, in ms; 0 if it is gone or not named `name`. */
+function processCpuMs(pid: number, name?: string): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    if (name !== undefined && stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) return 0;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in USER_HZ (100 on Linux)
+  } catch {
+    return 0; // exited meanwhile
+  }
+}
+
+async function costSnapshot(client: pg.Client, workerPid: number): Promise<{ statements: number | undefined; cpuMs: number; workerCpuMs: number; lsn: string }> {
   const statements = await client
     .query<{ n: string }>('select coalesce(sum(calls), 0) as n from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())')
     .then((r) => Number(r.rows[0]!.n))
     .catch(() => undefined);
   const lsn = (await client.query<{ lsn: string }>('select pg_current_wal_lsn() as lsn')).rows[0]!.lsn;
-  return { statements, cpuMs: postgresCpuMs(), lsn };
+  return { statements, cpuMs: postgresCpuMs(), workerCpuMs: processCpuMs(workerPid), lsn };
 }
 
-async function costSince(client: pg.Client, before: Awaited<ReturnType<typeof costSnapshot>>, count: number): Promise<Costs> {
-  const after = await costSnapshot(client);
+async function costSince(client: pg.Client, before: Awaited<ReturnType<typeof costSnapshot>>, count: number, workerPid: number): Promise<Costs> {
+  const after = await costSnapshot(client, workerPid);
   const wal = Number((await client.query<{ bytes: string }>('select pg_wal_lsn_diff($1, $2) as bytes', [after.lsn, before.lsn])).rows[0]!.bytes);
   return {
     // The snapshot's own statement is counted once; take it out.
     statements: before.statements === undefined || after.statements === undefined ? undefined : (after.statements - before.statements - 1) / count,
     cpuMs: (after.cpuMs - before.cpuMs) / count,
+    workerCpuMs: (after.workerCpuMs - before.workerCpuMs) / count,
     walBytes: wal / count,
   };
 }
@@ -142,6 +147,7 @@ async function graphileWorker(url: string, receiverUrl: string, withLog: boolean
   const worker = await startPeerWorker(withLog ? 'graphile-worker+log' : 'graphile-worker', url, schema, receiverUrl, SECRET);
   return {
     name: withLog ? 'graphile-worker+log' : 'graphile-worker',
+    workerPid: worker.process.pid!,
     async enqueueMany(count, tag) {
       await utils.addJobs(Array.from({ length: count }, (_, n) => ({ identifier: 'deliver', payload: job(tag, n) })));
     },
@@ -174,6 +180,7 @@ async function pgBoss(url: string, receiverUrl: string): Promise<System> {
   const worker = await startPeerWorker('pg-boss', url, schema, receiverUrl, SECRET);
   return {
     name: 'pg-boss',
+    workerPid: worker.process.pid!,
     async enqueueMany(count, tag) {
       await boss.insert('deliver', Array.from({ length: count }, (_, n) => ({ data: job(tag, n) })));
     },
@@ -203,6 +210,7 @@ async function service(url: string, receiverUrl: string): Promise<System> {
   const tenant = await setUpTenant(rewards, receiverUrl);
   return {
     name: SERVICE,
+    workerPid: rewards.process.pid!,
     async enqueueMany(count, tag) {
       await preload(storage, tenant, count, tag);
     },
@@ -268,11 +276,11 @@ async function round(system: System, receiverUrl: string, postgresUrl: string, c
   const baseline = perSecond((await plainPostLoop(receiverUrl, count)).stats);
   await reset(receiverUrl);
   const costs = await admin(postgresUrl, async (client) => {
-    const before = await costSnapshot(client);
+    const before = await costSnapshot(client, system.workerPid);
     await system.enqueueMany(count, `tp${index}`);
     const stats: Stats = await waitForCount(receiverUrl, count, `${system.name} throughput`);
     await waitUntilFinished(system);
-    const result = await costSince(client, before, count);
+    const result = await costSince(client, before, count, system.workerPid);
     return { ...result, throughput: perSecond(stats) };
   });
   await waitForQuietMachine({ postgresUrl });
@@ -294,7 +302,7 @@ function describe(list: RoundResult[], count: number): string {
     `${spread(list.map((r) => r.throughput), fmt)} deliveries/s (min / median / max, ${fmt(count)} preloaded); ` +
     `at ${RATE}/s (enqueued at ${spread(list.map((r) => r.enqueued), fmt)}/s) p50 ${spread(list.map((r) => r.p50), ms)} ms, p99 ${spread(list.map((r) => r.p99), ms)} ms; at ${LIGHT_RATE}/s p50 ${spread(list.map((r) => r.lightP50), ms)} ms; ` +
     `${costs[0]!.statements === undefined ? 'statements n/a (no pg_stat_statements)' : `${median(costs.map((x) => x.statements!)).toFixed(2)} statements`}, ` +
-    `${(median(costs.map((x) => x.cpuMs)) * 1000).toFixed(0)} µs postgres CPU, ${fmt(median(costs.map((x) => x.walBytes)))} B WAL per notification`
+    `${(median(costs.map((x) => x.cpuMs)) * 1000).toFixed(0)} µs postgres CPU, ${(median(costs.map((x) => x.workerCpuMs)) * 1000).toFixed(0)} µs worker CPU, ${fmt(median(costs.map((x) => x.walBytes)))} B WAL per notification`
   );
 }
 
