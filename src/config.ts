@@ -19,6 +19,8 @@ export interface Config {
   retryIntervalMs: number;
   /** SUBSCRIPTION_DISABLE_AFTER: a subscription whose every attempt failed this long is switched off; 0 = never. */
   subscriptionDisableAfterMs: number;
+  /** NOTIFICATION_RETENTION: ended notifications (and their attempts) older than this are deleted by the worker; 0 = kept for ever. */
+  notificationRetentionMs: number;
   callbackTimeoutMs: number;
   callbackAllowPrivateNetworks: boolean;
   mtlsCertFile: string | undefined;
@@ -122,6 +124,7 @@ export function loadConfig(env: Env = process.env): Config {
     retryMaxAttempts: read('RETRY_MAX_ATTEMPTS', 5, integer(1, 100)),
     retryIntervalMs: read('RETRY_INTERVAL', 3 * 3_600_000, duration(1)),
     subscriptionDisableAfterMs: read('SUBSCRIPTION_DISABLE_AFTER', 5 * 86_400_000, (raw) => (raw.trim() === '0' ? 0 : duration(1)(raw))),
+    notificationRetentionMs: read('NOTIFICATION_RETENTION', 90 * 86_400_000, (raw) => (raw.trim() === '0' ? 0 : duration(60_000)(raw))),
     callbackTimeoutMs: read('CALLBACK_TIMEOUT', 10_000, duration(1)),
     callbackAllowPrivateNetworks: read('CALLBACK_ALLOW_PRIVATE_NETWORKS', false, boolean),
     mtlsCertFile: read<string | undefined>('MTLS_CERT_FILE', undefined, (raw) => raw),

@@ -72,3 +72,14 @@ export function newId(prefix: string, now = Date.now()): string {
   }
   return `${prefix}_${out}`;
 }
+
+/** The lowest id `newId(prefix, at)` can make: every id made before `at` sorts below it. */
+export function firstIdAt(prefix: string, at: number): string {
+  let out = '';
+  let time = Math.max(0, at);
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[time % 32]! + out;
+    time = Math.floor(time / 32);
+  }
+  return `${prefix}_${out}${ALPHABET[0]!.repeat(16)}`;
+}

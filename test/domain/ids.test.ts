@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { newId } from '../../src/domain/ids.js';
+import { describe, it, test } from 'node:test';
+import { firstIdAt, newId } from '../../src/domain/ids.js';
 
 describe('newId', () => {
   const timePart = (id: string) => id.split('_')[1]!.slice(0, 10);
@@ -25,4 +25,12 @@ describe('newId', () => {
     const b = newId('x', 1_000);
     assert.notEqual(a.slice(12), b.slice(12), 'returning to a millisecond does not continue its old count');
   });
+});
+
+test('firstIdAt: every id made before the time sorts below it, every id made at or after it does not', () => {
+  const at = Date.UTC(2026, 0, 1);
+  const boundary = firstIdAt('msg', at);
+  for (const t of [at - 86_400_000, at - 1]) assert.ok(newId('msg', t) < boundary, `an id of ${t}`);
+  for (const t of [at, at + 1, at + 86_400_000]) assert.ok(newId('msg', t) >= boundary, `an id of ${t}`);
+  assert.equal(boundary.length, newId('msg', at).length);
 });
