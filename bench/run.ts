@@ -14,10 +14,11 @@ import { benchScaleOut } from './scale-out.js';
 import { benchRecovery } from './recovery.js';
 import { benchStats } from './stats.js';
 import { benchPeers } from './peers.js';
+import { benchSoak } from './soak.js';
 import { pinLoadGenerator, PINNING, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
 /** `pinned`: this process (the load generator) on core 0 and the servers it starts on core 1 (see lib.ts). */
-type Entry = { name: string; pinned: boolean; run: (options: BenchOptions) => Promise<BenchRow[]> };
+type Entry = { name: string; pinned: boolean; run: (options: BenchOptions) => Promise<BenchRow[]>; onlyWhenNamed?: boolean };
 
 const ENTRIES: Entry[] = [
   { name: 'token', pinned: true, run: benchTokenEndpoint },
@@ -28,6 +29,8 @@ const ENTRIES: Entry[] = [
   { name: 'recovery', pinned: false, run: benchRecovery },
   { name: 'stats', pinned: false, run: benchStats },
   { name: 'peers', pinned: false, run: benchPeers },
+  // Half an hour: only when named (`--only soak`).
+  { name: 'soak', pinned: false, run: benchSoak, onlyWhenNamed: true },
 ];
 
 const args = process.argv.slice(2);
@@ -74,7 +77,7 @@ const ratioText = (row: BenchRow) => (Number.isNaN(row.ratio) ? '—' : row.rati
 const rows: BenchRow[] = [];
 const suiteStarted = performance.now();
 for (const entry of ENTRIES) {
-  if (only && !only.includes(entry.name)) continue;
+  if (only ? !only.includes(entry.name) : entry.onlyWhenNamed) continue;
   process.stderr.write(`running ${entry.name}…\n`);
   pinLoadGenerator(entry.pinned);
   await waitForQuietMachine({ postgresUrl: options.postgresUrl });

@@ -1,7 +1,7 @@
 // A webhook receiver for the delivery benchmark, in its own process so it never shares an event
 // loop with the service it measures: every POST is answered 204 (keep-alive) and its arrival time
 // recorded by webhook-id. GET /stats → {count, first, last}; GET /arrivals → [[webhookId, ms], …]
-// (first arrival per id); POST /reset clears. Times are wall-clock milliseconds with sub-ms
+// (first arrival per id); POST /reset clears; GET /take answers {count, arrivals} and clears. Times are wall-clock milliseconds with sub-ms
 // precision (comparable with the service's Date.now()).
 import { createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -30,7 +30,14 @@ const server = createServer((request, response) => {
   let body: unknown = { ok: true };
   if (request.url === '/stats') body = { count, first, last };
   else if (request.url === '/arrivals') body = [...arrivals];
-  else if (request.url === '/reset') {
+  else if (request.url === '/take') {
+    // The arrivals so far, and a fresh start, in one step: nothing arrives in between.
+    body = { count, arrivals: [...arrivals] };
+    count = 0;
+    first = 0;
+    last = 0;
+    arrivals = new Map();
+  } else if (request.url === '/reset') {
     count = 0;
     first = 0;
     last = 0;
