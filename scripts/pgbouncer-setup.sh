@@ -15,8 +15,12 @@ PGTEST_DB=$DB bash "$(dirname "$0")/postgres-setup.sh" >/dev/null
 if ! command -v pgbouncer >/dev/null 2>&1; then
   echo "pgbouncer-setup: installing pgbouncer" >&2
   apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >&2
-  # The package starts its own instance on 6432 with its own configuration: not ours.
+  # The package may start its own instance on 6432 with its own configuration: not ours.
   (service pgbouncer stop || pkill -x pgbouncer || true) >/dev/null 2>&1
+  for _ in $(seq 1 25); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null || break
+    sleep 0.2
+  done
 fi
 
 if ! (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then
