@@ -157,8 +157,8 @@ const sqliteBackend: Backend = {
 };
 
 
-/** An account with a client, an unlimited experience and one registered-request subscription to the receiver. */
-export async function setUpTenant(service: Awaited<ReturnType<typeof startRewards>>, receiverUrl: string) {
+/** An account with a client, an unlimited experience (`bench`) and a subscription per event (registered-request alone unless told) to the receiver's /hook. */
+export async function setUpTenant(service: Awaited<ReturnType<typeof startRewards>>, receiverUrl: string, events = ['registered-request']) {
   const admin = await token(service.url, service.operator.client_id, service.operator.client_secret, 'admin');
   const account = await call(service.url, 'POST', '/v2/admin/accounts', admin, { name: `bench-${randomBytes(3).toString('hex')}` });
   const client = await call(service.url, 'POST', `/v2/admin/accounts/${account.id}/clients`, admin, {});
@@ -168,7 +168,7 @@ export async function setUpTenant(service: Awaited<ReturnType<typeof startReward
     prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }],
   });
   const bearer = await token(service.url, client.client_id, client.client_secret, client.scopes);
-  const subscription = await call(service.url, 'POST', '/v2/subscriptions', bearer, { event: 'registered-request', callback: { url: `${receiverUrl}/hook` } });
+  const [subscription] = await Promise.all(events.map((event) => call(service.url, 'POST', '/v2/subscriptions', bearer, { event, callback: { url: `${receiverUrl}/hook` } })));
   return { accountId: account.id as string, bearer, subscriptionId: subscription._id as string, callbackUrl: `${receiverUrl}/hook` };
 }
 

@@ -3,9 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { call } from './cluster.js';
-import { percentile } from './delivery.js';
-import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, type BenchOptions, type BenchRow } from './lib.js';
+import { percentile, setUpTenant } from './delivery.js';
+import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, type BenchOptions, type BenchRow } from './lib.js';
 
 /**
  * Entry `soak` (only when named: `npm run bench -- --only soak`; BENCH_SOAK_MINUTES, default 30;
@@ -58,16 +57,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
   let totalDelivered = 0;
   let notDelivered = 0;
   try {
-    const operator = await token(service.url, service.operator.client_id, service.operator.client_secret, 'admin');
-    const account = await call(service.url, 'POST', '/v2/admin/accounts', operator, { name: `soak-${randomBytes(3).toString('hex')}` });
-    const client = await call(service.url, 'POST', `/v2/admin/accounts/${account.id}/clients`, operator, {});
-    await call(service.url, 'POST', `/v2/admin/experiences?accountId=${account.id}`, operator, {
-      name: 'soak',
-      title: 'Soak',
-      prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }],
-    });
-    const bearer = await token(service.url, client.client_id, client.client_secret, client.scopes);
-    for (const event of ['registered-request', 'processed-request']) await call(service.url, 'POST', '/v2/subscriptions', bearer, { event, callback: { url: `${receiver.url}/hook` } });
+    const { bearer } = await setUpTenant(service, receiver.url, ['registered-request', 'processed-request']);
 
     const db = new pg.Client({ connectionString: withSchema.toString() });
     await db.connect();
@@ -77,7 +67,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
           url: `${service.url}/v2/requests`,
           method: 'POST',
           headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ experience: 'soak', event: 'purchase' }),
+          body: JSON.stringify({ experience: 'bench', event: 'purchase' }),
           rate,
           seconds: 60,
         });

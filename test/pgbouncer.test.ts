@@ -5,13 +5,13 @@
 // arrives exactly once. Runs when TEST_PGBOUNCER_URL is set (`.ci/run` starts PgBouncer with
 // scripts/pgbouncer-setup.sh); the database behind it is emptied first.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { freePort, runCliInProcess, startChildService, type ChildService } from './support/child-service.js';
+import { cliTenant, clientToken, freePort, startChildService, startWorkerProcesses, type ChildService } from './support/child-service.js';
 import { eventually } from './support/notifications.js';
 import { startHttpReceiver, type Receiver } from './support/receivers.js';
 import { sendRequests } from './support/requests.js';
@@ -33,12 +33,6 @@ describe('behind PgBouncer in transaction mode: 1 API and 2 worker processes [po
   const services: ChildService[] = [];
   const receivers: Receiver[] = [];
   let env: Record<string, string>;
-
-  const cli = async (args: string[]) => {
-    const result = await runCliInProcess(args, env);
-    assert.equal(result.status, 0, `rewards ${args.join(' ')}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
-  };
 
   before(async () => {
     if (!BOUNCER_URL || !POSTGRES_URL) return;
@@ -67,32 +61,15 @@ describe('behind PgBouncer in transaction mode: 1 API and 2 worker processes [po
   async function run(listen: 'direct' | 'off', requests: number): Promise<void> {
     const receiver = await startHttpReceiver();
     receivers.push(receiver);
-    const account = await cli(['accounts', 'create', '--name', `bouncer-${listen}-${Date.now()}`]);
-    const client = await cli(['clients', 'create', '--account', account.id]);
-    const file = join(dataDir, `experience-${account.id}.json`);
-    writeFileSync(file, JSON.stringify({ name: 'summer', title: 'Summer', prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }] }));
-    await cli(['experiences', 'import', file, '--account', account.id]);
+    const { client } = await cliTenant(env, dataDir, `bouncer-${listen}-${Date.now()}`);
 
     const listenEnv = { DATABASE_LISTEN_URL: listen === 'direct' ? directUrl() : 'off' };
     const apiService = await startChildService({ ...env, ...listenEnv }, ['--role', 'api']);
     services.push(apiService);
     const metricsPorts = [await freePort(), await freePort()];
-    const workers = await Promise.all(metricsPorts.map((port) => startChildService({ ...env, ...listenEnv, LOG_LEVEL: 'info', METRICS_PORT: String(port) }, ['--role', 'worker'])));
+    const workers = await startWorkerProcesses(metricsPorts.map((port) => ({ ...env, ...listenEnv, METRICS_PORT: String(port) })));
     services.push(...workers);
-    for (const worker of workers) {
-      await eventually(() => {
-        if (worker.process.exitCode !== null) throw new Error(`worker exited: ${worker.output()}`);
-        return worker.output().includes('job worker started');
-      }, 60_000, 'a worker to start');
-    }
-
-    const response = await fetch(`${apiService.url}/v2/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret, scope: client.scopes }),
-    });
-    assert.equal(response.status, 200);
-    const token = ((await response.json()) as { access_token: string }).access_token;
+    const token = await clientToken(apiService.url, client);
     for (const event of ['registered-requests', 'processed-requests']) {
       const created = await api(apiService.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url: `${receiver.url}/${event}` } } });
       assert.equal(created.status, 201, JSON.stringify(created.body));

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { openStorage, type Storage } from '../src/storage/database.js';
-import { childEnvironment, runCliInProcess, startChildService, type ChildService } from './support/child-service.js';
+import { childEnvironment, cliTenant, clientToken, startChildService, startWorkerProcesses, type ChildService } from './support/child-service.js';
 import { testDialects } from './support/databases.js';
 import { eventually, verifyWebhook } from './support/notifications.js';
 import { api } from './support/test-app.js';
@@ -183,29 +182,13 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
   const services: ChildService[] = [];
   const receivers: PidReceiver[] = [];
 
-  const cli = async (args: string[]) => {
-    const result = await runCliInProcess(args, env);
-    assert.equal(result.status, 0, `rewards ${args.join(' ')}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
-  };
-
   /**
    * An account, a client, the `summer` experience and an account-wide subscription per event to
    * `receiver`: at `/<event>`, or both at `/hook` with `oneUrl`.
    */
   async function tenant(receiver: PidReceiver, { oneUrl = false } = {}): Promise<Tenant> {
-    const account = await cli(['accounts', 'create', '--name', `scale-${services.length}-${Date.now()}`]);
-    const client = await cli(['clients', 'create', '--account', account.id]);
-    const file = join(child.dataDir, `experience-${account.id}.json`);
-    writeFileSync(file, JSON.stringify({ name: 'summer', title: 'Summer', prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }] }));
-    await cli(['experiences', 'import', file, '--account', account.id]);
-    const response = await fetch(`${apiService.url}/v2/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret, scope: client.scopes }),
-    });
-    assert.equal(response.status, 200);
-    const token = ((await response.json()) as { access_token: string }).access_token;
+    const { client } = await cliTenant(env, child.dataDir, `scale-${services.length}-${Date.now()}`);
+    const token = await clientToken(apiService.url, client);
     const secrets = {} as Record<EventName, string>;
     const paths = {} as Record<EventName, string>;
     for (const event of EVENTS) {
@@ -219,14 +202,8 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
 
   /** Starts `count` worker processes and waits until each has logged that its job worker runs. */
   async function startWorkers(count: number, extraEnv: Record<string, string> = {}): Promise<ChildService[]> {
-    const workers = await Promise.all(Array.from({ length: count }, () => startChildService({ ...env, LOG_LEVEL: 'info', ...extraEnv }, ['--role', 'worker'])));
+    const workers = await startWorkerProcesses(Array.from({ length: count }, () => ({ ...env, ...extraEnv })));
     services.push(...workers);
-    for (const worker of workers) {
-      await eventually(() => {
-        if (worker.process.exitCode !== null) throw new Error(`worker exited: ${worker.output()}`);
-        return worker.output().includes('job worker started');
-      }, 60_000, 'a worker to start');
-    }
     return workers;
   }
 

@@ -1,11 +1,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { unusedPort } from './receivers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli as runCliCommands } from '../../src/cli/program.js';
 import { createPostgresSchema, postgresUrlWithSchema, type TestDialect } from './databases.js';
+import { eventually } from './notifications.js';
 
 const BIN = new URL('../../bin/rewards.js', import.meta.url).pathname;
 
@@ -68,4 +69,48 @@ export async function startChildService(env: Record<string, string>, args: strin
   }
   child.kill('SIGKILL');
   throw new Error(`service did not become ready: ${output}`);
+}
+
+/** Starts one `rewards serve --role worker` per environment and waits until each has logged that its job worker runs. */
+export async function startWorkerProcesses(envs: Record<string, string>[]): Promise<ChildService[]> {
+  const workers = await Promise.all(envs.map((env) => startChildService({ ...env, LOG_LEVEL: 'info' }, ['--role', 'worker'])));
+  for (const worker of workers) {
+    await eventually(() => {
+      if (worker.process.exitCode !== null) throw new Error(`worker exited: ${worker.output()}`);
+      return worker.output().includes('job worker started');
+    }, 60_000, 'a worker to start');
+  }
+  return workers;
+}
+
+export interface CliClient {
+  client_id: string;
+  client_secret: string;
+  scopes: string;
+}
+
+/** An account, a client and the `summer` experience (one coupon prize), made with the CLI as an operator would. */
+export async function cliTenant(env: Record<string, string>, dataDir: string, name: string): Promise<{ accountId: string; client: CliClient }> {
+  const cli = async (args: string[]) => {
+    const result = await runCliInProcess(args, env);
+    if (result.status !== 0) throw new Error(`rewards ${args.join(' ')}: ${result.stderr}`);
+    return JSON.parse(result.stdout);
+  };
+  const account = await cli(['accounts', 'create', '--name', name]);
+  const client = (await cli(['clients', 'create', '--account', account.id])) as CliClient;
+  const file = join(dataDir, `experience-${account.id}.json`);
+  writeFileSync(file, JSON.stringify({ name: 'summer', title: 'Summer', prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }] }));
+  await cli(['experiences', 'import', file, '--account', account.id]);
+  return { accountId: account.id, client };
+}
+
+/** An access token of all the client's scopes, from a running service's token endpoint. */
+export async function clientToken(serviceUrl: string, client: CliClient): Promise<string> {
+  const response = await fetch(`${serviceUrl}/v2/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret, scope: client.scopes }),
+  });
+  if (response.status !== 200) throw new Error(`token: HTTP ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { access_token: string }).access_token;
 }
