@@ -12,7 +12,7 @@ import type { JobWorker } from '../../src/worker/job-worker.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../support/authorization-server.js';
 import { CHROMIUM, chromiumAvailable, launchBrowser, seriousAccessibilityViolations, type TestBrowser } from '../support/browser.js';
 import { testDialects } from '../support/databases.js';
-import { insertExperience } from '../support/experiences.js';
+import { tenantWithExperience } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
 import { gate, startHttpReceiver, type Receiver } from '../support/receivers.js';
 import { waitForStatus } from '../support/requests.js';
@@ -99,19 +99,14 @@ for (const dialect of testDialects()) {
     };
 
     /** A client account with the `summer` experience and a full-scope token. */
-    const tenant = async () => {
-      const client = await t.createClientAccount();
-      const token = await t.token(client);
-      await insertExperience(t.deps.db, client.accountId, {
-        name: 'summer',
+    const tenant = () =>
+      tenantWithExperience(t, {
         title: 'Summer campaign',
         prizes: [
           { id: 'cpn-10', bucket: 'coupons', value: 10, quantity: 1, kind: 'coupon', stock: 50 },
           { id: 'tv', bucket: 'tv', value: 0, quantity: 1, kind: 'physical', stock: 0 },
         ],
       });
-      return { client, token };
-    };
 
     it('signs in with a client id and secret, shows the overview with each subscription, signs out and forgets the token', async () => {
       const { client, token } = await tenant();

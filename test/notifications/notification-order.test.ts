@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
-import { insertExperience } from '../support/experiences.js';
+import { tenantWithExperience } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
 import { startHttpReceiver, type Receiver, type RecordedRequest } from '../support/receivers.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
@@ -62,13 +62,7 @@ for (const dialect of testDialects()) {
     });
 
     const tenant = async () => {
-      client = await t.createClientAccount();
-      token = await t.token(client);
-      await insertExperience(t.deps.db, client.accountId, {
-        name: 'summer',
-        title: 'Summer campaign',
-        prizes: [{ id: 'cpn-10', bucket: 'coupons', value: 10, quantity: 1, kind: 'coupon', stock: 100 }],
-      });
+      ({ client, token } = await tenantWithExperience(t, { title: 'Summer campaign', prizes: [{ id: 'cpn-10', bucket: 'coupons', value: 10, quantity: 1, kind: 'coupon', stock: 100 }] }));
     };
     const subscribe = async (event: string, url: string) => {
       const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url } } });

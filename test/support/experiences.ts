@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Executor } from '../../src/storage/database.js';
 import type { PrizesTable } from '../../src/storage/tables/index.js';
+import type { TestApp } from './test-app.js';
+import type { ClientCredentials } from './test-database.js';
 
 export interface PrizeSpec {
   id?: string;
@@ -71,4 +73,15 @@ export async function insertExperience(db: Executor, accountId: string, spec: Ex
 export async function prizeStock(db: Executor, experienceId: string, prizeId: string): Promise<number | null> {
   const row = await db.selectFrom('prizes').select('stock').where('experience_id', '=', experienceId).where('id', '=', prizeId).executeTakeFirstOrThrow();
   return row.stock;
+}
+
+/**
+ * A fresh client account with one experience (named `summer` unless given) and a token of all its
+ * scopes: each test gets its own account, so tests never see each other's subscriptions.
+ */
+export async function tenantWithExperience(t: TestApp, experience: ExperienceSpec): Promise<{ client: ClientCredentials; token: string }> {
+  const client = await t.createClientAccount();
+  const token = await t.token(client);
+  await insertExperience(t.deps.db, client.accountId, { name: 'summer', ...experience });
+  return { client, token };
 }
