@@ -187,6 +187,14 @@ for (const dialect of testDialects()) {
       assert.equal(most, dialect === 'postgres' ? 2 : 1);
     });
 
+    it('takes up to 512 transactional jobs per batch on PostgreSQL, 256 on SQLite, unless told', async () => {
+      const sizes: number[] = [];
+      const handlers: JobHandlers = { take: { mode: 'transactional', handle: async (_tx, jobs) => void sizes.push(jobs.length) } };
+      await enqueueJobs(t.deps.db, Array.from({ length: 600 }, (_, i) => ({ kind: 'take', payload: i })));
+      await worker(handlers, { autoStart: false }).runUntilIdle();
+      assert.deepEqual(sizes, dialect === 'postgres' ? [512, 88] : [256, 256, 88]);
+    });
+
     it('a job that reports its external work done frees its slot while its outcome is still being recorded', async () => {
       let releaseBookkeeping!: () => void;
       const bookkeeping = new Promise<void>((resolve) => (releaseBookkeeping = resolve));

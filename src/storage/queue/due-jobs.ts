@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 
 /**
  * The ids of up to `limit` due pending jobs of `kinds`, oldest `run_at` first, as a subquery for
- * the claim (`claimDueJobs`) and the batch lock (`lockDueJobs`).
+ * the claim (`claimDueJobs`) and the batch's take (`takeDueJobs`).
  *
  * Each kind is read from its own range of `jobs_pending_kind_run_at_idx`. On PostgreSQL that is
  * one locking CTE per kind (`FOR UPDATE SKIP LOCKED`: other workers take other jobs; PostgreSQL
