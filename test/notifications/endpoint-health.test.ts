@@ -5,7 +5,7 @@ import { recordEndpointHealth } from '../../src/services/endpoint-health.js';
 import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
-import { insertExperience } from '../support/experiences.js';
+import { tenantWithExperience } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
 import { startHttpReceiver, startHttpsReceiver, type Receiver } from '../support/receivers.js';
 import { testPki, writePkiFiles, type TestPki } from '../support/test-pki.js';
@@ -39,10 +39,9 @@ for (const dialect of testDialects()) {
     });
     /** A fresh account with the `summer` experience: per-experience subscriptions of one test never see another's requests. */
     const tenant = async () => {
-      const client = await t.createClientAccount();
-      token = await t.token(client);
-      readOnly = await t.token(client, 'subscriptions:read');
-      await insertExperience(t.deps.db, client.accountId, { name: 'summer', prizes: [{ id: 'cpn', bucket: 'c', value: 1, kind: 'coupon' }] });
+      const tenant = await tenantWithExperience(t, { prizes: [{ id: 'cpn', bucket: 'c', value: 1, kind: 'coupon' }] });
+      token = tenant.token;
+      readOnly = await t.token(tenant.client, 'subscriptions:read');
     };
     after(async () => {
       await worker.stop();

@@ -5,7 +5,7 @@ import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../support/authorization-server.js';
 import { testDialects } from '../support/databases.js';
-import { insertExperience } from '../support/experiences.js';
+import { tenantWithExperience } from '../support/experiences.js';
 import { eventually, verifyWebhook } from '../support/notifications.js';
 import { startHttpReceiver, startHttpsReceiver, type RecordedRequest, type Reply, type Responder } from '../support/receivers.js';
 import { testPki, writePkiFiles, type TestPki } from '../support/test-pki.js';
@@ -74,9 +74,7 @@ for (const dialect of testDialects()) {
 
     /** A fresh account with an unlimited `summer` experience, and helpers bound to its token. */
     const tenant = async () => {
-      const client = await t.createClientAccount();
-      const token = await t.token(client);
-      await insertExperience(t.deps.db, client.accountId, { name: 'summer', prizes: [{ id: 'cpn', value: 10, stock: null }] });
+      const { token } = await tenantWithExperience(t, { prizes: [{ id: 'cpn', value: 10, stock: null }] });
       const subscribe = async (callback: Record<string, unknown>) => {
         const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback } });
         assert.equal(created.status, 201, JSON.stringify(created.body));

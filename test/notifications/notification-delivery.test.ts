@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
-import { insertExperience } from '../support/experiences.js';
+import { insertExperience, tenantWithExperience } from '../support/experiences.js';
 import { eventually, verifyWebhook } from '../support/notifications.js';
 import { startHttpReceiver, type Receiver } from '../support/receivers.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
@@ -18,16 +18,13 @@ for (const dialect of testDialects()) {
 
     /** A fresh account with the `summer` experience: tests never see each other's subscriptions. */
     const tenant = async () => {
-      client = await t.createClientAccount();
-      token = await t.token(client);
-      await insertExperience(t.deps.db, client.accountId, {
-        name: 'summer',
+      ({ client, token } = await tenantWithExperience(t, {
         title: 'Summer campaign',
         prizes: [
           { id: 'cpn-10', bucket: 'coupons', value: 10, quantity: 1, kind: 'coupon', stock: 5 },
           { id: 'gone', bucket: 'tv', value: 0, quantity: 1, kind: 'physical', stock: 0 },
         ],
-      });
+      }));
     };
 
     before(async () => {

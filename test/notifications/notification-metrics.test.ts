@@ -5,7 +5,7 @@ import { buildJobHandlers } from '../../src/worker/registry.js';
 import { DELIVER_NOTIFICATION } from '../../src/services/schedule-delivery.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
-import { insertExperience } from '../support/experiences.js';
+import { tenantWithExperience } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
 import { gate, startHttpReceiver, type Receiver } from '../support/receivers.js';
 import { api, startTestApp, type TestApp } from '../support/test-app.js';
@@ -60,9 +60,7 @@ for (const dialect of testDialects()) {
 
     before(async () => {
       t = await startTestApp(dialect, { RETRY_INTERVAL: '50ms', RETRY_MAX_ATTEMPTS: '2' });
-      const client = await t.createClientAccount();
-      token = await t.token(client);
-      await insertExperience(t.deps.db, client.accountId, { name: 'summer', prizes: [{ value: 5, stock: null }] });
+      ({ token } = await tenantWithExperience(t, { prizes: [{ value: 5, stock: null }] }));
       receiver = await startHttpReceiver();
       const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback: { url: `${receiver.url}/hook` } } });
       assert.equal(created.status, 201, JSON.stringify(created.body));

@@ -8,7 +8,7 @@ import type { JobWorker } from '../../src/worker/job-worker.js';
 import { turnTime } from '../../src/worker/notifications/rate-limiter.js';
 import { startWorker } from '../../src/worker/start-worker.js';
 import { testDialects } from '../support/databases.js';
-import { insertExperience } from '../support/experiences.js';
+import { tenantWithExperience } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
 import { startHttpReceiver, type Receiver } from '../support/receivers.js';
 import { sendRequests } from '../support/requests.js';
@@ -92,9 +92,7 @@ for (const dialect of testDialects()) {
 
     /** A fresh account with the `summer` experience: tests never see each other's subscriptions. */
     const tenant = async () => {
-      const client = await t.createClientAccount();
-      token = await t.token(client);
-      await insertExperience(t.deps.db, client.accountId, { name: 'summer', prizes: [{ id: 'cpn', value: 10, stock: null }] });
+      ({ token } = await tenantWithExperience(t, { prizes: [{ id: 'cpn', value: 10, stock: null }] }));
     };
     const subscribe = async (url: string, extra: Record<string, unknown> = {}) => {
       const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', callback: { url }, ...extra } });

@@ -7,7 +7,7 @@ import { createSubscription } from '../../src/services/subscriptions.js';
 import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
-import { insertExperience } from '../support/experiences.js';
+import { tenantWithExperience } from '../support/experiences.js';
 import { eventually, verifyWebhook } from '../support/notifications.js';
 import { gate, startHttpReceiver, type Receiver } from '../support/receivers.js';
 import { sendRequests } from '../support/requests.js';
@@ -49,9 +49,7 @@ for (const dialect of testDialects()) {
 
     /** A fresh account with the `summer` experience and one subscription to a receiver that is down. */
     const tenant = async (): Promise<Tenant> => {
-      const client = await t.createClientAccount();
-      const token = await t.token(client);
-      await insertExperience(t.deps.db, client.accountId, { name: 'summer', prizes: [{ value: 10, stock: null }] });
+      const { client, token } = await tenantWithExperience(t, { prizes: [{ value: 10, stock: null }] });
       const receiver = await startHttpReceiver(DOWN);
       receivers.push(receiver);
       const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback: { url: `${receiver.url}/hook` } } });

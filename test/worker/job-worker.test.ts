@@ -273,6 +273,26 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       await w.stop();
     });
 
+    it('a NOTIFY naming only delivery kinds wakes the delivery loop and leaves the transactional loops asleep', async () => {
+      let calls = 0;
+      const w = start(t.deps.storage, { ...handlers(), call: { mode: 'standalone', handle: async () => void (calls += 1) } }, { pollIntervalMs: 3_600_000 });
+      try {
+        await sleep(300); // LISTEN is established and both loops found nothing
+        const stock = await prizeStock(t.deps.db, experienceId, 'p');
+        await other.db.transaction().execute(async (tx) => {
+          await enqueueJobs(tx, [{ kind: 'take', payload: 1 }, { kind: 'call', payload: 1 }]);
+          await notifyOtherProcesses(tx, ['call']);
+        });
+        await eventually(async () => (calls === 1 ? true : undefined), 60_000, 'the delivery loop to wake');
+        await sleep(300);
+        assert.equal(await prizeStock(t.deps.db, experienceId, 'p'), stock, 'the due transactional job waits: its loops were not woken');
+        await other.db.transaction().execute((tx) => notifyOtherProcesses(tx, ['take']));
+        await eventually(async () => ((await prizeStock(t.deps.db, experienceId, 'p')) === stock! - 1 ? true : undefined), 60_000, 'the transactional loops to wake');
+      } finally {
+        await w.stop();
+      }
+    });
+
     it('a worker whose lease expired mid-transaction keeps its row lock: nobody steals the job, it takes effect once', async () => {
       let release!: () => void;
       const gate = new Promise<void>((resolve) => (release = resolve));
