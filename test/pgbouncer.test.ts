@@ -3,14 +3,18 @@
 // needs a session that stays one server connection, so the workers LISTEN on a direct connection
 // (DATABASE_LISTEN_URL); with DATABASE_LISTEN_URL=off they poll. Either way every notification
 // arrives exactly once. Runs when TEST_PGBOUNCER_URL is set (`.ci/run` starts PgBouncer with
-// scripts/pgbouncer-setup.sh); the database behind it is emptied first.
+// scripts/pgbouncer-setup.sh); the database behind it is emptied first. Migrations go through it
+// too: several processes starting at once must not wait on each other's migration lock.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { openStorage } from '../src/storage/database.js';
+import { migrateToLatest } from '../src/storage/migrations/index.js';
 import { cliTenant, clientToken, freePort, startChildService, startWorkerProcesses, type ChildService } from './support/child-service.js';
 import { eventually } from './support/notifications.js';
 import { startHttpReceiver, type Receiver } from './support/receivers.js';
@@ -94,6 +98,29 @@ describe('behind PgBouncer in transaction mode: 1 API and 2 worker processes [po
     for (const s of [apiService, ...workers]) s.process.kill('SIGTERM');
     for (const s of [apiService, ...workers]) assert.equal(await s.exited, 0, s.output());
   }
+
+  it('processes starting at once migrate through it: one applies the migrations, none waits on a lock left behind', async () => {
+    // Kysely's session-level lock was taken and released on different server connections here:
+    // the others then waited for the server_idle_timeout (10 minutes), every time.
+    const stores = Array.from({ length: 4 }, () => openStorage(BOUNCER_URL!));
+    const direct = new pg.Client({ connectionString: directUrl() });
+    await direct.connect();
+    const advisoryLocks = "from pg_locks where locktype = 'advisory' and database = (select oid from pg_database where datname = current_database())";
+    try {
+      const reports = await Promise.race([
+        Promise.all(stores.map((storage) => migrateToLatest(storage.db))),
+        sleep(30_000).then(() => assert.fail('the migrations did not finish within 30 s: a migrator waits on a lock')),
+      ]);
+      assert.deepEqual(reports.map((report) => report.applied.length > 0).sort(), [false, false, false, true], 'exactly one process applied the migrations');
+      const { rows } = await direct.query(`select count(*)::int as held ${advisoryLocks}`);
+      assert.equal(rows[0].held, 0, 'no advisory lock is left on a server connection');
+    } finally {
+      // A migrator stuck on a lock left behind would keep its pool, and this file, from ending.
+      await direct.query(`select pg_terminate_backend(pid) ${advisoryLocks}`);
+      await direct.end();
+      await Promise.all(stores.map((storage) => storage.close().catch(() => {})));
+    }
+  });
 
   it('LISTEN on a direct connection (DATABASE_LISTEN_URL): every notification arrives once', async () => {
     await run('direct', 200);

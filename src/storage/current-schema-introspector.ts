@@ -1,4 +1,5 @@
-import { PostgresDialect, sql, type DatabaseIntrospector, type DatabaseMetadataOptions, type Kysely, type TableMetadata } from 'kysely';
+import { PostgresDialect, sql, type DatabaseIntrospector, type DatabaseMetadataOptions, type DialectAdapter, type Kysely, type TableMetadata } from 'kysely';
+import { TransactionScopedMigrationLock } from './migration-lock.js';
 
 /**
  * Kysely's PostgreSQL introspector reads the columns of every schema in the database, calling
@@ -47,9 +48,16 @@ class CurrentSchemaIntrospector implements DatabaseIntrospector {
   }
 }
 
-/** PostgresDialect whose introspection stays in the connection's current schema. */
+/**
+ * PostgresDialect whose introspection stays in the connection's current schema, and whose
+ * migration lock is held by a transaction (migration-lock.ts: it works through PgBouncer).
+ */
 export class CurrentSchemaPostgresDialect extends PostgresDialect {
   override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
     return new CurrentSchemaIntrospector(db, super.createIntrospector(db));
+  }
+
+  override createAdapter(): DialectAdapter {
+    return new TransactionScopedMigrationLock();
   }
 }
