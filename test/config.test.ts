@@ -59,4 +59,12 @@ describe('configuration from the environment', () => {
     assert.equal(loadConfig({ DATABASE_LISTEN_URL: 'postgres://u:p@db:5432/rewards' }).databaseListenUrl, 'postgres://u:p@db:5432/rewards');
     assert.throws(() => loadConfig({ DATABASE_LISTEN_URL: 'no' }), /DATABASE_LISTEN_URL/);
   });
+
+  it('NOTIFICATION_RETENTION: 90 days unless given, 0 keeps everything, at least a minute', () => {
+    assert.equal(loadConfig({}).notificationRetentionMs, 90 * 86_400_000);
+    assert.equal(loadConfig({ NOTIFICATION_RETENTION: '0' }).notificationRetentionMs, 0);
+    assert.equal(loadConfig({ NOTIFICATION_RETENTION: '30d' }).notificationRetentionMs, 30 * 86_400_000);
+    assert.throws(() => loadConfig({ NOTIFICATION_RETENTION: '30s' }), /NOTIFICATION_RETENTION/);
+    assert.throws(() => loadConfig({ NOTIFICATION_RETENTION: 'soon' }), /NOTIFICATION_RETENTION/);
+  });
 });

@@ -53,12 +53,7 @@ export function newId(prefix: string, now = Date.now()): string {
     randomTenBytes(lastRandom);
     lastTime = now;
   }
-  let out = '';
-  let time = now;
-  for (let i = 0; i < 10; i++) {
-    out = ALPHABET[time % 32]! + out;
-    time = Math.floor(time / 32);
-  }
+  let out = timePart(now);
   let bits = 0;
   let value = 0;
   for (const byte of lastRandom) {
@@ -75,11 +70,16 @@ export function newId(prefix: string, now = Date.now()): string {
 
 /** The lowest id `newId(prefix, at)` can make: every id made before `at` sorts below it. */
 export function firstIdAt(prefix: string, at: number): string {
+  return `${prefix}_${timePart(Math.max(0, at))}${ALPHABET[0]!.repeat(16)}`;
+}
+
+/** The 10 base32 characters of an id's milliseconds, most significant first. */
+function timePart(ms: number): string {
   let out = '';
-  let time = Math.max(0, at);
+  let time = ms;
   for (let i = 0; i < 10; i++) {
     out = ALPHABET[time % 32]! + out;
     time = Math.floor(time / 32);
   }
-  return `${prefix}_${out}${ALPHABET[0]!.repeat(16)}`;
+  return out;
 }

@@ -86,21 +86,11 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     return { db, dialect: 'sqlite', pool: undefined, close: () => db.destroy() };
   }
-  const schemaOption = options.schema ? { options: `-c search_path=${options.schema}` } : {};
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10, ...schemaOption });
-  // A connection PostgreSQL drops (a restart, pg_terminate_backend) makes its client emit 'error'.
-  // The pool listens only to idle clients; a client in use (a transaction between two statements,
-  // the LISTEN connection) would have no listener, and an unhandled 'error' ends the process. The
-  // statement in flight is rejected anyway, so the work that used the client fails and is retried;
-  // the pool drops the dead client at its release.
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
+  const pool = postgresPool(databaseUrl, options.poolSize ?? 10, options.schema);
   const db = new Kysely<Database>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
   if (options.listenUrl === 'off') return { db, dialect: 'postgres', pool: undefined, close: () => db.destroy() };
   if (!options.listenUrl) return { db, dialect: 'postgres', pool, close: () => db.destroy() };
-  const listenPool = new pg.Pool({ connectionString: options.listenUrl, max: 1, ...schemaOption });
-  listenPool.on('error', () => {});
-  listenPool.on('connect', (client) => client.on('error', () => {}));
+  const listenPool = postgresPool(options.listenUrl, 1, options.schema);
   return {
     db,
     dialect: 'postgres',
@@ -110,4 +100,19 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
       await listenPool.end();
     },
   };
+}
+
+/**
+ * A pg pool that survives dropped connections. A connection PostgreSQL drops (a restart,
+ * pg_terminate_backend) makes its client emit 'error'. The pool listens only to idle clients; a
+ * client in use (a transaction between two statements, the LISTEN connection) would have no
+ * listener, and an unhandled 'error' ends the process. The statement in flight is rejected anyway,
+ * so the work that used the client fails and is retried; the pool drops the dead client at its
+ * release.
+ */
+function postgresPool(connectionString: string, max: number, schema: string | undefined): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max, ...(schema ? { options: `-c search_path=${schema}` } : {}) });
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  return pool;
 }

@@ -87,13 +87,13 @@ export async function takeFailedNotifications(db: Executor, ids: string[], windo
   return (await takeFailed(db, idList(db, ids), window.since, window.until, now)).map((row) => row.id);
 }
 
-/** Deletes the failed delivery jobs under `keys` (dedupe keys; encoded as for takeFailed) so new ones can be enqueued under them. */
+/** Deletes the failed delivery jobs under `keys` (dedupe keys): so new ones can be enqueued under them (recovery), or with their notifications (retention). */
 const deleteFailedJobs = precompiled<[string | string[]], unknown>((db, keys) =>
   isPostgres(db as never)
     ? sql`delete from jobs where state = 'failed' and dedupe_key = any(${keys}::text[])`
     : sql`delete from jobs where state = 'failed' and dedupe_key in (select value from json_each(${keys}))`,
 );
 
-export async function deleteFailedJobsByKey(db: Executor, dedupeKeys: string[]): Promise<void> {
-  if (dedupeKeys.length > 0) await deleteFailedJobs(db, isPostgres(db as never) ? dedupeKeys : JSON.stringify(dedupeKeys));
+export async function deleteFailedJobsByKey(db: Executor, dedupeKeys: readonly string[]): Promise<void> {
+  if (dedupeKeys.length > 0) await deleteFailedJobs(db, idList(db, dedupeKeys));
 }

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import type { Executor } from '../database.js';
 import { isPostgres } from '../migrations/types.js';
-import { idList, precompiled } from '../precompiled.js';
+import { precompiled } from '../precompiled.js';
+import { deleteFailedJobsByKey } from './notification-recovery.js';
 
 /**
  * NOTIFICATION_RETENTION (docs/notifications.md, "Retention"): the ended notifications (succeeded
@@ -17,18 +18,12 @@ const deleteEnded = precompiled<[string, number], { id: string }>((db, beforeId,
           (select id from notifications where id < ${beforeId} and status <> 'pending' order by id limit ${limit}) returning id`,
 );
 
-/** The delivery jobs left failed (dead letters) of notifications that are gone. */
-const deleteDeadJobs = precompiled<[string | string[]], { id: string }>((db, keys) =>
-  isPostgres(db as never)
-    ? sql<{ id: string }>`delete from jobs where dedupe_key = any(${keys}::text[]) and state = 'failed' returning id`
-    : sql<{ id: string }>`delete from jobs where dedupe_key in (select value from json_each(${keys})) and state = 'failed' returning id`,
-);
-
 /** One batch, in one transaction: returns how many notifications it deleted (fewer than `limit`: nothing older is left). */
 export async function deleteEndedNotifications(db: Executor, beforeId: string, limit: number, deliveryKey: (id: string) => string): Promise<number> {
   const run = async (tx: Executor) => {
     const gone = await deleteEnded(tx, beforeId, limit);
-    if (gone.length > 0) await deleteDeadJobs(tx, idList(tx, gone.map((row) => deliveryKey(row.id))));
+    // The delivery jobs left failed (dead letters) of the notifications now gone.
+    await deleteFailedJobsByKey(tx, gone.map((row) => deliveryKey(row.id)));
     return gone.length;
   };
   return db.isTransaction ? run(db) : db.transaction().execute(run);
