@@ -218,9 +218,12 @@ for (const dialect of testDialects()) {
       const dir = join(root, 'built-at-start', 'dist');
       const script = join(root, 'built-at-start', 'scripts', 'build-console.mjs');
       mkdirSync(join(root, 'built-at-start', 'scripts'), { recursive: true });
+      // The script builds only once the test has seen the 503 and says "go" (a file), so a slow
+      // start of the app cannot let the build finish first.
+      const go = join(root, 'built-at-start', 'go');
       writeFileSync(
         script,
-        `import { mkdirSync, writeFileSync } from 'node:fs';\nawait new Promise((r) => setTimeout(r, 300));\nmkdirSync(${JSON.stringify(dir)}, { recursive: true });\nwriteFileSync(${JSON.stringify(join(dir, 'index.html'))}, ${JSON.stringify(INDEX)});\n`,
+        `import { existsSync, mkdirSync, writeFileSync } from 'node:fs';\nwhile (!existsSync(${JSON.stringify(go)})) await new Promise((r) => setTimeout(r, 20));\nmkdirSync(${JSON.stringify(dir)}, { recursive: true });\nwriteFileSync(${JSON.stringify(join(dir, 'index.html'))}, ${JSON.stringify(INDEX)});\n`,
       );
       const { log, lines } = capturingLog();
       const build = ensureConsoleBuilt({ dir, script, log });
@@ -230,6 +233,7 @@ for (const dialect of testDialects()) {
         const during = await rawGet(base, '/console/');
         assert.equal(during.status, 503);
         assert.match(JSON.parse(during.body).detail, /being built/);
+        writeFileSync(go, '');
         for (let i = 0; i < 100 && !lines.some((line) => line.msg === 'console built'); i++) await new Promise((r) => setTimeout(r, 100));
         assert.ok(lines.some((line) => line.msg === 'console built'), JSON.stringify(lines));
         const served = await rawGet(base, '/console/');
