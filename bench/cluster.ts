@@ -1,6 +1,6 @@
-// Helpers shared by the backlog and scale-out benchmarks: a throw-away PostgreSQL schema, worker
-// processes (`rewards serve --role worker`, which has no HTTP port to poll), their RSS, a tenant
-// with a subscription to the receiver, and preloaded notifications.
+// Helpers shared by the cluster benchmarks: a throw-away PostgreSQL schema (every PostgreSQL entry
+// starts on one), worker processes (`rewards serve --role worker`, which has no HTTP port to poll),
+// their RSS, a tenant with a subscription to the receiver, and preloaded notifications.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';

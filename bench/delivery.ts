@@ -1,12 +1,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
 import { Agent, request } from 'undici';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
 import { enqueueDeliveries } from '../src/services/schedule-delivery.js';
-import { call } from './cluster.js';
+import { call, createPgSchema } from './cluster.js';
 import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 
 /**
@@ -128,25 +127,8 @@ interface Backend {
 }
 
 async function postgresBackend(url: string): Promise<Backend> {
-  const schema = `bench_${randomBytes(5).toString('hex')}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`create schema ${schema}`);
-  const withSchema = new URL(url);
-  withSchema.searchParams.set('options', `-c search_path=${schema}`);
-  return {
-    name: 'postgres',
-    env: { DATABASE_URL: withSchema.toString() },
-    open: () => openStorage(url, { schema, poolSize: 2 }),
-    cleanup: () => admin(`drop schema if exists ${schema} cascade`),
-  };
+  const schema = await createPgSchema(url);
+  return { name: 'postgres', env: { DATABASE_URL: schema.databaseUrl }, open: () => schema.open(), cleanup: () => schema.drop() };
 }
 
 const sqliteBackend: Backend = {

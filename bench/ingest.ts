@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import pg from 'pg';
+import { createPgSchema } from './cluster.js';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { describeLoad, load, loadSeconds, SERVER_CORE, startRewards, token, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
@@ -103,17 +103,11 @@ export async function benchIngest(options: BenchOptions): Promise<BenchRow[]> {
   const rows = await benchOneDatabase('sqlite', {}, (dataDir) => `sqlite:${join(dataDir, 'rewards.db')}`, options);
   rows.push(await benchIngestOnly(options));
   if (options.postgresUrl) {
-    const schema = `bench_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: options.postgresUrl });
-    await admin.connect();
-    await admin.query(`create schema ${schema}`);
+    const schema = await createPgSchema(options.postgresUrl);
     try {
-      const url = new URL(options.postgresUrl);
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      rows.push(...(await benchOneDatabase('postgres', { DATABASE_URL: url.toString() }, () => url.toString(), options)));
+      rows.push(...(await benchOneDatabase('postgres', { DATABASE_URL: schema.databaseUrl }, () => schema.databaseUrl, options)));
     } finally {
-      await admin.query(`drop schema ${schema} cascade`);
-      await admin.end();
+      await schema.drop();
     }
   }
   return rows;

@@ -3,10 +3,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { openStorage, type Storage } from '../src/storage/database.js';
+import type { Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
 import { DELIVER_NOTIFICATION, enqueueDeliveries } from '../src/services/schedule-delivery.js';
 import { notifyOtherProcesses } from '../src/storage/queue/index.js';
+import { createPgSchema } from './cluster.js';
 import { percentile, perSecond, plainPostLoop, preload, reset, setUpTenant, waitForCount, type Stats } from './delivery.js';
 import { freePort, ROOT_DIR, startProcess, startRewards, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 import { PEER_SETTINGS, type PeerJob } from './peers/worker.js';
@@ -125,12 +126,6 @@ async function costSince(client: pg.Client, before: Awaited<ReturnType<typeof co
   };
 }
 
-async function newSchema(url: string): Promise<string> {
-  const schema = `bench_${randomBytes(5).toString('hex')}`;
-  await admin(url, (c) => c.query(`create schema ${schema}`));
-  return schema;
-}
-
 async function startPeerWorker(peer: SystemName, url: string, schema: string, receiverUrl: string, secret: string): Promise<Child> {
   return startProcess(['--import', 'tsx', join(ROOT_DIR, 'bench/peers/worker.ts')], { PEER: peer, DATABASE_URL: url, PEER_SCHEMA: schema, RECEIVER_URL: receiverUrl, SIGNING_SECRET: secret }, '/ready', await freePort());
 }
@@ -139,7 +134,7 @@ const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
 
 async function graphileWorker(url: string, receiverUrl: string, withLog: boolean): Promise<System> {
   const { makeWorkerUtils } = await import('graphile-worker');
-  const schema = await newSchema(url);
+  const { schema, drop } = await createPgSchema(url);
   const utils = await makeWorkerUtils({ connectionString: url, schema });
   await utils.migrate();
   const pool = new pg.Pool({ connectionString: url, max: 8 });
@@ -162,15 +157,15 @@ async function graphileWorker(url: string, receiverUrl: string, withLog: boolean
     async stop() {
       await worker.stop();
       await utils.release();
-      await pool.query(`drop schema ${schema} cascade`);
       await pool.end();
+      await drop();
     },
   };
 }
 
 async function pgBoss(url: string, receiverUrl: string): Promise<System> {
   const { PgBoss } = await import('pg-boss');
-  const schema = await newSchema(url);
+  const { schema, drop } = await createPgSchema(url);
   // The enqueuing side: a pool that does not give up while single sends queue up at 1,000/s.
   const boss = new PgBoss({ connectionString: url, schema, max: 16, connectionTimeoutMillis: 60_000, supervise: false, schedule: false });
   boss.on('error', (error: Error) => process.stderr.write(`pg-boss (bench): ${error.message}\n`));
@@ -195,18 +190,16 @@ async function pgBoss(url: string, receiverUrl: string): Promise<System> {
     async stop() {
       await worker.stop();
       await boss.stop({ graceful: false });
-      await pool.query(`drop schema ${schema} cascade`);
       await pool.end();
+      await drop();
     },
   };
 }
 
 async function service(url: string, receiverUrl: string): Promise<System> {
-  const schema = await newSchema(url);
-  const withSchema = new URL(url);
-  withSchema.searchParams.set('options', `-c search_path=${schema}`);
-  const rewards = await startRewards({ DATABASE_URL: withSchema.toString(), LOG_LEVEL: 'warn' });
-  const storage: Storage = openStorage(url, { schema, poolSize: 8 });
+  const schema = await createPgSchema(url);
+  const rewards = await startRewards({ DATABASE_URL: schema.databaseUrl, LOG_LEVEL: 'warn' });
+  const storage: Storage = schema.open(8);
   const tenant = await setUpTenant(rewards, receiverUrl);
   return {
     name: SERVICE,
@@ -233,7 +226,7 @@ async function service(url: string, receiverUrl: string): Promise<System> {
     async stop() {
       await storage.close();
       await rewards.stop();
-      await admin(url, (c) => c.query(`drop schema ${schema} cascade`));
+      await schema.drop();
     },
   };
 }

@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { createPgSchema } from './cluster.js';
 import { percentile, setUpTenant } from './delivery.js';
 import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, type BenchOptions, type BenchRow } from './lib.js';
 
@@ -44,14 +44,9 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
   if (!options.postgresUrl) return [{ entry: 'soak', figure: 'skipped: set BENCH_POSTGRES_URL', baseline: '', ratio: NaN }];
   const minutes = options.quick ? 2 : Number(process.env.BENCH_SOAK_MINUTES ?? 30);
   const rate = Number(process.env.BENCH_SOAK_RATE ?? 500);
-  const schema = `bench_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: options.postgresUrl });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  const withSchema = new URL(options.postgresUrl);
-  withSchema.searchParams.set('options', `-c search_path=${schema}`);
+  const schema = await createPgSchema(options.postgresUrl);
   const receiver = await startProcess(['--import', 'tsx', join(ROOT_DIR, 'bench/servers/receiver.ts')], {}, '/stats', await freePort());
-  const service = await startRewards({ DATABASE_URL: withSchema.toString(), LOG_LEVEL: 'warn', NOTIFICATION_RETENTION: '5m' });
+  const service = await startRewards({ DATABASE_URL: schema.databaseUrl, LOG_LEVEL: 'warn', NOTIFICATION_RETENTION: '5m' });
   const rows: Minute[] = [];
   let totalAccepted = 0;
   let totalDelivered = 0;
@@ -59,7 +54,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
   try {
     const { bearer } = await setUpTenant(service, receiver.url, ['registered-request', 'processed-request']);
 
-    const db = new pg.Client({ connectionString: withSchema.toString() });
+    const db = new pg.Client({ connectionString: schema.databaseUrl });
     await db.connect();
     try {
       for (let minute = 1; minute <= minutes; minute++) {
@@ -118,8 +113,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
   } finally {
     await service.stop();
     await receiver.stop();
-    await admin.query(`drop schema if exists ${schema} cascade`);
-    await admin.end();
+    await schema.drop();
   }
 
   const first = rows.slice(0, Math.min(5, rows.length));

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import pg from 'pg';
 import { Kysely, SqliteDialect, type Transaction } from 'kysely';
-import { CurrentSchemaPostgresDialect } from './current-schema-introspector.js';
+import { ServicePostgresDialect } from './postgres-dialect.js';
 import { openSqliteDatabase, type SqliteDatabase } from './sqlite-driver.js';
 import type { Database } from './tables/index.js';
 
@@ -87,7 +87,7 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     return { db, dialect: 'sqlite', pool: undefined, close: () => db.destroy() };
   }
   const pool = postgresPool(databaseUrl, options.poolSize ?? 10, options.schema);
-  const db = new Kysely<Database>({ dialect: new CurrentSchemaPostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool }) });
   if (options.listenUrl === 'off') return { db, dialect: 'postgres', pool: undefined, close: () => db.destroy() };
   if (!options.listenUrl) return { db, dialect: 'postgres', pool, close: () => db.destroy() };
   const listenPool = postgresPool(options.listenUrl, 1, options.schema);

@@ -49,10 +49,11 @@ class CurrentSchemaIntrospector implements DatabaseIntrospector {
 }
 
 /**
- * PostgresDialect whose introspection stays in the connection's current schema, and whose
- * migration lock is held by a transaction (migration-lock.ts: it works through PgBouncer).
+ * The PostgreSQL dialect the service uses: Kysely's, with introspection that stays in the
+ * connection's current schema (above), and a migration lock held by a transaction
+ * (migration-lock.ts: it works through PgBouncer).
  */
-export class CurrentSchemaPostgresDialect extends PostgresDialect {
+export class ServicePostgresDialect extends PostgresDialect {
   override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
     return new CurrentSchemaIntrospector(db, super.createIntrospector(db));
   }
