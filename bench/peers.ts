@@ -320,6 +320,8 @@ export async function benchPeers(options: BenchOptions): Promise<BenchRow[]> {
     await plainPostLoop(receiver.url, WARMUP);
     // BENCH_PEERS=name,… runs only those systems (while working on one; the ratio rows need the bare peers).
     const chosen = (process.env.BENCH_PEERS?.split(',') ?? Object.keys(makers)) as SystemName[];
+    const unknown = chosen.filter((name) => !(name in makers));
+    if (unknown.length > 0) throw new Error(`BENCH_PEERS: no system ${unknown.map((name) => `"${name}"`).join(', ')}; the systems are ${Object.keys(makers).map((name) => `"${name}"`).join(', ')}`);
     for (let index = 0; index < rounds; index++) {
       for (const name of chosen) {
         process.stderr.write(`  peers round ${index + 1}/${rounds}: ${name}\n`);
