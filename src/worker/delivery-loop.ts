@@ -22,7 +22,9 @@ import { claimJobs, recordFailure, type WorkerContext } from './worker-context.j
  *   enqueues for this loop (`offer`): up to the free slots not promised to another batch in
  *   flight. They start right after its commit (`adopt`), without a claim.
  * - **Leases.** Renewed every JOB_LEASE/3 while the jobs run (`heartbeat`), one renewal at a time,
- *   so only a dead process's jobs are ever taken over, however short JOB_LEASE.
+ *   so only a dead process's jobs are ever taken over, however short JOB_LEASE. A renewal too late
+ *   for a lease lets the next claim return a job this process is still running: it is not started
+ *   again, its run carries on under the new lease (nothing is sent twice).
  */
 export interface DeliveryLoop {
   readonly kinds: readonly string[];
@@ -85,6 +87,30 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
     }
   }
 
+  /**
+   * Starts the jobs not already running here. A claim can return one that is: its lease ran out
+   * while this process still ran it (a renewal came too late, or a batch's hand-off committed after
+   * the lease it wrote had ended: a stalled event loop, a slow database), so the claim took it back
+   * for this process. One run, not two: the run in flight goes on under the claim's lease, and its
+   * outcome is recorded with it. (The claim still counted a run in the row's `attempts`.) Returns
+   * how many started.
+   */
+  function startOnce(jobs: readonly ClaimedJob[]): number {
+    let reclaimed = 0;
+    for (const job of jobs) {
+      const held = running.get(job.id);
+      if (!held) {
+        start(job);
+        continue;
+      }
+      held.lease = job.lease;
+      held.leaseUntil = job.leaseUntil;
+      reclaimed += 1;
+    }
+    if (reclaimed > 0) context.log.warn({ reclaimed, leaseMs }, 'claimed jobs back whose lease ran out while this process ran them: JOB_LEASE is short for this load');
+    return jobs.length - reclaimed;
+  }
+
   function start(job: ClaimedJob): void {
     const promise = run(job).finally(() => {
       inFlight.delete(promise);
@@ -126,8 +152,7 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
       const jobs = await claimJobs(context, 'delivery', kinds, free);
       drained = jobs.length < free && wakes === wakesBefore;
       context.log.debug({ asked: free, got: jobs.length, slotsUsed, inFlight: inFlight.size, drained }, 'claimed');
-      for (const job of jobs) start(job);
-      return jobs.length;
+      return startOnce(jobs);
     },
     offer() {
       if (kinds.length === 0) return undefined;
@@ -139,7 +164,9 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
       if (!offer) return;
       promisedRoom -= offer.room + offer.taken.length;
       if (!committed) return;
-      for (const job of offer.taken) start(job);
+      // A job a claim already took back (the hand-off's lease had ended by its commit) runs under
+      // the claim's newer lease: not again.
+      for (const job of offer.taken) if (!running.has(job.id)) start(job);
       if (offer.declined > 0) this.woken();
     },
     stop() {

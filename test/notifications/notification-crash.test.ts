@@ -198,6 +198,7 @@ for (const dialect of testDialects()) {
         await eventually(() => scenario.inFlight() > 0, 30_000, 'a call in flight');
         scenario.service.process.kill('SIGTERM');
         assert.equal(await scenario.service.exited, 0, scenario.service.output());
+        const stopped = scenario.service;
         const atStop = scenario.pairs.size;
         t.diagnostic(`stopped with ${atStop} of ${REQUESTS * 2} notifications received`);
         assert.ok(atStop < REQUESTS * 2, 'the stop came before everything was delivered');
@@ -205,8 +206,19 @@ for (const dialect of testDialects()) {
 
         const restarted = await scenario.restart();
         await waitUntilEverythingDelivered(t, scenario, restarted, requestIds);
-        // A graceful stop records every attempt it started, so nothing is sent twice.
-        assert.equal(scenario.receiver.requests.length, REQUESTS * EVENTS.length);
+        // A graceful stop records every attempt it started, so nothing is sent twice. When it
+        // fails, say which were repeated and what both processes logged (warnings and up).
+        const calls = new Map<string, number>();
+        for (const request of scenario.receiver.requests) {
+          const webhookId = String(request.headers['webhook-id']);
+          calls.set(webhookId, (calls.get(webhookId) ?? 0) + 1);
+        }
+        const repeated = [...calls].filter(([, n]) => n > 1).slice(0, 20);
+        assert.equal(
+          scenario.receiver.requests.length,
+          REQUESTS * EVENTS.length,
+          `sent more than once: ${JSON.stringify(repeated)}\nfirst process:\n${stopped.output()}\nafter the restart:\n${restarted.output()}`,
+        );
       } finally {
         await scenario.cleanup();
       }
