@@ -17,9 +17,10 @@ import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, waitF
  *     measurement; both after a 500-call warm-up. Goal ≥ 50 % of it.
  * (b) Latency from registration (`notifications.created_at`, set in the registration batch before
  *     it commits, so the batch's own time counts) to the arrival at the receiver, with requests sent
- *     at a steady 1,000/s, open loop (one notification each). Goal p50 ≤ 5 ms, p99 ≤ 50 ms. The
- *     `peers` entry times from the enqueuing COMMIT instead, the same clock for every system. Ratio = figure / goal (≤ 1 meets it). A second run at 100/s, far below the
- *     throughput, shows the latency without queueing.
+ *     at a steady 1,000/s, open loop (one notification each). Goal p50 ≤ 5 ms, p99 ≤ 50 ms. Ratio =
+ *     figure / goal (≤ 1 meets it). A second run at 100/s, far below the throughput, shows the
+ *     latency without queueing. The `peers` entry times from the enqueuing COMMIT instead, the
+ *     same clock for every system.
  * `benchDelivery` runs SQLite, and PostgreSQL too when BENCH_POSTGRES_URL is set (own schema).
  */
 

@@ -22,9 +22,9 @@ import { claimJobs, recordFailure, type WorkerContext } from './worker-context.j
  *   enqueues for this loop (`offer`): up to the free slots not promised to another batch in
  *   flight. They start right after its commit (`adopt`), without a claim.
  * - **Leases.** Renewed every JOB_LEASE/3 while the jobs run (`heartbeat`), one renewal at a time,
- *   so only a dead process's jobs are ever taken over, however short JOB_LEASE. A renewal too late
+ *   so that, while renewals keep up, only a dead process's jobs are taken over. A renewal too late
  *   for a lease lets the next claim return a job this process is still running: it is not started
- *   again, its run carries on under the new lease (nothing is sent twice).
+ *   again, its run carries on under the new lease (`startOnce`).
  */
 export interface DeliveryLoop {
   readonly kinds: readonly string[];

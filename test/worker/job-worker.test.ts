@@ -12,6 +12,7 @@ import { startJobWorker, type JobWorkerOptions } from '../../src/worker/job-work
 import { testDialects } from '../support/databases.js';
 import { insertExperience, prizeStock } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
+import { gate } from '../support/receivers.js';
 import { startTestDatabase, type TestDatabase } from '../support/test-database.js';
 
 for (const dialect of testDialects()) {
@@ -89,15 +90,14 @@ for (const dialect of testDialects()) {
     });
 
     it('standalone jobs run outside transactions, settle themselves or are completed; stop() waits for them', async () => {
-      let release!: () => void;
-      const gate = new Promise<void>((resolve) => (release = resolve));
+      const slow = gate();
       const seen: unknown[] = [];
       const handlers: JobHandlers = {
         call: {
           mode: 'standalone',
           async handle(job: ClaimedJob) {
             seen.push(job.payload);
-            if (job.payload === 'slow') await gate;
+            if (job.payload === 'slow') await slow.wait;
             if (job.payload === 'fails') throw new Error('callback refused');
           },
         },
@@ -114,7 +114,7 @@ for (const dialect of testDialects()) {
       const stopping = w.stop().then(() => (stopped = true));
       await sleep(50);
       assert.equal(stopped, false, 'stop waits for the job in flight');
-      release();
+      slow.open();
       await stopping;
       const left = await t.deps.db.selectFrom('jobs').select(['payload', 'last_error']).execute();
       assert.deepEqual(left, [{ payload: '"fails"', last_error: 'callback refused' }]);
@@ -196,15 +196,14 @@ for (const dialect of testDialects()) {
     });
 
     it('a job whose lease ran out while this process still runs it is claimed back, not started twice, and completed under the new lease', async () => {
-      let release!: () => void;
-      const gate = new Promise<void>((resolve) => (release = resolve));
+      const held = gate();
       const started: string[] = [];
       const handlers: JobHandlers = {
         call: {
           mode: 'standalone',
           async handle(job) {
             started.push(job.lease);
-            await gate;
+            await held.wait;
           },
         },
       };
@@ -223,15 +222,14 @@ for (const dialect of testDialects()) {
         await sleep(50);
         assert.equal(started.length, 1, 'the job was not started a second time');
       } finally {
-        release();
+        held.open();
         await w.stop();
       }
       assert.equal(Number((await t.deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n), 0, 'the run completed its job under the lease the claim gave it');
     });
 
     it('a job that reports its external work done frees its slot while its outcome is still being recorded', async () => {
-      let releaseBookkeeping!: () => void;
-      const bookkeeping = new Promise<void>((resolve) => (releaseBookkeeping = resolve));
+      const bookkeeping = gate();
       let started = 0;
       let finished = 0;
       const handlers: JobHandlers = {
@@ -240,7 +238,7 @@ for (const dialect of testDialects()) {
           async handle(_job, _ctx, control) {
             started += 1;
             control.externalWorkDone();
-            await bookkeeping; // the outcome's commit, still to come
+            await bookkeeping.wait; // the outcome's commit, still to come
             finished += 1;
           },
         },
@@ -253,7 +251,7 @@ for (const dialect of testDialects()) {
       await sleep(100);
       assert.equal(started, 4, 'jobs still recording their outcome are bounded too');
       assert.equal(finished, 0);
-      releaseBookkeeping();
+      bookkeeping.open();
       await eventually(async () => (finished === 10 ? true : undefined), 60_000, 'every job to finish');
       await w.stop();
       assert.equal(Number((await t.deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n), 0);
@@ -277,12 +275,12 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       await other.close();
       await t.close();
     });
-    const handlers = (gate?: Promise<void>): JobHandlers => ({
+    const handlers = (held?: Promise<void>): JobHandlers => ({
       take: {
         mode: 'transactional',
         async handle(tx) {
           await tx.updateTable('prizes').set((eb) => ({ stock: eb('stock', '-', 1) })).where('experience_id', '=', experienceId).execute();
-          await gate;
+          await held;
         },
       },
     });
@@ -328,16 +326,15 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
     });
 
     it('a worker whose lease expired mid-transaction keeps its row lock: nobody steals the job, it takes effect once', async () => {
-      let release!: () => void;
-      const gate = new Promise<void>((resolve) => (release = resolve));
+      const held = gate();
       const stock = (await prizeStock(t.deps.db, experienceId, 'p'))!;
       await enqueueJob(t.deps.db, { kind: 'take', payload: 1 });
-      const slow = start(t.deps.storage, handlers(gate), { autoStart: false, leaseMs: 100 });
+      const slow = start(t.deps.storage, handlers(held.wait), { autoStart: false, leaseMs: 100 });
       const slowRun = slow.runUntilIdle();
       await sleep(300); // the slow worker holds its row lock, its lease has expired
       const fast = start(other, handlers(), { autoStart: false });
       assert.equal(await fast.runUntilIdle(), 0, 'a row locked by a live transaction is skipped, not stolen');
-      release();
+      held.open();
       await slowRun;
       assert.equal(await prizeStock(t.deps.db, experienceId, 'p'), stock - 1, 'done exactly once');
       await slow.stop();
