@@ -109,11 +109,25 @@ describe('callback authorization: masked values sent back', () => {
   it('refuses a masked secret whose destination moves to another origin', () => {
     const next: CallbackAuthorization = { Bearer: '****1234' };
     assert.deepEqual(restoreMaskedSecrets(next, 'https://attacker.example.net/a', stored, url, 'p'), [
-      { path: 'p.Bearer', message: 'is masked but the URL it is sent to changed origin; send the full secret again' },
+      { path: 'p.Bearer', message: 'is masked but callback.url, where it is sent, moved to another origin; send the full secret again' },
     ]);
     const storedOAuth: CallbackAuthorization = { oauth2: oauth2() };
     const movedToken: CallbackAuthorization = { oauth2: { ...oauth2(), client_secret: '****6789', url: 'https://elsewhere.example.com/token' } };
-    assert.equal(restoreMaskedSecrets(movedToken, url, storedOAuth, url, 'p')[0]!.path, 'p.oauth2.client_secret');
+    assert.deepEqual(restoreMaskedSecrets(movedToken, url, storedOAuth, url, 'p'), [
+      { path: 'p.oauth2.client_secret', message: 'is masked but oauth2.url, where it is sent, moved to another origin; send the full secret again' },
+    ]);
+  });
+
+  it('binds an OAuth2 client secret to the callback too: the token it obtains is sent there', () => {
+    const storedOAuth: CallbackAuthorization = { oauth2: oauth2() };
+    const sameTokenUrl: CallbackAuthorization = { oauth2: { ...oauth2(), client_secret: '****6789' } };
+    assert.deepEqual(restoreMaskedSecrets(sameTokenUrl, 'https://attacker.example.net/a', storedOAuth, url, 'p'), [
+      { path: 'p.oauth2.client_secret', message: 'is masked but callback.url, where the tokens it obtains are sent, moved to another origin; send the full secret again' },
+    ]);
+    assert.equal(sameTokenUrl.oauth2!.client_secret, '****6789', 'the stored secret is not put in');
+    const storedMtls: CallbackAuthorization = { mtls: { twoFactor: { oauth2: oauth2() } } };
+    const nested: CallbackAuthorization = { mtls: { twoFactor: { oauth2: { ...oauth2(), client_secret: '****6789' } } } };
+    assert.equal(restoreMaskedSecrets(nested, 'https://attacker.example.net/a', storedMtls, url, 'p')[0]!.path, 'p.mtls.twoFactor.oauth2.client_secret');
   });
 
   it('refuses a masked value that matches nothing stored, or a different member', () => {

@@ -85,10 +85,42 @@ for (const dialect of testDialects()) {
       assert.equal(wrong.status, 400);
       assert.deepEqual(wrong.body.errors, [{ path: 'body.callback.authorization.Bearer', message: 'is a masked value that matches no stored secret; send the full secret' }]);
       const moved = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, { token, body: { callback: { url: 'http://127.0.0.2:9/hook', authorization: { Bearer: '****QRST' } } } });
-      assert.deepEqual(moved.body.errors, [{ path: 'body.callback.authorization.Bearer', message: 'is masked but the URL it is sent to changed origin; send the full secret again' }]);
+      assert.deepEqual(moved.body.errors, [{ path: 'body.callback.authorization.Bearer', message: 'is masked but callback.url, where it is sent, moved to another origin; send the full secret again' }]);
       const replaced = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, { token, body: { callback: { url: 'http://127.0.0.2:9/hook', authorization: { Bearer: 'brand-new-token-1111' } } } });
       assert.deepEqual(replaced.body.callback.authorization, { Bearer: '****1111' });
       assert.equal((await loadDeliveryTarget(t.deps.db, t.deps.box, created._id))?.authorization?.Bearer, 'brand-new-token-1111');
+    });
+
+    it('every stored credential is bound to the callback origin it was saved with: an echoed mask cannot follow a move, the secret sent again can', async () => {
+      const other = 'http://127.0.0.2:9/hook';
+      const forms: Array<{ member: string; authorization: object; resent: object; tokenGoesTo?: string }> = [
+        { member: 'Basic', authorization: { Basic: BASIC }, resent: { Basic: BASIC } },
+        { member: 'Bearer', authorization: { Bearer: BEARER }, resent: { Bearer: BEARER } },
+        { member: 'oauth2.client_secret', authorization: { oauth2 }, resent: { oauth2 }, tokenGoesTo: 'the tokens it obtains' },
+        {
+          member: 'mtls.twoFactor.oauth2.client_secret',
+          authorization: { mtls: { twoFactor: { oauth2: { ...oauth2, client_secret: MTLS_OAUTH_SECRET } } } },
+          resent: { mtls: { twoFactor: { oauth2: { ...oauth2, client_secret: MTLS_OAUTH_SECRET } } } },
+          tokenGoesTo: 'the tokens it obtains',
+        },
+      ];
+      for (const form of forms) {
+        const created = (await create(form.authorization)).body;
+        const echoed = (await api(t.url, 'GET', `/v2/subscriptions/${created._id}`, { token })).body;
+        // The whole GET document back, masked secret included, with only the callback's origin changed.
+        const moved = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, { token, body: { ...echoed, callback: { ...echoed.callback, url: other } } });
+        assert.equal(moved.status, 400, form.member);
+        const where = form.tokenGoesTo ? `where ${form.tokenGoesTo} are sent` : 'where it is sent';
+        assert.deepEqual(moved.body.errors, [{ path: `body.callback.authorization.${form.member}`, message: `is masked but callback.url, ${where}, moved to another origin; send the full secret again` }], form.member);
+        assert.equal((await loadDeliveryTarget(t.deps.db, t.deps.box, created._id))?.url, 'http://127.0.0.1:9/hook', `${form.member}: nothing changed`);
+        // Another path on the same origin keeps the stored secret.
+        const samePlace = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, { token, body: { ...echoed, callback: { ...echoed.callback, url: 'http://127.0.0.1:9/other-path' } } });
+        assert.equal(samePlace.status, 200, form.member);
+        // Whoever knows the secret may move it.
+        const resent = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, { token, body: { callback: { url: other, authorization: form.resent } } });
+        assert.equal(resent.status, 200, form.member);
+        assert.equal((await loadDeliveryTarget(t.deps.db, t.deps.box, created._id))?.url, other);
+      }
     });
 
     it('shows the signing secret on creation and at GET …/secret; rotation keeps the old one signing for 24 h', async () => {

@@ -18,29 +18,43 @@ export function isMaskedValue(value: string): boolean {
   return value.startsWith(MASK);
 }
 
-/** A secret member of the authorization object, with where its value is sent (to pin that on reuse). */
+/**
+ * Where a secret's value ends up: sent itself (Basic, Bearer to the callback; a client secret to
+ * its token URL) or through what it obtains (the token an OAuth2 client secret gets is sent to the
+ * callback). A stored secret is bound to the origin of every one of them.
+ */
+interface Destination {
+  /** Names the URL in the error: `callback.url` or the oauth2 `url`. */
+  what: string;
+  url(auth: CallbackAuthorization, callbackUrl: string): string | undefined;
+}
+
+/** A secret member of the authorization object, with where its value goes (to pin that on reuse). */
 interface SecretSlot {
   path: string;
   get(auth: CallbackAuthorization): string | undefined;
   set(auth: CallbackAuthorization, value: string): void;
-  /** The URL the secret is sent to: the callback itself, or the OAuth2 token endpoint. */
-  destination(auth: CallbackAuthorization, callbackUrl: string): string | undefined;
+  destinations: Destination[];
 }
 
+const CALLBACK: Destination = { what: 'callback.url, where it is sent,', url: (_a, url) => url };
+/** The token a client secret obtains goes to the callback: moving the callback moves the secret's power. */
+const CALLBACK_OF_TOKEN: Destination = { what: 'callback.url, where the tokens it obtains are sent,', url: (_a, url) => url };
+
 const SECRET_SLOTS: SecretSlot[] = [
-  { path: 'Basic', get: (a) => a.Basic, set: (a, v) => (a.Basic = v), destination: (_a, url) => url },
-  { path: 'Bearer', get: (a) => a.Bearer, set: (a, v) => (a.Bearer = v), destination: (_a, url) => url },
+  { path: 'Basic', get: (a) => a.Basic, set: (a, v) => (a.Basic = v), destinations: [CALLBACK] },
+  { path: 'Bearer', get: (a) => a.Bearer, set: (a, v) => (a.Bearer = v), destinations: [CALLBACK] },
   {
     path: 'oauth2.client_secret',
     get: (a) => a.oauth2?.client_secret,
     set: (a, v) => (a.oauth2!.client_secret = v),
-    destination: (a) => a.oauth2?.url,
+    destinations: [{ what: 'oauth2.url, where it is sent,', url: (a) => a.oauth2?.url }, CALLBACK_OF_TOKEN],
   },
   {
     path: 'mtls.twoFactor.oauth2.client_secret',
     get: (a) => a.mtls?.twoFactor?.oauth2?.client_secret,
     set: (a, v) => (a.mtls!.twoFactor!.oauth2!.client_secret = v),
-    destination: (a) => a.mtls?.twoFactor?.oauth2?.url,
+    destinations: [{ what: 'mtls.twoFactor.oauth2.url, where it is sent,', url: (a) => a.mtls?.twoFactor?.oauth2?.url }, CALLBACK_OF_TOKEN],
   },
 ];
 
@@ -143,8 +157,9 @@ function originOf(url: string | undefined): string | undefined {
 
 /**
  * Replaces each masked secret with the stored secret it masks. A masked value is accepted only
- * when the same member holds a stored secret with that mask and the secret would still go to the
- * same origin: otherwise changing a URL would silently send the stored secret somewhere new.
+ * when the same member holds a stored secret with that mask and every URL the secret or its token
+ * goes to keeps its origin: otherwise whoever may edit the subscription (a narrower client, a
+ * console session) could move a stored credential to a host of theirs without ever knowing it.
  */
 export function restoreMaskedSecrets(
   next: CallbackAuthorization | null,
@@ -163,9 +178,9 @@ export function restoreMaskedSecrets(
       errors.push({ path: `${path}.${slot.path}`, message: 'is a masked value that matches no stored secret; send the full secret' });
       continue;
     }
-    const sameOrigin = originOf(slot.destination(next, nextCallbackUrl)) === originOf(slot.destination(stored!, storedCallbackUrl ?? ''));
-    if (!sameOrigin) {
-      errors.push({ path: `${path}.${slot.path}`, message: 'is masked but the URL it is sent to changed origin; send the full secret again' });
+    const moved = slot.destinations.find((d) => originOf(d.url(next, nextCallbackUrl)) !== originOf(d.url(stored!, storedCallbackUrl ?? '')));
+    if (moved) {
+      errors.push({ path: `${path}.${slot.path}`, message: `is masked but ${moved.what} moved to another origin; send the full secret again` });
       continue;
     }
     slot.set(next, previous);
