@@ -163,7 +163,7 @@ export async function preloadNotifications(storage: Storage, tenant: Tenant, cou
       await insertNotifications(tx, rows);
       await enqueueDeliveries(
         tx,
-        rows.map((row) => ({ notificationId: row.id })),
+        rows.map((row) => ({ notificationId: row.id, accountId: row.account_id })),
         { now },
       );
     }

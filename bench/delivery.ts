@@ -166,7 +166,7 @@ export async function preload(storage: Storage, tenant: { accountId: string; sub
       await insertNotifications(tx, batch);
       await enqueueDeliveries(
         tx,
-        batch.map((row) => ({ notificationId: row.id })),
+        batch.map((row) => ({ notificationId: row.id, accountId: row.account_id })),
         { now },
       );
     }

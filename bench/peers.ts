@@ -214,7 +214,7 @@ async function service(url: string, receiverUrl: string): Promise<System> {
       );
       await storage.db.transaction().execute(async (tx) => {
         await insertNotifications(tx, [row]);
-        await enqueueDeliveries(tx, [{ notificationId: row.id }], { now: Date.now() });
+        await enqueueDeliveries(tx, [{ notificationId: row.id, accountId: row.account_id }], { now: Date.now() });
         await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
       });
       return row.id;

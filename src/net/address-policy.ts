@@ -120,13 +120,41 @@ export async function resolvePublicAddresses(hostname: string, allowPrivate: boo
   return addresses;
 }
 
+/** How long a resolved callback host's addresses are reused: within it, the address a call was counted against is the one it connects to. */
+export const RESOLVED_ADDRESS_TTL_MS = 5_000;
+
 /**
- * A `lookup` for net/tls/undici connections: the address checked is the address connected to,
- * so a DNS answer cannot change between the check and the connect (no DNS rebinding).
+ * Resolves callback hosts under the address policy, remembering each answer for `ttlMs`. Outbound
+ * calls are counted against the address their host resolves to (the per-address cap of the
+ * concurrency limiter: other spellings and ports of one host share it), and their connections are
+ * made with `lookup`, which answers from the same memory: the address counted, the address checked
+ * and the address connected to are one (no DNS rebinding between them). Failures are not kept.
  */
-export function guardedLookup(allowPrivate: boolean): LookupFunction {
-  return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    resolvePublicAddresses(hostname, allowPrivate).then(
+export class GuardedResolver {
+  readonly #answers = new Map<string, { until: number; addresses: Promise<LookupAddress[]> }>();
+
+  constructor(
+    private readonly allowPrivate: boolean,
+    private readonly ttlMs = RESOLVED_ADDRESS_TTL_MS,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The policy-checked addresses of `hostname` (a URL's host: brackets and one trailing dot are fine). */
+  resolve(hostname: string): Promise<LookupAddress[]> {
+    const host = hostForLookup(hostname);
+    const now = this.now();
+    const known = this.#answers.get(host);
+    if (known && known.until > now) return known.addresses;
+    if (this.#answers.size > 10_000) this.#answers.clear();
+    const addresses = resolvePublicAddresses(host, this.allowPrivate);
+    this.#answers.set(host, { until: now + this.ttlMs, addresses });
+    addresses.catch(() => this.#answers.delete(host));
+    return addresses;
+  }
+
+  /** A `lookup` for net/tls/undici connections. */
+  readonly lookup: LookupFunction = ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    this.resolve(hostname).then(
       (addresses) => {
         if (options?.all) callback(null, addresses);
         else callback(null, addresses[0]!.address, addresses[0]!.family);

@@ -96,7 +96,7 @@ export async function recoverNotifications(
       await deleteFailedJobsByKey(tx, ids.map(deliveryJobKey));
       await enqueueDeliveries(
         tx,
-        ids.map((notificationId) => ({ notificationId })),
+        ids.map((notificationId) => ({ notificationId, accountId })),
         { now },
       );
       await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);

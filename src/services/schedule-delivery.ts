@@ -21,21 +21,24 @@ export const deliveryJobKey = (notificationId: string) => `deliver:${notificatio
 
 /**
  * Inside the caller's transaction: one delivery job per notification, due at its `runAt` (default
- * now), leased to `leaseTo`'s worker as far as it has room. One statement whatever the times.
+ * now), leased to `leaseTo`'s worker as far as it has room for the notification's account. One
+ * statement whatever the times.
  */
 export async function enqueueDeliveries(
   tx: Executor,
-  deliveries: ReadonlyArray<{ notificationId: string; runAt?: number }>,
+  deliveries: ReadonlyArray<{ notificationId: string; accountId: string; runAt?: number }>,
   options: { now: number; leaseTo?: LeaseOffer | undefined },
 ): Promise<void> {
   await enqueueJobs(
     tx,
-    deliveries.map(({ notificationId, runAt }) => ({
+    deliveries.map(({ notificationId, accountId, runAt }) => ({
       kind: DELIVER_NOTIFICATION,
       payload: { notificationId } satisfies DeliverNotificationPayload,
       runAt: runAt ?? options.now,
       dedupeKey: deliveryJobKey(notificationId),
       maxAttempts: DELIVERY_RUNS_WITHOUT_OUTCOME,
+      // Workers share their delivery slots fairly between accounts (docs/delivery.md, "Fair delivery").
+      groupKey: accountId,
     })),
     { now: options.now, ...(options.leaseTo ? { leaseTo: options.leaseTo } : {}) },
   );
@@ -49,7 +52,7 @@ export async function enqueueDeliveries(
  */
 export async function releaseHeld(tx: Executor, endedIds: readonly string[], now: number): Promise<void> {
   const released = await releaseWaitingFor(tx, endedIds);
-  if (released.length > 0) await enqueueDeliveries(tx, released.map((notificationId) => ({ notificationId })), { now });
+  if (released.length > 0) await enqueueDeliveries(tx, released, { now });
 }
 
 /**
@@ -66,7 +69,8 @@ export async function scheduleManualRetry(db: Db, signals: JobSignals, notificat
       .where('dedupe_key', '=', key)
       .where('locked_by', 'is', null)
       .executeTakeFirst();
-    if (Number(moved.numUpdatedRows) === 0) await enqueueDeliveries(tx, [{ notificationId }], { now });
+    const notification = await findNotification(tx, notificationId);
+    if (Number(moved.numUpdatedRows) === 0) await enqueueDeliveries(tx, [{ notificationId, accountId: notification!.account_id }], { now });
     await markNotificationPending(tx, notificationId, now);
     await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
     return findNotification(tx, notificationId);

@@ -1,5 +1,6 @@
 import { lightTransaction } from '../storage/light-transaction.js';
 import { completeHeldJobs, extendHeldLeases, leaseOffer, newLease, type ClaimedJob, type LeaseOffer } from '../storage/queue/index.js';
+import { AccountSlots, LIGHT_ACCOUNT_SLOTS } from './fair-share.js';
 import type { StandaloneJobHandler } from './job-handlers.js';
 import { Wakeup } from './wakeup.js';
 import { claimJobs, recordFailure, type WorkerContext } from './worker-context.js';
@@ -25,6 +26,13 @@ import { claimJobs, recordFailure, type WorkerContext } from './worker-context.j
  *   so that, while renewals keep up, only a dead process's jobs are taken over. A renewal too late
  *   for a lease lets the next claim return a job this process is still running: it is not started
  *   again, its run carries on under the new lease (`startOnce`).
+ * - **Fair between accounts** (fair-share.ts; docs/delivery.md, "Fair delivery"). Slots are
+ *   counted per account (the job's group). A claim leaves out the accounts holding their share and
+ *   takes theirs only when no one else's are due; an offer takes no job of an account over its
+ *   share while other accounts hold slots. With every slot taken, a quarter as many again are kept
+ *   for light accounts: claimed a few at a time, when new jobs were announced (or once a second,
+ *   for jobs that came due by time), so that a delivery of an account with little in flight is
+ *   never queued behind another account's calls, even calls that hang until their timeout.
  */
 export interface DeliveryLoop {
   readonly kinds: readonly string[];
@@ -43,6 +51,9 @@ export interface DeliveryLoop {
   drain(): Promise<void>;
 }
 
+/** How often, at most, a full loop claims for light accounts when no new job was announced (jobs that came due by time). */
+const LIGHT_CLAIM_INTERVAL_MS = 1000;
+
 export function createDeliveryLoop(context: WorkerContext, options: { kinds: string[]; concurrency: number }): DeliveryLoop {
   const { deps, leaseMs, metrics } = context;
   const { kinds, concurrency } = options;
@@ -51,14 +62,17 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
   const inFlight = new Set<Promise<void>>();
   const running = new Map<string, ClaimedJob>();
   const claimWhenFree = Math.max(1, Math.floor(concurrency / 4));
-  let slotsUsed = 0;
+  const reserve = claimWhenFree;
+  const slots = new AccountSlots({ capacity: concurrency, reserve, lightBelow: LIGHT_ACCOUNT_SLOTS });
   let promisedRoom = 0;
   let drained = false;
   let wakes = 0;
+  let lightClaim = { wakes: -1, at: 0 };
   let stopping = false;
   let renewing = false;
 
-  const freeSlots = () => Math.min(concurrency - slotsUsed, 2 * concurrency - inFlight.size);
+  const freeSlots = () => Math.min(slots.freeInCapacity(), 2 * concurrency - inFlight.size);
+  const freeForLight = () => Math.min(slots.freeForLight(), 2 * concurrency - inFlight.size);
   const wakeForSlot = () => {
     if (drained) return;
     metrics.wakeups.inc({ source: 'slot' });
@@ -67,12 +81,13 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
 
   async function run(job: ClaimedJob): Promise<void> {
     running.set(job.id, job);
-    slotsUsed += 1;
+    const account = job.groupKey ?? '';
+    slots.add(account);
     let slotHeld = true;
     const externalWorkDone = () => {
       if (!slotHeld) return;
       slotHeld = false;
-      slotsUsed -= 1;
+      slots.remove(account);
       wakeForSlot();
     };
     try {
@@ -111,6 +126,33 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
     return jobs.length - reclaimed;
   }
 
+  /**
+   * Up to `limit` due jobs, none of an account at its share while others' are due; when no one
+   * else's are, the rest of `limit` from anyone (an account alone uses every slot).
+   */
+  async function claimFairly(limit: number): Promise<ClaimedJob[]> {
+    const wakesBefore = wakes;
+    const excluded = slots.overShare();
+    const jobs = await claimJobs(context, 'delivery', kinds, limit, excluded);
+    if (excluded.length > 0 && jobs.length < limit) jobs.push(...(await claimJobs(context, 'delivery', kinds, limit - jobs.length)));
+    drained = jobs.length < limit && wakes === wakesBefore;
+    context.log.debug({ asked: limit, got: jobs.length, excluded: excluded.length, slotsUsed: slots.total, inFlight: inFlight.size, drained }, 'claimed');
+    return jobs;
+  }
+
+  /** The loop is full: a few jobs of light accounts into the reserve, when there may be new ones. */
+  async function claimForLightAccounts(): Promise<ClaimedJob[]> {
+    const room = Math.min(LIGHT_ACCOUNT_SLOTS, freeForLight());
+    const now = Date.now();
+    if (room <= 0 || (wakes === lightClaim.wakes && now - lightClaim.at < LIGHT_CLAIM_INTERVAL_MS)) return [];
+    lightClaim = { wakes, at: now };
+    const jobs = await claimJobs(context, 'delivery', kinds, room, slots.notLight());
+    // As many as asked: there may be more light accounts' jobs, so the next step claims again.
+    if (jobs.length === room) lightClaim.wakes = -1;
+    context.log.debug({ asked: room, got: jobs.length, slotsUsed: slots.total }, 'claimed for light accounts');
+    return jobs;
+  }
+
   function start(job: ClaimedJob): void {
     const promise = run(job).finally(() => {
       inFlight.delete(promise);
@@ -145,20 +187,18 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
       wake.signal();
     },
     async step() {
+      if (kinds.length === 0 || stopping) return 0;
       const free = freeSlots();
-      if (kinds.length === 0 || free <= 0 || stopping) return 0;
-      if (free < claimWhenFree && slotsUsed > 0) return 0;
-      const wakesBefore = wakes;
-      const jobs = await claimJobs(context, 'delivery', kinds, free);
-      drained = jobs.length < free && wakes === wakesBefore;
-      context.log.debug({ asked: free, got: jobs.length, slotsUsed, inFlight: inFlight.size, drained }, 'claimed');
-      return startOnce(jobs);
+      if (free > 0 && (free >= claimWhenFree || slots.total === 0)) return startOnce(await claimFairly(free));
+      return startOnce(await claimForLightAccounts());
     },
     offer() {
       if (kinds.length === 0) return undefined;
       const room = stopping ? 0 : Math.max(0, freeSlots() - promisedRoom);
       promisedRoom += room;
-      return leaseOffer(kindSet, { token: newLease(context.workerId), until: Date.now() + leaseMs }, room);
+      // An account alone may have every slot; beside others, no more than its share.
+      const excluded = slots.holders().length > 1 ? new Set(slots.overShare()) : undefined;
+      return leaseOffer(kindSet, { token: newLease(context.workerId), until: Date.now() + leaseMs }, room, excluded);
     },
     adopt(offer, committed) {
       if (!offer) return;

@@ -49,12 +49,21 @@ export async function recordFailure(context: WorkerContext, job: ClaimedJob, err
 }
 
 /**
- * Claims up to `limit` due jobs of `kinds` for one of the loops, and counts the claim. A lease
- * lost in a power failure only lets the job run again: the claim does not wait for the disk.
+ * Claims up to `limit` due jobs of `kinds` for one of the loops, leaving out those of
+ * `excludeGroups`, and counts the claim. A lease lost in a power failure only lets the job run
+ * again: the claim does not wait for the disk.
  */
-export async function claimJobs(context: WorkerContext, loop: 'transactional' | 'delivery', kinds: readonly string[], limit: number): Promise<ClaimedJob[]> {
+export async function claimJobs(
+  context: WorkerContext,
+  loop: 'transactional' | 'delivery',
+  kinds: readonly string[],
+  limit: number,
+  excludeGroups: readonly string[] = [],
+): Promise<ClaimedJob[]> {
   const { deps } = context;
-  const jobs = await lightTransaction(deps.db, (tx) => claimDueJobs(tx, { workerId: context.workerId, kinds, limit, leaseMs: context.leaseMs, now: Date.now() }), { singleStatement: true });
+  const jobs = await lightTransaction(deps.db, (tx) => claimDueJobs(tx, { workerId: context.workerId, kinds, limit, leaseMs: context.leaseMs, now: Date.now(), excludeGroups }), {
+    singleStatement: true,
+  });
   context.metrics.claims.inc({ loop });
   context.metrics.claimedJobs.inc({ loop }, jobs.length);
   return jobs;

@@ -30,7 +30,7 @@ for (const dialect of testDialects()) {
       );
       await t.deps.db.transaction().execute(async (tx) => {
         await insertNotifications(tx, rows);
-        await enqueueDeliveries(tx, rows.map((row) => ({ notificationId: row.id })), { now });
+        await enqueueDeliveries(tx, rows.map((row) => ({ notificationId: row.id, accountId: row.account_id })), { now });
       });
       const jobs = await claimDueJobs(t.deps.db, { workerId: 'w-test', kinds: [DELIVER_NOTIFICATION], limit: count, leaseMs: 60_000 });
       assert.equal(jobs.length, count);
@@ -39,6 +39,7 @@ for (const dialect of testDialects()) {
 
     const settlement = (job: AttemptSettlement['job'], notificationId: string, responseBody: string): AttemptSettlement => ({
       job,
+      accountId: job.groupKey!,
       attempt: { notification_id: notificationId, attempt: 1, started_at: Date.now(), url: 'http://127.0.0.1:9/hook', status_code: 500, latency_ms: 3, response_body: responseBody, error: 'callback answered HTTP 500', outcome: 'retry' },
       status: 'pending',
       nextAttemptAt: Date.now() + 60_000,

@@ -39,7 +39,7 @@ async function timedReceiver(): Promise<Receiver & { times(path: string): number
 async function warmUp(deps: Deps): Promise<void> {
   const receiver = await startHttpReceiver();
   try {
-    const result = await deps.outbound.deliverAttempt({ url: `${receiver.url}/warm-up`, body: '{}', eventType: 'registered-requests', msgId: 'msg_warm_up', secrets: [`whsec_${randomBytes(32).toString('base64')}`] });
+    const result = await deps.outbound.deliverAttempt({ accountId: 'acc_warm_up', url: `${receiver.url}/warm-up`, body: '{}', eventType: 'registered-requests', msgId: 'msg_warm_up', secrets: [`whsec_${randomBytes(32).toString('base64')}`] });
     assert.equal(result.ok, true, JSON.stringify(result));
   } finally {
     await receiver.close();

@@ -27,7 +27,7 @@ for (const dialect of testDialects()) {
       const row = newNotificationRow({ accountId, requestId: `req_${ageDays}_${status}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, at);
       await insertNotifications(t.deps.db, [row]);
       if (status === 'pending') {
-        await enqueueDeliveries(t.deps.db, [{ notificationId: row.id }], { now: at });
+        await enqueueDeliveries(t.deps.db, [{ notificationId: row.id, accountId }], { now: at });
       } else {
         const attempt = { notification_id: row.id, attempt: 1, started_at: at, url: row.url, status_code: status === 'succeeded' ? 204 : 500, latency_ms: 3, response_body: null, error: null, outcome: status };
         await recordAttempts(t.deps.db, [{ attempt, status, now: at }]);
@@ -43,7 +43,7 @@ for (const dialect of testDialects()) {
       const oldPending = await notification(accountId, 100, 'pending');
       const recent = [await notification(accountId, 89, 'succeeded'), await notification(accountId, 1, 'failed')];
       // A dead letter: the delivery job of an old failed notification, left failed.
-      await enqueueDeliveries(t.deps.db, [{ notificationId: old[1]! }], { now: Date.now() });
+      await enqueueDeliveries(t.deps.db, [{ notificationId: old[1]!, accountId }], { now: Date.now() });
       await t.deps.db.updateTable('jobs').set({ state: 'failed' }).where('dedupe_key', '=', deliveryJobKey(old[1]!)).execute();
 
       assert.equal(await deleteOldNotifications(t.deps.db, 90 * DAY, Date.now(), 2), old.length, 'three batches of 2, 2 and 1');

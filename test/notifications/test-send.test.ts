@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startWorker } from '../../src/worker/start-worker.js';
+import { TEST_SEND_WINDOW_MS, TEST_SENDS_PER_WINDOW } from '../../src/services/test-sends.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { startAuthorizationServer } from '../support/authorization-server.js';
 import { testDialects } from '../support/databases.js';
@@ -157,6 +158,35 @@ for (const dialect of testDialects()) {
       } finally {
         await receiver.close();
       }
+    });
+  });
+
+  describe(`test sends, limited per subscription [${dialect}]`, () => {
+    let t: TestApp;
+    before(async () => {
+      // No worker: the limit counts test sends made, whatever became of them.
+      t = await startTestApp(dialect);
+    });
+    after(() => t.close());
+
+    it(`${TEST_SENDS_PER_WINDOW} a minute per subscription; the next is a 429 with Retry-After, other subscriptions unaffected; the window slides`, async () => {
+      const client = await t.createClientAccount();
+      const token = await t.token(client);
+      const subscribe = async () => (await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', callback: { url: 'http://127.0.0.1:9/hook' } } })).body._id as string;
+      const [busy, other] = [await subscribe(), await subscribe()];
+      for (let i = 0; i < TEST_SENDS_PER_WINDOW; i++) assert.equal((await api(t.url, 'POST', `/v2/subscriptions/${busy}/test`, { token })).status, 202);
+      const refused = await api(t.url, 'POST', `/v2/subscriptions/${busy}/test`, { token });
+      assert.equal(refused.status, 429, JSON.stringify(refused.body));
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+      assert.match(refused.body.detail, /at most 10 test sends a minute per subscription/);
+      assert.equal((await t.deps.db.selectFrom('notifications').select('id').where('subscription_id', '=', busy).execute()).length, TEST_SENDS_PER_WINDOW, 'nothing written for the refused one');
+      assert.equal((await api(t.url, 'POST', `/v2/subscriptions/${other}/test`, { token })).status, 202);
+      // A minute after the oldest one, there is room for one more.
+      const oldest = await t.deps.db.selectFrom('notifications').select(['id', 'created_at']).where('subscription_id', '=', busy).orderBy('created_at').executeTakeFirstOrThrow();
+      await t.deps.db.updateTable('notifications').set({ created_at: Number(oldest.created_at) - TEST_SEND_WINDOW_MS }).where('id', '=', oldest.id).execute();
+      assert.equal((await api(t.url, 'POST', `/v2/subscriptions/${busy}/test`, { token })).status, 202);
+      assert.equal((await api(t.url, 'POST', `/v2/subscriptions/${busy}/test`, { token })).status, 429);
     });
   });
 

@@ -11,6 +11,7 @@ const input = (url: string, extra: Partial<DeliveryAttemptInput> = {}): Delivery
   url,
   body: '{"id":"req_tls"}',
   eventType: 'processed-requests',
+  accountId: 'acc_test',
   msgId: 'ntf_tls',
   secrets: [secret],
   ...extra,

@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createOutbound, type Outbound, type OutboundConfig } from '../../src/worker/outbound/create-outbound.js';
 import type { DeliveryAttemptInput } from '../../src/worker/outbound/deliver.js';
+import { eventually } from '../support/notifications.js';
 import { gate, startHttpReceiver, unusedPort, type Receiver } from '../support/receivers.js';
 
 const config = (overrides: Partial<OutboundConfig> = {}): OutboundConfig => ({
@@ -22,6 +23,7 @@ const input = (url: string, extra: Partial<DeliveryAttemptInput> = {}): Delivery
   url,
   body,
   eventType: 'registered-requests',
+  accountId: 'acc_test',
   msgId: 'ntf_0123456789',
   secrets: [secret],
   ...extra,
@@ -200,18 +202,19 @@ describe('SSRF guard at connect time', () => {
   });
 });
 
-describe('concurrency limits across hosts', () => {
-  it('a slow receiver does not delay deliveries to another host', async () => {
-    const outbound = createOutbound(config(), { limits: { overall: 8, perHost: 2 } });
+describe('concurrency limits: by account and resolved address', () => {
+  const limits = { overall: 8, perAddress: 2, reserve: 2, lightBelow: 1 };
+
+  it('a slow receiver does not delay deliveries to another address', async () => {
+    const outbound = createOutbound(config(), { limits });
     const release = gate();
     const slow = await startHttpReceiver(async () => (await release.wait, { status: 200 }));
-    const fast = await startHttpReceiver(() => ({ status: 204 }));
+    const fast = await startHttpReceiver(() => ({ status: 204 }), '127.0.0.2');
     try {
       const slowResults = Array.from({ length: 5 }, () => outbound.deliverAttempt(input(slow.url)));
       const fastResult = await outbound.deliverAttempt(input(fast.url));
       assert.equal(fastResult.ok, true);
-      assert.equal(outbound.limiter.stats().activeByHost[new URL(slow.url).host], 2);
-      assert.equal(outbound.limiter.stats().waiting, 3);
+      assert.deepEqual(outbound.limiter.stats(), { active: 2, waiting: 3, activeByAccount: { acc_test: 2 } });
       release.open();
       assert.ok((await Promise.all(slowResults)).every((r) => r.ok));
       assert.equal(slow.requests.length, 5);
@@ -219,6 +222,31 @@ describe('concurrency limits across hosts', () => {
       release.open();
       await outbound.close();
       await Promise.all([slow.close(), fast.close()]);
+    }
+  });
+
+  it("one account's URLs on other ports of the same address share that address's cap", async () => {
+    const outbound = createOutbound(config(), { limits });
+    const release = gate();
+    const hang = async () => (await release.wait, { status: 204 });
+    const [first, second] = await Promise.all([startHttpReceiver(hang), startHttpReceiver(hang)]);
+    try {
+      const calls = [first!, second!, first!, second!].map((receiver) => outbound.deliverAttempt(input(`${receiver.url}/hook`)));
+      await eventually(() => first!.requests.length + second!.requests.length === 2);
+      assert.deepEqual(outbound.limiter.stats(), { active: 2, waiting: 2, activeByAccount: { acc_test: 2 } }, 'two calls in flight to 127.0.0.1, whatever the port');
+      // Another account's calls to the same address are not held by this one's cap.
+      const other = await startHttpReceiver(() => ({ status: 204 }));
+      try {
+        assert.equal((await outbound.deliverAttempt({ ...input(other.url), accountId: 'acc_other' })).ok, true);
+      } finally {
+        await other.close();
+      }
+      release.open();
+      assert.ok((await Promise.all(calls)).every((r) => r.ok));
+    } finally {
+      release.open();
+      await outbound.close();
+      await Promise.all([first!.close(), second!.close()]);
     }
   });
 });

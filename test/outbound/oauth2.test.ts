@@ -20,6 +20,7 @@ const input = (url: string, oauth2: OAuth2ClientCredentials, mtls = false): Deli
   url,
   body: '{"id":"req_oauth"}',
   eventType: 'registered-requests',
+  accountId: 'acc_test',
   msgId: 'ntf_oauth',
   secrets: [secret],
   authorization: mtls ? { mtls: { twoFactor: { oauth2 } } } : { oauth2 },
@@ -123,7 +124,7 @@ describe('OAuth2 client credentials for callbacks', () => {
   });
 
   it('50 concurrent deliveries share one token request', async () => {
-    const outbound = createOutbound(baseConfig, { limits: { overall: 64, perHost: 64 } });
+    const outbound = createOutbound(baseConfig, { limits: { overall: 64, perAddress: 64, reserve: 0, lightBelow: 1 } });
     const receiver = await startHttpReceiver(protectedBy(as));
     try {
       const results = await Promise.all(Array.from({ length: 50 }, () => outbound.deliverAttempt(input(receiver.url, client))));

@@ -13,7 +13,7 @@ import { gate, startHttpReceiver, unusedPort, type Receiver } from '../support/r
  */
 const config: OutboundConfig = { callbackTimeoutMs: 5000, callbackAllowPrivateNetworks: true, mtlsCertFile: undefined, mtlsKeyFile: undefined, mtlsCaFile: undefined };
 const secret = `whsec_${randomBytes(32).toString('base64')}`;
-const input = (url: string, n: number): DeliveryAttemptInput => ({ url, body: JSON.stringify({ id: `req_${n}`, rewardValue: n }), eventType: 'registered-requests', msgId: `msg_${n}`, secrets: [secret] });
+const input = (url: string, n: number): DeliveryAttemptInput => ({ accountId: 'acc_test', url, body: JSON.stringify({ id: `req_${n}`, rewardValue: n }), eventType: 'registered-requests', msgId: `msg_${n}`, secrets: [secret] });
 
 describe('outbound delivery in a worker thread', () => {
   let receiver: Receiver;

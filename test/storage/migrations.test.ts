@@ -45,12 +45,22 @@ for (const dialect of testDialects()) {
       await sql`insert into accounts (id, name, is_operator, active, created_at) values ('acc_1', 'a', 0, 1, 1000)`.execute(storage.db);
       await sql`insert into subscriptions (id, account_id, event, description, active, experiences, callback_url, callback_authorization_encrypted, callback_custom_headers, created_at, updated_at)
                 values ('sub_old', 'acc_1', 'registered-request', '', 1, '[]', 'https://example.com/hook', null, '{}', 1000, 1000)`.execute(storage.db);
-      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['009_delivery_operations', '010_console_links', '011_notification_order', '012_notification_waiters']);
+      assert.deepEqual((await migrateTo(storage.db, '012_notification_waiters')).applied, ['009_delivery_operations', '010_console_links', '011_notification_order', '012_notification_waiters']);
       const sub = (await sql<Record<string, unknown>>`select disabled_reason, disabled_at, rate_limit from subscriptions`.execute(storage.db)).rows[0]!;
       assert.deepEqual({ ...sub }, { disabled_reason: null, disabled_at: null, rate_limit: null });
       // 011, 012: the existing notification waits for nothing, and nothing waits for it.
       const order = (await sql<Record<string, unknown>>`select waits_for, has_waiters from notifications`.execute(storage.db)).rows[0]!;
       assert.deepEqual({ waits_for: order.waits_for, has_waiters: Number(order.has_waiters) }, { waits_for: null, has_waiters: 0 });
+
+      // 013: a pending delivery job gets its notification's account (fair claims); other jobs none.
+      await sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, created_at, updated_at)
+                values ('job_register', 'register-request', '{"requestId":"req_1"}', 'pending', 5000, 0, 10, 1000, 1000)`.execute(storage.db);
+      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['013_delivery_fairness']);
+      const groups = (await sql<{ id: string; group_key: string | null }>`select id, group_key from jobs order by id`.execute(storage.db)).rows;
+      assert.deepEqual(groups.map((row) => ({ ...row })), [
+        { id: 'job_old', group_key: 'acc_1' },
+        { id: 'job_register', group_key: null },
+      ]);
     });
   });
 }

@@ -83,7 +83,7 @@ async function answer(response: ServerResponse, reply: Reply): Promise<void> {
   response.end(reply.body);
 }
 
-async function listen(server: Server, responderRef: { current: Responder }): Promise<Receiver> {
+async function listen(server: Server, responderRef: { current: Responder }, host = '127.0.0.1'): Promise<Receiver> {
   const requests: RecordedRequest[] = [];
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -102,11 +102,11 @@ async function listen(server: Server, responderRef: { current: Responder }): Pro
         .catch(() => response.destroy());
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   const scheme = 'setSecureContext' in server ? 'https' : 'http';
   return {
-    url: `${scheme}://127.0.0.1:${port}`,
+    url: `${scheme}://${host}:${port}`,
     port,
     requests,
     respond(responder) {
@@ -120,8 +120,9 @@ async function listen(server: Server, responderRef: { current: Responder }): Pro
   };
 }
 
-export function startHttpReceiver(responder: Responder = OK): Promise<Receiver> {
-  return listen(createHttpServer(), { current: responder });
+/** `host`: another loopback address (127.0.0.2 …) for a receiver that must not share 127.0.0.1 with the others. */
+export function startHttpReceiver(responder: Responder = OK, host?: string): Promise<Receiver> {
+  return listen(createHttpServer(), { current: responder }, host);
 }
 
 export function startHttpsReceiver(tls: TlsReceiverOptions, responder: Responder = OK): Promise<Receiver> {

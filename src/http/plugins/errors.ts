@@ -38,12 +38,15 @@ export function formatSchemaErrors(errors: FastifySchemaValidationError[], dataV
   return invalid(`request ${dataVar}`, [{ path, message }]);
 }
 
-const STATUS_OF = { invalid: 400, not_found: 404, conflict: 409 } as const;
+const STATUS_OF = { invalid: 400, not_found: 404, conflict: 409, rate_limited: 429 } as const;
 
 /** Maps anything thrown inside a route to the problem the client should see. */
 export function toProblem(error: FastifyError | Error): HttpProblem {
   if (error instanceof HttpProblem) return error;
-  if (error instanceof DomainError) return new HttpProblem(STATUS_OF[error.kind], error.message, error.errors);
+  if (error instanceof DomainError) {
+    const headers = error.retryAfterSeconds === undefined ? undefined : { 'retry-after': String(error.retryAfterSeconds) };
+    return new HttpProblem(STATUS_OF[error.kind], error.message, error.errors, headers);
+  }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
     const errors: ProblemFieldError[] = fastifyError.validation.map((v) => {

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource, toSubscriptionResource } from '../../domain/subscriptions/mapping.js';
 import { loadSigningSecrets, rotateSigningSecret } from '../../services/signing-secrets.js';
-import { sendTestNotification } from '../../services/test-sends.js';
+import { sendTestNotification, TEST_SENDS_PER_WINDOW } from '../../services/test-sends.js';
 import { recoverNotifications } from '../../services/recover-notifications.js';
 import { getEndpointStats } from '../../services/endpoint-health.js';
 import { isStatsWindow, STATS_WINDOWS } from '../../domain/notifications/endpoint-health.js';
@@ -212,7 +212,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/subscriptions/:subscriptionId/test',
     {
-      config: write,
+      config: { ...write, problems: { 429: `more than ${TEST_SENDS_PER_WINDOW} test sends of this subscription in the last minute; Retry-After says when the next one is allowed` } },
       schema: {
         tags: TAGS,
         operationId: 'testSubscription',
@@ -221,7 +221,8 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
           "One notification of the subscription's event with a sample body of the contract's shape (ids `req_test_…`), " +
           'through the normal path: URL, authorization, custom headers and signature as they are now. It carries `x-webhook-test: true`, ' +
           'appears in the delivery log with `"test": true`, gets one attempt and no retry, and is sent to an inactive subscription too. ' +
-          'A callback URL the address policy now refuses is a 400, and nothing is sent.',
+          'A callback URL the address policy now refuses is a 400, and nothing is sent. ' +
+          `At most ${TEST_SENDS_PER_WINDOW} test sends per subscription in any minute: more are a 429 with \`Retry-After\`.`,
         security: SECURITY,
         params: SubscriptionParamsSchema,
         querystring: OperatorQuerySchema,

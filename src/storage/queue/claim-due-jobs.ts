@@ -11,6 +11,8 @@ export interface ClaimOptions {
   limit: number;
   leaseMs: number;
   now?: number;
+  /** Groups whose jobs this claim leaves to others (their share of the worker's slots is taken). */
+  excludeGroups?: readonly string[];
 }
 
 /** A lease token unique to one claim (or one batch's hand-off) of this worker: its id and 72 random bits. */
@@ -22,7 +24,7 @@ export function newLease(workerId: string): string {
  * Leases up to `limit` due jobs of the given kinds in one statement: `run_at` moves to the end of
  * the lease (so an abandoned job is simply due again later), `attempts` counts the claim, and
  * `locked_by` gets a token unique to this claim. Which jobs: `dueJobIds` (PostgreSQL skips rows
- * another worker is claiming; SQLite has a single writer).
+ * another worker is claiming; SQLite has a single writer), without those of `excludeGroups`.
  */
 export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
   if (options.kinds.length === 0 || options.limit <= 0) return [];
@@ -37,7 +39,7 @@ export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise
       attempts: eb('attempts', '+', 1),
       updated_at: now,
     }))
-    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now, postgres: isPostgres(db as never) })})`)
+    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now, postgres: isPostgres(db as never), excludeGroups: options.excludeGroups })})`)
     .returningAll()
     .execute();
   return rows.map((row) => toClaimedJob(row)).sort(byCreation);

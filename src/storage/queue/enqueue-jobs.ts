@@ -12,6 +12,8 @@ export interface NewJob {
   maxAttempts?: number;
   /** A second job with the same key is silently not enqueued. */
   dedupeKey?: string;
+  /** Whose job it is (a delivery's account): claims share a worker's slots fairly between groups. */
+  groupKey?: string;
 }
 
 /**
@@ -23,14 +25,16 @@ export interface LeaseOffer {
   readonly kinds: ReadonlySet<string>;
   readonly lease: Lease;
   room: number;
+  /** Groups holding their share of the worker's slots: their jobs are left to a fair claim. */
+  readonly excludedGroups: ReadonlySet<string>;
   /** Jobs inserted leased to the worker, in enqueue order: it starts them after the commit. */
   readonly taken: ClaimedJob[];
   /** Jobs of these kinds, due now, inserted without a lease (no room left): someone must claim them. */
   declined: number;
 }
 
-export function leaseOffer(kinds: ReadonlySet<string>, lease: Lease, room: number): LeaseOffer {
-  return { kinds, lease, room, taken: [], declined: 0 };
+export function leaseOffer(kinds: ReadonlySet<string>, lease: Lease, room: number, excludedGroups: ReadonlySet<string> = new Set()): LeaseOffer {
+  return { kinds, lease, room, excludedGroups, taken: [], declined: 0 };
 }
 
 export interface EnqueueOptions {
@@ -63,11 +67,12 @@ export async function enqueueJobs(db: Executor, jobs: NewJob[], options: Enqueue
       locked_at: null,
       last_error: null,
       dedupe_key: job.dedupeKey ?? null,
+      group_key: job.groupKey ?? null,
       created_at: now,
       updated_at: now,
     };
     if (offer?.kinds.has(job.kind) && runAt <= now) {
-      if (offer.room > 0) {
+      if (offer.room > 0 && !(job.groupKey !== undefined && offer.excludedGroups.has(job.groupKey))) {
         offer.room -= 1;
         Object.assign(row, { locked_by: offer.lease.token, locked_at: now, run_at: offer.lease.until, attempts: 1 });
       } else {

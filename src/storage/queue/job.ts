@@ -10,6 +10,8 @@ export interface Job<Payload = unknown> {
   maxAttempts: number;
   lastError: string | null;
   createdAt: number;
+  /** Whose job it is, for fair claims (a delivery's account); null for the jobs of no one in particular. */
+  groupKey: string | null;
 }
 
 /**
@@ -52,6 +54,7 @@ export function toClaimedJob(row: JobsTable, lease = row.locked_by!): ClaimedJob
     maxAttempts: row.max_attempts,
     lastError: row.last_error,
     createdAt: row.created_at,
+    groupKey: row.group_key,
     lease,
     leaseUntil: row.run_at,
   };

@@ -177,12 +177,12 @@ export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{
   return found;
 }
 
-const releaseWaiting = precompiled<[string | string[]], { id: string; status: NotificationStatus }>((db, ids) =>
+const releaseWaiting = precompiled<[string | string[]], { id: string; account_id: string; status: NotificationStatus }>((db, ids) =>
   isPostgres(db as never)
-    ? sql<{ id: string; status: NotificationStatus }>`update notifications set waits_for = null
-          where waits_for is not null and waits_for = any(${ids}::text[]) returning id, status`
-    : sql<{ id: string; status: NotificationStatus }>`update notifications set waits_for = null
-          where waits_for is not null and waits_for in (select value from json_each(${ids})) returning id, status`,
+    ? sql<{ id: string; account_id: string; status: NotificationStatus }>`update notifications set waits_for = null
+          where waits_for is not null and waits_for = any(${ids}::text[]) returning id, account_id, status`
+    : sql<{ id: string; account_id: string; status: NotificationStatus }>`update notifications set waits_for = null
+          where waits_for is not null and waits_for in (select value from json_each(${ids})) returning id, account_id, status`,
 );
 
 /**
@@ -190,10 +190,10 @@ const releaseWaiting = precompiled<[string | string[]], { id: string; status: No
  * Answers the released ones still pending, whose delivery jobs the caller enqueues in the same
  * transaction. One statement for the batch, on the partial index of waiting notifications.
  */
-export async function releaseWaitingFor(db: Executor, endedIds: readonly string[]): Promise<string[]> {
+export async function releaseWaitingFor(db: Executor, endedIds: readonly string[]): Promise<Array<{ notificationId: string; accountId: string }>> {
   if (endedIds.length === 0) return [];
   const result = await releaseWaiting(db, idList(db, endedIds));
-  return result.filter((row) => row.status === 'pending').map((row) => row.id);
+  return result.filter((row) => row.status === 'pending').map((row) => ({ notificationId: row.id, accountId: row.account_id }));
 }
 
 /** A new notification, pending and due now; its id (`msg_…`) becomes the `webhook-id`. */
@@ -220,4 +220,21 @@ export function newNotificationRow(
     waits_for: null,
     has_waiters: 0,
   };
+}
+
+/**
+ * When the subscription's test sends made since `since` were made, oldest first, at most `limit`
+ * (the partial index of test sends: a flood of ordinary notifications costs this nothing).
+ */
+export async function recentTestSendTimes(db: Executor, subscriptionId: string, since: number, limit: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('notifications')
+    .select('created_at')
+    .where('subscription_id', '=', subscriptionId)
+    .where('test', '=', 1)
+    .where('created_at', '>', since)
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => Number(row.created_at));
 }

@@ -73,6 +73,8 @@ export interface JobsTable {
   last_error: string | null;
   /** Optional unique key: enqueueing a second job with the same key is a no-op. */
   dedupe_key: string | null;
+  /** Whose job it is, for fair claims: a delivery's account (null: shared by no one, e.g. registration). */
+  group_key: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -9,6 +9,8 @@ import { recordEndpointHealth, type DisabledSubscription } from '../../services/
 
 export interface AttemptSettlement {
   job: ClaimedJob;
+  /** The notification's account: its next attempt's job is its. */
+  accountId: string;
   attempt: NotificationAttemptRow;
   status: NotificationStatus;
   nextAttemptAt: number | null;
@@ -91,7 +93,7 @@ export class AttemptLogWriter {
       const now = Math.max(...recorded.map((settlement) => settlement.now));
       const waitedFor = await recordAttempts(tx, recorded.map((settlement) => ({ ...settlement, now })));
       const retries = recorded.flatMap((settlement) =>
-        settlement.nextAttemptAt === null ? [] : [{ notificationId: settlement.attempt.notification_id, runAt: settlement.nextAttemptAt }],
+        settlement.nextAttemptAt === null ? [] : [{ notificationId: settlement.attempt.notification_id, accountId: settlement.accountId, runAt: settlement.nextAttemptAt }],
       );
       await enqueueDeliveries(tx, retries, { now: settlements[0]!.now });
       // Notifications held behind the ones that ended here go out now (docs/delivery.md, "Order");

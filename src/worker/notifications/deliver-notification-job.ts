@@ -72,7 +72,7 @@ interface DeliveryContext {
 /** Reads what this attempt sends and where: a subscription's callback as it is now, or the request's own URL. */
 async function prepareAttempt({ deps, cache }: DeliveryContext, row: NotificationForDelivery): Promise<Prepared> {
   const now = deps.clock();
-  const base = { body: row.payload, eventType: row.event, msgId: row.id, ...(row.test === 1 ? { test: true } : {}) };
+  const base = { accountId: row.account_id, body: row.payload, eventType: row.event, msgId: row.id, ...(row.test === 1 ? { test: true } : {}) };
   const secretsOf = (owner: { subscriptionId: string } | { accountId: string }, key: string) =>
     cache.get(`secrets:${key}`, async () => (await loadSigningSecrets(deps.db, deps.box, owner, now)).map((s) => s.secret));
   if (row.subscription_id === null) {
@@ -141,6 +141,7 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
         });
   const recorded = await context.log.settle({
     job,
+    accountId: row.account_id,
     attempt: {
       notification_id: row.id,
       attempt,

@@ -72,7 +72,7 @@ export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder
       const chunk = rows.slice(i, i + INSERT_CHUNK);
       await insertNotifications(tx, chunk);
       const due = chunk.filter((row) => row.waits_for === null);
-      await enqueueDeliveries(tx, due.map((row) => ({ notificationId: row.id })), { now, leaseTo: batch?.leaseTo });
+      await enqueueDeliveries(tx, due.map((row) => ({ notificationId: row.id, accountId: row.account_id })), { now, leaseTo: batch?.leaseTo });
     }
   };
 }

@@ -1,100 +1,125 @@
+import { AccountSlots, LIGHT_ACCOUNT_SLOTS } from '../fair-share.js';
+
 /**
- * Bounds callback calls in flight: overall (sockets, memory) and per host (one client's slow or
- * hanging server must not take every slot). A waiter blocked only by its own host's limit is
- * skipped, so calls to other hosts start at once: a slow receiver never delays the others.
+ * Bounds the callback calls in flight and shares them fairly between accounts (fair-share.ts):
+ * - `overall` calls whoever makes them; an account alone may use all of them;
+ * - when a call ends, the waiting account holding the fewest calls starts next (oldest first
+ *   among equals), so a flooding account's share shrinks to a fair one as its calls end;
+ * - `reserve` more calls only for accounts with fewer than `lightBelow` in flight: an account's
+ *   first calls never wait behind another account's, even when those hang until their timeout;
+ * - at most `perAddress` calls of one account to one resolved address, however its URLs spell
+ *   the host or the port: one slow receiver cannot take all of its account's calls either.
+ *   (Per account, so that tenants whose receivers share a provider's address do not share a cap.)
+ * A waiter blocked by its own cap is skipped: the calls behind it start.
  */
 
 export interface ConcurrencyLimits {
   overall: number;
-  perHost: number;
+  /** Calls in flight per account and resolved address. */
+  perAddress: number;
+  /** Calls beyond `overall` for accounts with fewer than `lightBelow` in flight. */
+  reserve: number;
+  lightBelow: number;
 }
 
-export const DEFAULT_CONCURRENCY_LIMITS: ConcurrencyLimits = { overall: 64, perHost: 8 };
+export const DEFAULT_CONCURRENCY_LIMITS: ConcurrencyLimits = { overall: 64, perAddress: 8, reserve: 16, lightBelow: LIGHT_ACCOUNT_SLOTS };
+
+/** Who a call is for and where it goes: the account, and the address its host resolved to (or the host, when it did not resolve). */
+export interface CallKey {
+  account: string;
+  address: string;
+}
 
 interface Waiter {
-  /** Arrival order, for FIFO across hosts. */
+  /** Arrival order, for FIFO among equals. */
   seq: number;
+  address: string;
   start: () => void;
 }
 
 export interface ConcurrencyLimiter {
-  /** Runs `task` once a slot for `host` is free; the slot is released when it settles. */
-  run<T>(host: string, task: () => Promise<T>): Promise<T>;
-  /** Tasks running and waiting, for metrics and tests. */
-  stats(): { active: number; waiting: number; activeByHost: Record<string, number> };
+  /** Runs `task` once a slot is free for its account and address; the slot is released when it settles. */
+  run<T>(key: CallKey, task: () => Promise<T>): Promise<T>;
+  /** Calls running and waiting, for metrics and tests. */
+  stats(): { active: number; waiting: number; activeByAccount: Record<string, number> };
 }
 
 export function createConcurrencyLimiter(limits: ConcurrencyLimits = DEFAULT_CONCURRENCY_LIMITS): ConcurrencyLimiter {
-  if (!(limits.overall >= 1 && limits.perHost >= 1)) throw new RangeError('concurrency limits must be at least 1');
-  let active = 0;
-  const activeByHost = new Map<string, number>();
-  /** FIFO queues of the hosts that have waiters. One queue per host keeps a release O(hosts), not O(waiters). */
-  const queues = new Map<string, Waiter[]>();
+  if (!(limits.perAddress >= 1)) throw new RangeError('concurrency limits must be at least 1');
+  const slots = new AccountSlots({ capacity: limits.overall, reserve: limits.reserve, lightBelow: limits.lightBelow });
+  /** Calls in flight per account and address. */
+  const byAddress = new Map<string, number>();
+  /** Each waiting account's waiters, oldest first. */
+  const waiting = new Map<string, Waiter[]>();
   let waitingCount = 0;
   let arrivals = 0;
 
-  const canStart = (host: string) => active < limits.overall && (activeByHost.get(host) ?? 0) < limits.perHost;
+  const pairKey = (account: string, address: string) => `${account}\u0000${address}`;
+  const addressFree = (account: string, address: string) => (byAddress.get(pairKey(account, address)) ?? 0) < limits.perAddress;
 
-  const acquire = (host: string) => {
-    active++;
-    activeByHost.set(host, (activeByHost.get(host) ?? 0) + 1);
+  const acquire = ({ account, address }: CallKey) => {
+    slots.add(account);
+    const pair = pairKey(account, address);
+    byAddress.set(pair, (byAddress.get(pair) ?? 0) + 1);
   };
 
-  /** The host under its own limit whose first waiter arrived earliest. */
-  const nextHost = (): string | undefined => {
-    let best: string | undefined;
-    let bestSeq = Infinity;
-    for (const [host, queue] of queues) {
-      if (queue[0]!.seq < bestSeq && (activeByHost.get(host) ?? 0) < limits.perHost) {
-        best = host;
-        bestSeq = queue[0]!.seq;
-      }
+  const release = ({ account, address }: CallKey) => {
+    slots.remove(account);
+    const pair = pairKey(account, address);
+    const left = byAddress.get(pair)! - 1;
+    if (left === 0) byAddress.delete(pair);
+    else byAddress.set(pair, left);
+  };
+
+  /** The waiter to start now: of the accounts that may take a slot, the one holding fewest, its oldest waiter whose address is under its cap. */
+  const next = (): { account: string; index: number } | undefined => {
+    let best: { account: string; index: number; held: number; seq: number } | undefined;
+    for (const [account, queue] of waiting) {
+      if (!slots.mayTake(account)) continue;
+      const held = slots.heldBy(account);
+      if (best && held > best.held) continue;
+      const index = queue.findIndex((waiter) => addressFree(account, waiter.address));
+      if (index < 0) continue;
+      const seq = queue[index]!.seq;
+      if (!best || held < best.held || seq < best.seq) best = { account, index, held, seq };
     }
     return best;
   };
 
-  const release = (host: string) => {
-    active--;
-    const left = (activeByHost.get(host) ?? 1) - 1;
-    if (left === 0) activeByHost.delete(host);
-    else activeByHost.set(host, left);
-    // FIFO among the waiters that can run; skipping past a host at its limit is what keeps one
-    // slow host from blocking the queue for everyone else.
-    while (active < limits.overall) {
-      const next = nextHost();
-      if (next === undefined) break;
-      const queue = queues.get(next)!;
-      const waiter = queue.shift()!;
-      if (queue.length === 0) queues.delete(next);
+  const startWaiters = () => {
+    for (let found = next(); found; found = next()) {
+      const queue = waiting.get(found.account)!;
+      const [waiter] = queue.splice(found.index, 1);
+      if (queue.length === 0) waiting.delete(found.account);
       waitingCount--;
-      acquire(next);
-      waiter.start();
+      acquire({ account: found.account, address: waiter!.address });
+      waiter!.start();
     }
   };
 
   return {
-    run<T>(host: string, task: () => Promise<T>): Promise<T> {
+    run<T>(key: CallKey, task: () => Promise<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         const start = () => {
           Promise.resolve()
             .then(task)
             .then(resolve, reject)
-            .finally(() => release(host));
+            .finally(() => {
+              release(key);
+              startWaiters();
+            });
         };
-        if (canStart(host)) {
-          acquire(host);
-          start();
-        } else {
-          const queue = queues.get(host);
-          const waiter = { seq: arrivals++, start };
-          if (queue) queue.push(waiter);
-          else queues.set(host, [waiter]);
-          waitingCount++;
-        }
+        const waiter = { seq: arrivals++, address: key.address, start };
+        const queue = waiting.get(key.account);
+        if (queue) queue.push(waiter);
+        else waiting.set(key.account, [waiter]);
+        waitingCount++;
+        // Starts it now if its turn has come: most calls never wait.
+        startWaiters();
       });
     },
     stats() {
-      return { active, waiting: waitingCount, activeByHost: Object.fromEntries(activeByHost) };
+      return { active: slots.total, waiting: waitingCount, activeByAccount: Object.fromEntries(slots.holders()) };
     },
   };
 }

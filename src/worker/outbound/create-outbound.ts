@@ -27,7 +27,7 @@ export function createOutbound(config: OutboundConfig, options: OutboundOptions 
   const http = createOutboundHttpClient({
     timeoutMs: config.callbackTimeoutMs,
     allowPrivateNetworks: config.callbackAllowPrivateNetworks,
-    connectionsPerOrigin: limits.perHost,
+    connectionsPerOrigin: limits.perAddress,
     ...(options.tls ?? loadTlsMaterial(config)),
   });
   const now = options.now ?? Date.now;
@@ -35,14 +35,20 @@ export function createOutbound(config: OutboundConfig, options: OutboundOptions 
   const limiter = createConcurrencyLimiter(limits);
 
   return {
-    deliverAttempt(input) {
-      let host: string;
+    async deliverAttempt(input) {
+      let hostname: string;
       try {
-        host = new URL(input.url).host.toLowerCase();
+        hostname = new URL(input.url).hostname.toLowerCase();
       } catch {
-        return Promise.resolve({ ok: false, latencyMs: 0, error: 'callback URL is not a valid absolute URL' });
+        return { ok: false, latencyMs: 0, error: 'callback URL is not a valid absolute URL' };
       }
-      return limiter.run(host, () => deliverAttempt(input, { http, tokens, now }));
+      // Counted against the address the call connects to (the resolver remembers it for the
+      // connection); a host that does not resolve or is refused fails at once in the call itself.
+      const address = await http.resolver.resolve(hostname).then(
+        (addresses) => addresses[0]!.address,
+        () => hostname,
+      );
+      return limiter.run({ account: input.accountId, address }, () => deliverAttempt(input, { http, tokens, now }));
     },
     limiter,
     tokens,

@@ -20,6 +20,8 @@ export const MAX_LOGGED_RESPONSE_BYTES = 1024;
 const RESERVED_HEADER = /^(host|content-length|content-type|transfer-encoding|connection|authorization|user-agent|x-webhook-event|x-webhook-test|webhook-.*)$/i;
 
 export interface DeliveryAttemptInput {
+  /** The account the call is made for: calls in flight are shared fairly between accounts. */
+  accountId: string;
   url: string;
   /** Exact JSON text sent and signed. */
   body: string;
@@ -73,7 +75,7 @@ function failureMessage(statusCode: number): string | undefined {
   return `callback answered HTTP ${statusCode}`;
 }
 
-export async function deliverAttempt(input: DeliveryAttemptInput, deps: DeliveryDeps): Promise<AttemptResult> {
+export async function deliverAttempt(input: Omit<DeliveryAttemptInput, 'accountId'>, deps: DeliveryDeps): Promise<AttemptResult> {
   const now = deps.now ?? Date.now;
   const startedAt = now();
   const elapsed = () => Math.max(0, Math.round(now() - startedAt));

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
-import { ForbiddenAddressError, guardedLookup, hostForLookup, isPublicAddress } from '../../net/address-policy.js';
+import { ForbiddenAddressError, GuardedResolver, hostForLookup, isPublicAddress } from '../../net/address-policy.js';
 
 /** Sent on every outbound call: notifications and the OAuth2 token requests made for them. */
 export const USER_AGENT = 'RewardRequestService/1.0';
@@ -10,7 +10,8 @@ export const USER_AGENT = 'RewardRequestService/1.0';
  * The one HTTP client for everything the service sends out: callback calls and OAuth2 token
  * requests for them. It never follows redirects, bounds the whole call by one timeout, reads only
  * a bounded prefix of the answer, and connects only to addresses the SSRF policy allows — the
- * address it checked is the address it connects to (the policy runs as the socket's `lookup`).
+ * address it checked is the address it connects to (the policy runs as the socket's `lookup`,
+ * through `resolver`, which the concurrency limiter asks too).
  */
 
 export interface ClientCertificate {
@@ -30,6 +31,8 @@ export interface OutboundHttpClientOptions {
   extraCa?: string;
   /** Open connections per origin and agent; keeps one busy receiver from hogging sockets. */
   connectionsPerOrigin?: number;
+  /** Resolves callback hosts under the policy; shared with whoever counts calls by address. */
+  resolver?: GuardedResolver;
 }
 
 export interface OutboundRequest {
@@ -51,6 +54,8 @@ export interface OutboundResponse {
 
 export interface OutboundHttpClient {
   send(request: OutboundRequest): Promise<OutboundResponse>;
+  /** The resolver its connections look hosts up with. */
+  readonly resolver: GuardedResolver;
   readonly hasClientCertificate: boolean;
   close(): Promise<void>;
 }
@@ -195,6 +200,7 @@ function dispatchCall(dispatcher: Dispatcher, url: URL, outbound: OutboundReques
 
 export function createOutboundHttpClient(options: OutboundHttpClientOptions): OutboundHttpClient {
   const { timeoutMs, allowPrivateNetworks } = options;
+  const resolver = options.resolver ?? new GuardedResolver(allowPrivateNetworks);
   // Setting `ca` replaces Node's default trust, so the bundled roots are passed along with the extra CA.
   const ca = options.extraCa ? [...rootCertificates, options.extraCa] : undefined;
   const agentOptions = (certificate?: ClientCertificate): Agent.Options => ({
@@ -205,7 +211,7 @@ export function createOutboundHttpClient(options: OutboundHttpClientOptions): Ou
     bodyTimeout: timeoutMs,
     connect: {
       timeout: timeoutMs,
-      lookup: guardedLookup(allowPrivateNetworks),
+      lookup: resolver.lookup,
       rejectUnauthorized: true,
       ...(ca ? { ca } : {}),
       ...(certificate ? { cert: certificate.cert, key: certificate.key } : {}),
@@ -232,6 +238,7 @@ export function createOutboundHttpClient(options: OutboundHttpClientOptions): Ou
 
   return {
     send,
+    resolver,
     hasClientCertificate: withCertificate !== undefined,
     async close() {
       await Promise.all([plain.close(), withCertificate?.close()]);

@@ -19,7 +19,7 @@ export type TlsMaterial = { clientCertificate?: ClientCertificate; extraCa?: str
 
 /** What the job worker needs from outbound delivery; the outbound thread offers only this. */
 export interface OutboundDelivery {
-  /** One attempt, run inside the concurrency limits (keyed by the callback URL's host). Never rejects. */
+  /** One attempt, run inside the concurrency limits (shared fairly by account, capped per resolved address). Never rejects. */
   deliverAttempt(input: DeliveryAttemptInput): Promise<AttemptResult>;
   /** Waits for calls in flight, then closes every connection. */
   close(): Promise<void>;
