@@ -50,10 +50,12 @@ async function warmUp(deps: Deps): Promise<void> {
  * What a receiver can rely on, checked by receive time: any sliding second holds at most
  * 2 × `limit` calls (the documented tolerance: at most `limit` calls start per window, and the end
  * of one window and the start of the next fit in one sliding second), and `n` calls take at least
- * ceil(n / limit) − 1 windows. Receive times add the machine's delays to start times, so the
- * check leaves them that much room; without the limit, a burst arrives within milliseconds and
- * fails both.
+ * ceil(n / limit) − 1 windows. Receive times add the machine's delays to start times, and not
+ * evenly (a window's first call may open a connection, a later one reuses it): a call that starts
+ * a second after another can arrive a little less than a second after it. The check leaves them
+ * RECEIVE_JITTER_MS of room; without the limit, a burst arrives within milliseconds and fails both.
  */
+const RECEIVE_JITTER_MS = 100;
 function assertAtMostPerSecond(times: number[], limit: number, what: string): void {
   const sorted = [...times].sort((a, b) => a - b);
   const start = sorted[0]!;
@@ -61,7 +63,7 @@ function assertAtMostPerSecond(times: number[], limit: number, what: string): vo
   let busiest = 0;
   for (let i = 0; i < sorted.length; i++) {
     let j = i;
-    while (j < sorted.length && sorted[j]! - sorted[i]! < 1000) j++;
+    while (j < sorted.length && sorted[j]! - sorted[i]! < 1000 - RECEIVE_JITTER_MS) j++;
     busiest = Math.max(busiest, j - i);
   }
   assert.ok(busiest <= 2 * limit, `${what}: ${busiest} calls in one sliding second, limit ${limit} (tolerance 2 × limit); ${shown()}`);
