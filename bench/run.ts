@@ -15,6 +15,7 @@ import { benchRecovery } from './recovery.js';
 import { benchStats } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchSoak } from './soak.js';
+import { benchNoisyNeighbour } from './noisy-neighbour.js';
 import { pinLoadGenerator, PINNING, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
 /** `pinned`: this process (the load generator) on core 0 and the servers it starts on core 1 (see lib.ts). */
@@ -28,6 +29,7 @@ const ENTRIES: Entry[] = [
   { name: 'scale-out', pinned: false, run: benchScaleOut },
   { name: 'recovery', pinned: false, run: benchRecovery },
   { name: 'stats', pinned: false, run: benchStats },
+  { name: 'noisy-neighbour', pinned: false, run: benchNoisyNeighbour },
   { name: 'peers', pinned: false, run: benchPeers },
   // Half an hour: only when named (`--only soak`).
   { name: 'soak', pinned: false, run: benchSoak, onlyWhenNamed: true },

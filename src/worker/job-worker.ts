@@ -26,7 +26,7 @@ export interface JobWorkerOptions {
   /**
    * Standalone jobs before or in their external call (default 256); as many again may be past it,
    * recording their outcome. The calls themselves are bounded by the outbound limits (64 overall,
-   * 8 per host): the rest wait there, so a claim's jobs keep the connections busy while this
+   * 8 per account and address): the rest wait there, so a claim's jobs keep the connections busy while this
    * thread commits. With 64 the connections sat idle between claims (~10,500 deliveries/s here
    * against ~14,500 with 256).
    */
