@@ -64,6 +64,7 @@ export async function createConsoleLink(
     expires_at: now + CONSOLE_LINK_CODE_TTL_MS,
     token_ttl_ms: tokenTtlMs,
     used_at: null,
+    revoked_at: null,
   });
   await deleteExpiredConsoleLinks(deps.db, now - KEEP_EXPIRED_LINKS_MS);
   return { url: `${deps.config.publicUrl}/console/#link=${code}`, expiresAt: iso(link.expiresAt), tokenTtlSeconds: Math.floor(tokenTtlMs / 1000) };

@@ -125,7 +125,7 @@ export interface paths {
         head?: never;
         /**
          * Rename or (de)activate an account
-         * @description Deactivating an account makes its clients get invalid_client at the token endpoint; tokens already issued stay valid until they expire.
+         * @description Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients' and its console links') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Reactivated, its clients get new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateAccountV1"];
         trace?: never;
@@ -166,14 +166,14 @@ export interface paths {
         post?: never;
         /**
          * Delete a client
-         * @description Operators only (`admin`). The client cannot obtain tokens any more; tokens already issued stay valid until they expire.
+         * @description Operators only (`admin`). The client cannot obtain tokens any more, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process.
          */
         delete: operations["deleteClientV1"];
         options?: never;
         head?: never;
         /**
          * (De)activate a client or change its allowed scopes
-         * @description An inactive client gets invalid_client at the token endpoint; tokens already issued stay valid until they expire.
+         * @description An inactive client gets invalid_client at the token endpoint, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Reactivated, it gets new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateClientV1"];
         trace?: never;
@@ -669,7 +669,7 @@ export interface paths {
         head?: never;
         /**
          * Rename or (de)activate an account
-         * @description Deactivating an account makes its clients get invalid_client at the token endpoint; tokens already issued stay valid until they expire.
+         * @description Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients' and its console links') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Reactivated, its clients get new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateAccount"];
         trace?: never;
@@ -710,14 +710,14 @@ export interface paths {
         post?: never;
         /**
          * Delete a client
-         * @description Operators only (`admin`). The client cannot obtain tokens any more; tokens already issued stay valid until they expire.
+         * @description Operators only (`admin`). The client cannot obtain tokens any more, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process.
          */
         delete: operations["deleteClient"];
         options?: never;
         head?: never;
         /**
          * (De)activate a client or change its allowed scopes
-         * @description An inactive client gets invalid_client at the token endpoint; tokens already issued stay valid until they expire.
+         * @description An inactive client gets invalid_client at the token endpoint, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Reactivated, it gets new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateClient"];
         trace?: never;
