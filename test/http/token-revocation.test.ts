@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { TokenRevocations } from '../../src/services/token-revocations.js';
+import { CONSOLE_LINK_GRANT_TYPE } from '../../src/domain/tokens/console-link-code.js';
 import { startChildService, type ChildService } from '../support/child-service.js';
 import { testDialects } from '../support/databases.js';
 import { eventually } from '../support/notifications.js';
@@ -137,6 +138,42 @@ for (const dialect of testDialects()) {
       assert.equal((await api(t.url, 'DELETE', `/v2/admin/accounts/${victim.accountId}/clients/${victim.clientId}`, { token: operator })).status, 204);
       await refusedNow(t.url, renewed, /the client was deleted/);
       await refusedWithin(second.url, renewed, /the client was deleted/);
+    });
+
+    it('a console link session revoked by the operator: refused at once here and within the interval on the other process', async () => {
+      const account = await t.createClientAccount();
+      const link = await api(t.url, 'POST', `/v2/admin/accounts/${account.accountId}/console-links`, { token: operator, body: { ttl: '24h' } });
+      assert.equal(link.status, 201, JSON.stringify(link.body));
+      const code = /#link=(.+)$/.exec(link.body.url)![1]!;
+      const granted = await fetch(`${t.url}/v2/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: CONSOLE_LINK_GRANT_TYPE, code }),
+      });
+      const session = ((await granted.json()) as { access_token: string }).access_token;
+      await accepted(t.url, session);
+      await accepted(second.url, session);
+
+      assert.equal((await api(t.url, 'DELETE', `/v2/admin/accounts/${account.accountId}/console-links/${link.body.id}`, { token: operator })).status, 204);
+      await refusedNow(t.url, session, /the console link session was revoked/);
+      await refusedWithin(second.url, session, /the console link session was revoked/);
+      await accepted(second.url, await t.token(account));
+    });
+
+    it('an account deactivated cuts its console link sessions too', async () => {
+      const account = await t.createClientAccount();
+      const link = await api(t.url, 'POST', `/v2/admin/accounts/${account.accountId}/console-links`, { token: operator });
+      const code = /#link=(.+)$/.exec(link.body.url)![1]!;
+      const granted = await fetch(`${t.url}/v2/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: CONSOLE_LINK_GRANT_TYPE, code }),
+      });
+      const session = ((await granted.json()) as { access_token: string }).access_token;
+      await accepted(second.url, session);
+      assert.equal((await api(second.url, 'PATCH', `/v2/admin/accounts/${account.accountId}`, { token: operator, body: { active: false } })).status, 200);
+      await refusedNow(second.url, session, /the account was deactivated/);
+      await refusedWithin(t.url, session, /the account was deactivated/);
     });
 
     it('setting active to what it already is cuts nothing', async () => {
