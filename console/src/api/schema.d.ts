@@ -3900,7 +3900,7 @@ export interface operations {
                                     name: "canceled";
                                     paymentId: string;
                                     reason: string;
-                                    /** @description 1 out of stock, 2 prize no longer offered */
+                                    /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
                                     reasonCode: number;
                                 };
                                 /** Format: date-time */
@@ -7819,7 +7819,7 @@ export interface operations {
                                     name: "canceled";
                                     paymentId: string;
                                     reason: string;
-                                    /** @description 1 out of stock, 2 prize no longer offered */
+                                    /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
                                     reasonCode: number;
                                 };
                                 /** Format: date-time */
@@ -9288,7 +9288,7 @@ export interface operations {
                                 name: "canceled";
                                 paymentId: string;
                                 reason: string;
-                                /** @description 1 out of stock, 2 prize no longer offered */
+                                /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
                                 reasonCode: number;
                             };
                             /** Format: date-time */
