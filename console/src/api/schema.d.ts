@@ -125,7 +125,7 @@ export interface paths {
         head?: never;
         /**
          * Rename or (de)activate an account
-         * @description Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients' and its console links') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Reactivated, its clients get new tokens; the tokens issued before stay refused.
+         * @description Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients' and its console links') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Its reward requests not registered yet are rejected (ACCOUNT_INACTIVE), those registered but not processed are processed with every prize canceled (reasonCode 3), and none of its notifications is sent while it is inactive. Reactivated, its clients get new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateAccountV1"];
         trace?: never;
@@ -693,7 +693,7 @@ export interface paths {
         head?: never;
         /**
          * Rename or (de)activate an account
-         * @description Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients' and its console links') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Reactivated, its clients get new tokens; the tokens issued before stay refused.
+         * @description Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients' and its console links') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Its reward requests not registered yet are rejected (ACCOUNT_INACTIVE), those registered but not processed are processed with every prize canceled (reasonCode 3), and none of its notifications is sent while it is inactive. Reactivated, its clients get new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateAccount"];
         trace?: never;
