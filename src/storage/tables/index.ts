@@ -156,7 +156,7 @@ export interface ConsoleLinksTable {
   revoked_at: number | null;
 }
 
-/** Tokens that verify but must be refused (migration 013, docs/tokens.md "Deactivation"). */
+/** Tokens that verify but must be refused (migration 014, docs/tokens.md "Deactivation"). */
 export interface TokenRevocationsTable {
   kind: 'account' | 'client' | 'console-link';
   /** The account id, the client's `client_id`, or the console link's id (`cln_…`). */
