@@ -31,6 +31,8 @@ export interface Config {
   jobLeaseMs: number;
   /** METRICS_PORT: a `--role worker` process serves /metrics and /health/* there (unset: none). */
   metricsPort: number | undefined;
+  /** AUTH_REFRESH_INTERVAL: how often an API process re-reads the token revocations (deactivations made by other processes apply within it). */
+  authRefreshIntervalMs: number;
 }
 
 export class ConfigError extends Error {
@@ -135,6 +137,11 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: read('LOG_LEVEL', 'info', (raw) => {
       if (!LOG_LEVELS.includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}`);
       return raw;
+    }),
+    authRefreshIntervalMs: read('AUTH_REFRESH_INTERVAL', 2_000, (raw) => {
+      const ms = duration(10)(raw);
+      if (ms > 60_000) throw new Error(`must be at most 60s (a deactivation must reach every process quickly), got "${raw}"`);
+      return ms;
     }),
   };
   if (Boolean(config.mtlsCertFile) !== Boolean(config.mtlsKeyFile)) {

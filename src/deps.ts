@@ -7,6 +7,8 @@ import type { Db, Dialect } from './storage/database.js';
 import { JobSignals } from './storage/queue/index.js';
 import { RequestIngestWriter } from './storage/request-ingest-writer.js';
 import { ClientCache } from './storage/client-cache.js';
+import { TokenRevocations } from './services/token-revocations.js';
+import { CONSOLE_TOKEN_MAX_TTL_MS } from './services/console-links.js';
 import { SecretBox } from './domain/crypto/secret-box.js';
 import { AccessTokens } from './services/access-tokens.js';
 import { FailureLimiter } from './domain/tokens/failure-limiter.js';
@@ -36,6 +38,8 @@ export interface AppDeps {
   ingest: RequestIngestWriter;
   /** The token endpoint's client rows (1 s); the admin routes forget them after a change. */
   clientCache: ClientCache;
+  /** Tokens that verify but are refused: their account, client or console link was cut (AUTH_REFRESH_INTERVAL). */
+  revocations: TokenRevocations;
 }
 
 export interface Deps extends AppDeps {
@@ -87,6 +91,12 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     const signals = new JobSignals();
     const ingest = new RequestIngestWriter(storage.db, signals, { clock });
     const clientCache = new ClientCache(storage.db);
+    const revocations = new TokenRevocations(storage.db, {
+      refreshIntervalMs: config.authRefreshIntervalMs,
+      tokenLifetimeMs: Math.max(config.tokenTtlMs, CONSOLE_TOKEN_MAX_TTL_MS),
+      clock,
+      log,
+    });
     return {
       config,
       log,
@@ -102,8 +112,10 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       signals,
       ingest,
       clientCache,
+      revocations,
       outbound,
       close: async () => {
+        await revocations.close();
         await ingest.flush();
         await outbound.close();
         await storage.close();

@@ -19,6 +19,13 @@ describe('configuration from the environment', () => {
     assert.ok(Object.isFrozen(config));
   });
 
+  it('AUTH_REFRESH_INTERVAL: 2s by default, a duration from 10ms to 60s', () => {
+    assert.equal(loadConfig({}).authRefreshIntervalMs, 2_000);
+    assert.equal(loadConfig({ AUTH_REFRESH_INTERVAL: '250ms' }).authRefreshIntervalMs, 250);
+    assert.throws(() => loadConfig({ AUTH_REFRESH_INTERVAL: '5ms' }), /AUTH_REFRESH_INTERVAL/);
+    assert.throws(() => loadConfig({ AUTH_REFRESH_INTERVAL: '2m' }), /AUTH_REFRESH_INTERVAL: must be at most 60s/);
+  });
+
   it('SUBSCRIPTION_DISABLE_AFTER takes a duration, or 0 for never', () => {
     assert.equal(loadConfig({ SUBSCRIPTION_DISABLE_AFTER: '0' }).subscriptionDisableAfterMs, 0);
     assert.equal(loadConfig({ SUBSCRIPTION_DISABLE_AFTER: '36h' }).subscriptionDisableAfterMs, 36 * 3_600_000);

@@ -6,6 +6,8 @@ export interface AccessTokenClaims {
   clientId: string;
   accountId: string;
   scopes: string[];
+  /** `iat`, epoch ms: a token issued before its account or client was reactivated is refused (docs/tokens.md). */
+  issuedAt: number;
   expiresAt: number;
 }
 
@@ -141,6 +143,6 @@ export class AccessTokens {
       throw new InvalidTokenError('token lacks client, account or jti');
     }
     const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
-    return { clientId: payload.client_id, accountId: payload.account_id, scopes, expiresAt: payload.exp * 1000, kid: entry.kid };
+    return { clientId: payload.client_id, accountId: payload.account_id, scopes, issuedAt: payload.iat * 1000, expiresAt: payload.exp * 1000, kid: entry.kid };
   }
 }

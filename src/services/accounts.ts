@@ -1,6 +1,7 @@
-import type { Executor } from '../storage/database.js';
+import type { Db, Executor } from '../storage/database.js';
 import { findAccountById, findAccountByIdOrName, insertAccount, updateAccount, type Account } from '../storage/repositories/accounts.js';
-import { insertOAuthClient, rotateOAuthClientSecret, type OAuthClient } from '../storage/repositories/oauth-clients.js';
+import { deleteOAuthClient, findOAuthClient, insertOAuthClient, rotateOAuthClientSecret, updateOAuthClient, type OAuthClient } from '../storage/repositories/oauth-clients.js';
+import type { TokenRevocations } from './token-revocations.js';
 import { generateClientSecret } from '../domain/tokens/client-secret.js';
 import { DEFAULT_CLIENT_SCOPES, isScope, parseScopeList } from '../domain/tokens/scopes.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
@@ -24,28 +25,72 @@ export async function createAccount(db: Executor, name: string, options: { now?:
   }
 }
 
+/** What changing an account or a client needs: the revocations record a deactivation in its transaction and apply it here at once. */
+export interface AccessChangeContext {
+  db: Db;
+  revocations: TokenRevocations;
+  clock: () => number;
+}
+
 /**
  * Renames and/or (de)activates an account. A deactivated account's clients get `invalid_client`
- * at the token endpoint. The operator account cannot be deactivated: that would lock the operator
- * out of the admin API.
+ * at the token endpoint and every token of the account (its clients', its console links') is
+ * refused by every process within AUTH_REFRESH_INTERVAL, by this one at once; reactivated, it
+ * gets new tokens, never its old ones back. The operator account cannot be deactivated: that
+ * would lock the operator out of the admin API.
  */
-export async function changeAccount(db: Executor, id: string, patch: { name?: string; active?: boolean }, field = 'name'): Promise<Account> {
-  const account = await findAccountById(db, id);
+export async function changeAccount(ctx: AccessChangeContext, id: string, patch: { name?: string; active?: boolean }, field = 'name'): Promise<Account> {
+  const account = await findAccountById(ctx.db, id);
   if (!account) throw notFound(`account ${id}`);
   if (patch.active === false && account.isOperator) throw conflict('the operator account cannot be deactivated');
   let name: string | undefined;
   if (patch.name !== undefined) {
     name = patch.name.trim();
     if (name.length === 0 || name.length > 200) throw invalid('account name', [{ path: field, message: 'must be 1..200 characters' }]);
-    const holder = await findAccountByIdOrName(db, name);
+    const holder = await findAccountByIdOrName(ctx.db, name);
     if (holder && holder.id !== id) throw conflict(`an account named "${name}" already exists`);
   }
   try {
-    return (await updateAccount(db, id, { name, active: patch.active }))!;
+    const { changed, revocation } = await ctx.db.transaction().execute(async (tx) => {
+      const before = await findAccountById(tx, id);
+      const changed = (await updateAccount(tx, id, { name, active: patch.active }))!;
+      const change = activeChange(before?.active, changed.active);
+      return { changed, revocation: change && (await ctx.revocations.record(tx, 'account', id, change)) };
+    });
+    if (revocation) ctx.revocations.apply([revocation]);
+    return changed;
   } catch (error) {
     if (isUniqueViolation(error)) throw conflict(`an account named "${name}" already exists`);
     throw error;
   }
+}
+
+/** The revocation change of `active` going from `before` to `after`, if it moved (setting it to what it was cuts nothing). */
+function activeChange(before: boolean | undefined, after: boolean): 'deactivated' | 'reactivated' | undefined {
+  if (before === after || before === undefined) return undefined;
+  return after ? 'reactivated' : 'deactivated';
+}
+
+/** (De)activates a client and/or replaces its scopes; a deactivation cuts its tokens like an account's (`changeAccount`). */
+export async function changeClient(ctx: AccessChangeContext, clientId: string, patch: { active?: boolean; scopes?: string[] }): Promise<OAuthClient> {
+  const { changed, revocation } = await ctx.db.transaction().execute(async (tx) => {
+    const before = await findOAuthClient(tx, clientId);
+    if (!before) throw notFound(`client ${clientId}`);
+    const changed = (await updateOAuthClient(tx, clientId, patch, ctx.clock()))!;
+    const change = activeChange(before.active, changed.active);
+    return { changed, revocation: change && (await ctx.revocations.record(tx, 'client', clientId, change)) };
+  });
+  if (revocation) ctx.revocations.apply([revocation]);
+  return changed;
+}
+
+/** Deletes a client: its credentials stop at once, and its tokens are refused like a deactivated client's. */
+export async function deleteClient(ctx: AccessChangeContext, clientId: string): Promise<void> {
+  const revocation = await ctx.db.transaction().execute(async (tx) => {
+    if (!(await deleteOAuthClient(tx, clientId))) throw notFound(`client ${clientId}`);
+    return ctx.revocations.record(tx, 'client', clientId, 'deleted');
+  });
+  ctx.revocations.apply([revocation]);
 }
 
 /**

@@ -2,7 +2,16 @@ import type { Config } from '../config.js';
 import { parseDuration } from '../config.js';
 import type { Executor } from '../storage/database.js';
 import type { Account } from '../storage/repositories/accounts.js';
-import { consoleLinkExists, deleteExpiredConsoleLinks, insertConsoleLink, useConsoleLink } from '../storage/repositories/console-links.js';
+import {
+  consoleLinkExists,
+  deleteExpiredConsoleLinks,
+  findConsoleLink,
+  insertConsoleLink,
+  markConsoleLinkRevoked,
+  useConsoleLink,
+  type ConsoleLink,
+} from '../storage/repositories/console-links.js';
+import type { AccessChangeContext } from './accounts.js';
 import type { AccessTokens } from './access-tokens.js';
 import type { TokenResponse } from './client-credentials.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
@@ -17,13 +26,15 @@ import { DEFAULT_CLIENT_SCOPES, parseScopeList } from '../domain/tokens/scopes.j
 export const CONSOLE_LINK_CODE_TTL_MS = 10 * 60_000;
 /** The lifetime of the token a link grants, unless `--ttl` / `{"ttl"}` says otherwise. */
 export const CONSOLE_TOKEN_DEFAULT_TTL_MS = 3_600_000;
-/** At most a day: the token stays valid until it expires (stateless, like every access token). */
+/** At most a day; the session ends sooner when the link is revoked or its account deactivated (docs/console.md). */
 export const CONSOLE_TOKEN_MAX_TTL_MS = 24 * 3_600_000;
 export const CONSOLE_TOKEN_MIN_TTL_MS = 60_000;
 /** Used or expired links are kept this long (who was let in, and when), then deleted when a new link is made. */
 const KEEP_EXPIRED_LINKS_MS = 30 * 86_400_000;
 
 export interface IssuedConsoleLink {
+  /** `cln_…`: what revoking the link's session names. */
+  id: string;
   url: string;
   expiresAt: string;
   tokenTtlSeconds: number;
@@ -64,9 +75,26 @@ export async function createConsoleLink(
     expires_at: now + CONSOLE_LINK_CODE_TTL_MS,
     token_ttl_ms: tokenTtlMs,
     used_at: null,
+    revoked_at: null,
   });
   await deleteExpiredConsoleLinks(deps.db, now - KEEP_EXPIRED_LINKS_MS);
-  return { url: `${deps.config.publicUrl}/console/#link=${code}`, expiresAt: iso(link.expiresAt), tokenTtlSeconds: Math.floor(tokenTtlMs / 1000) };
+  return { id: link.id, url: `${deps.config.publicUrl}/console/#link=${code}`, expiresAt: iso(link.expiresAt), tokenTtlSeconds: Math.floor(tokenTtlMs / 1000) };
+}
+
+/**
+ * Revokes a console link of the account: its code can no longer be exchanged, and the token its
+ * session holds is refused by every process within AUTH_REFRESH_INTERVAL (this one at once).
+ * Another account's link is not found; revoking a revoked link changes nothing.
+ */
+export async function revokeConsoleLink(ctx: AccessChangeContext, accountId: string, linkId: string): Promise<ConsoleLink> {
+  const { link, revocation } = await ctx.db.transaction().execute(async (tx) => {
+    const link = await findConsoleLink(tx, linkId);
+    if (!link || link.accountId !== accountId) throw notFound('console link');
+    if (!(await markConsoleLinkRevoked(tx, linkId, ctx.clock()))) return { link, revocation: undefined };
+    return { link: (await findConsoleLink(tx, linkId))!, revocation: await ctx.revocations.record(tx, 'console-link', linkId, 'revoked') };
+  });
+  if (revocation) ctx.revocations.apply([revocation]);
+  return link;
 }
 
 /**

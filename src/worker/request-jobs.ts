@@ -21,6 +21,7 @@ import {
   registeredChange,
   rejectedChange,
   toRewardRequest,
+  type RequestRowForWork,
 } from '../storage/repositories/requests.js';
 import type { RequestsTable } from '../storage/tables/index.js';
 import type { BatchContext, JobContext, JobHandlers } from './job-handlers.js';
@@ -31,12 +32,19 @@ import type { BatchContext, JobContext, JobHandlers } from './job-handlers.js';
 
 const requestIdOf = (job: ClaimedJob) => (job.payload as RequestJobPayload).requestId;
 
-/** Requests of the batch still in `status` (a duplicate or stale job completes without effect). */
-async function rowsInStatus(tx: Tx, jobs: ClaimedJob[], status: RequestsTable['status']): Promise<RequestsTable[]> {
+/**
+ * Requests of the batch still in `status` (a duplicate or stale job completes without effect),
+ * with their account's state read in this transaction: work done after a deactivation committed
+ * sees it.
+ */
+async function rowsInStatus(tx: Tx, jobs: ClaimedJob[], status: RequestsTable['status']): Promise<RequestRowForWork[]> {
   const rows = await findRequestRows(tx, jobs.map(requestIdOf));
   const unique = new Map([...rows.values()].filter((row) => row.status === status).map((row) => [row.id, row]));
   return [...unique.values()];
 }
+
+/** Only an account deactivated by an operator stops its requests (one that was never stored is none of this). */
+const isAccountActive = (row: RequestRowForWork) => row.account_active === null || Number(row.account_active) !== 0;
 
 /** Registration: decide each request, then one status change per group of identical decisions. */
 async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batch: BatchContext, recordOutcome: OutcomeRecorder): Promise<void> {
@@ -47,6 +55,7 @@ async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, bat
     const cacheKey = `${row.account_id}\u0000${row.experience}`;
     if (!experiences.has(cacheKey)) experiences.set(cacheKey, await findExperienceByName(tx, row.account_id, row.experience));
     const decision = decideRegistration({
+      accountActive: isAccountActive(row),
       experienceName: row.experience,
       experience: experiences.get(cacheKey),
       event: row.event,
@@ -86,14 +95,19 @@ async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, bat
   await enqueueJobs(tx, followUps, { now });
 }
 
-/** Processing: allocate stock for the whole batch, take it, build items, mark processed. */
+/**
+ * Processing: allocate stock for the whole batch, take it, build items, mark processed. A request
+ * of an account deactivated since its registration takes no stock: every prize is canceled
+ * (ACCOUNT_INACTIVE), so nothing is handed out against the operator's cut.
+ */
 async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batch: BatchContext, recordOutcome: OutcomeRecorder): Promise<void> {
   const now = ctx.clock();
   const rows = await rowsInStatus(tx, jobs, 'registered');
   if (rows.length === 0) return;
   const snapshots = rows.map((row) => experienceSnapshotOf(row) as ExperienceSnapshot);
-  const stock = await lockPrizeStock(tx, snapshots.map((snapshot) => snapshot.id));
-  const { allocations, taken } = allocateStock(snapshots, stock);
+  const active = rows.map(isAccountActive);
+  const stock = await lockPrizeStock(tx, snapshots.filter((_, i) => active[i]).map((snapshot) => snapshot.id));
+  const { allocations, taken } = allocateStock(snapshots, stock, active);
   // Sorted keys: PostgreSQL batches touch prize rows in one global order and cannot deadlock.
   for (const [key, units] of [...taken].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const [experienceId, prizeId] = key.split('\u0000') as [string, string];

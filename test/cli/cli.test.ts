@@ -170,7 +170,7 @@ for (const dialect of testDialects()) {
       assert.equal(account.code, 0, account.stderr);
       const linked = await rewards('console', 'link', '--account', 'console-cli', '--ttl', '2h');
       assert.equal(linked.code, 0, linked.stderr);
-      assert.deepEqual(Object.keys(linked.json).sort(), ['expiresAt', 'tokenTtlSeconds', 'url']);
+      assert.deepEqual(Object.keys(linked.json).sort(), ['expiresAt', 'id', 'tokenTtlSeconds', 'url']);
       assert.equal(linked.json.tokenTtlSeconds, 7200);
       const expiresIn = Date.parse(linked.json.expiresAt) - Date.now();
       assert.ok(expiresIn > 9 * 60_000 && expiresIn <= 10 * 60_000, linked.json.expiresAt);

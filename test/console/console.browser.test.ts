@@ -336,8 +336,17 @@ for (const dialect of testDialects()) {
       const again = await browser.newPage();
       await again.goto(url);
       await again.getByTestId('link-problem').waitFor();
-      await first.close();
       await again.close();
+
+      // The operator revokes the link (listed since it was made): the developer's session is cut off at its next call.
+      const row = page.getByTestId('console-link-row').first();
+      await row.waitFor();
+      await row.getByTestId('revoke-console-link').click();
+      await row.getByTestId('revoke-console-link-confirm').click();
+      await page.getByTestId('console-link-row').filter({ hasText: /revoked/ }).waitFor();
+      await first.getByTestId('nav-subscriptions').click();
+      await first.getByTestId('session-expired').waitFor();
+      await first.close();
 
       await page.goto(`${t.url}/console/admin/experiences`);
       await page.getByTestId('nav-experiences').waitFor();

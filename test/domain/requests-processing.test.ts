@@ -39,6 +39,15 @@ describe('stock allocation for a batch (pure)', () => {
     assert.deepEqual(allocations, [['out-of-stock', 'out-of-stock', 'taken']]);
     assert.deepEqual([...taken], [[prizeKey('exp_1', 'm'), 1]]);
   });
+
+  it("a request of an inactive account takes nothing: the stock goes to the next request", () => {
+    const { allocations, taken } = allocateStock([snapshot, snapshot], new Map([[prizeKey('exp_1', 'c'), 1], [prizeKey('exp_1', 'p'), null]]), [false, true]);
+    assert.deepEqual(allocations, [
+      ['account-inactive', 'account-inactive', 'account-inactive'],
+      ['taken', 'taken', 'unavailable'],
+    ]);
+    assert.deepEqual([...taken], [[prizeKey('exp_1', 'c'), 1]]);
+  });
 });
 
 describe('delivered and canceled items (pure)', () => {
@@ -90,6 +99,14 @@ describe('delivered and canceled items (pure)', () => {
     assert.equal(result.delivered[0]!.deliveryDetail.info.triggerId, '');
     assert.deepEqual(result.canceled.map((c) => [c.deliveryDetail.info.reasonCode, c.priceless]), [[2, false], [1, false]]);
     assert.equal(result.rewardValue, undefined, 'only a zero-value prize delivered: no reward');
+    assert.deepEqual(result.digitalDeliveries, []);
+  });
+
+  it('an inactive account: every prize canceled with reasonCode 3, nothing delivered, no reward', () => {
+    const result = buildProcessingResult({ requestId: 'req_1', event: null, experience: snapshot, allocations: ['account-inactive', 'account-inactive', 'account-inactive'], concludedAt, codes });
+    assert.deepEqual(result.delivered, []);
+    assert.deepEqual(result.canceled.map((c) => [c.deliveryDetail.info.reasonCode, c.deliveryDetail.info.reason]), [[3, 'account inactive'], [3, 'account inactive'], [3, 'account inactive']]);
+    assert.equal(result.rewardValue, undefined);
     assert.deepEqual(result.digitalDeliveries, []);
   });
 });

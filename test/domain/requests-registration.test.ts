@@ -22,7 +22,7 @@ const experience = (patch: Partial<Experience> = {}): Experience => ({
 
 describe('registration decision (pure)', () => {
   it('registers with rewardValue = Σ value × quantity rounded (20.5 + 0.3 = 20.8 → 21) and a snapshot of the experience', () => {
-    const decision = decideRegistration({ experienceName: 'summer', experience: experience(), event: null, data: { any: 'thing' } });
+    const decision = decideRegistration({ accountActive: true, experienceName: 'summer', experience: experience(), event: null, data: { any: 'thing' } });
     assert.equal(decision.outcome, 'registered');
     assert.equal(decision.outcome === 'registered' && decision.rewardValue, 21);
     assert.deepEqual(decision.outcome === 'registered' && decision.snapshot.prizes.map((p) => p.id), ['a', 'b']);
@@ -36,15 +36,18 @@ describe('registration decision (pure)', () => {
   });
 
   const cases: Array<[string, Parameters<typeof decideRegistration>[0], string]> = [
-    ['unknown experience', { experienceName: 'nope', experience: undefined, event: null, data: undefined }, 'EXPERIENCE_NOT_FOUND'],
-    ['inactive experience', { experienceName: 'summer', experience: experience({ active: false }), event: null, data: undefined }, 'EXPERIENCE_INACTIVE'],
-    ['event not listed', { experienceName: 'summer', experience: experience({ events: ['buy'] }), event: 'sell', data: undefined }, 'EVENT_NOT_ALLOWED'],
-    ['event missing where required', { experienceName: 'summer', experience: experience({ events: ['buy'] }), event: null, data: undefined }, 'EVENT_NOT_ALLOWED'],
-    ['data is an array', { experienceName: 'summer', experience: experience(), event: null, data: [] }, 'INVALID_DATA'],
-    ['data is null', { experienceName: 'summer', experience: experience(), event: null, data: null }, 'INVALID_DATA'],
-    ['data is a string', { experienceName: 'summer', experience: experience(), event: null, data: 'x' }, 'INVALID_DATA'],
+    ['unknown experience', { accountActive: true, experienceName: 'nope', experience: undefined, event: null, data: undefined }, 'EXPERIENCE_NOT_FOUND'],
+    ['inactive experience', { accountActive: true, experienceName: 'summer', experience: experience({ active: false }), event: null, data: undefined }, 'EXPERIENCE_INACTIVE'],
+    ['event not listed', { accountActive: true, experienceName: 'summer', experience: experience({ events: ['buy'] }), event: 'sell', data: undefined }, 'EVENT_NOT_ALLOWED'],
+    ['event missing where required', { accountActive: true, experienceName: 'summer', experience: experience({ events: ['buy'] }), event: null, data: undefined }, 'EVENT_NOT_ALLOWED'],
+    ['data is an array', { accountActive: true, experienceName: 'summer', experience: experience(), event: null, data: [] }, 'INVALID_DATA'],
+    ['data is null', { accountActive: true, experienceName: 'summer', experience: experience(), event: null, data: null }, 'INVALID_DATA'],
+    ['data is a string', { accountActive: true, experienceName: 'summer', experience: experience(), event: null, data: 'x' }, 'INVALID_DATA'],
     // Checked in catalogue order: the experience comes before the data.
-    ['inactive and bad data', { experienceName: 'summer', experience: experience({ active: false }), event: null, data: 1 }, 'EXPERIENCE_INACTIVE'],
+    ['inactive and bad data', { accountActive: true, experienceName: 'summer', experience: experience({ active: false }), event: null, data: 1 }, 'EXPERIENCE_INACTIVE'],
+    // A deactivated account's requests are refused before anything else is looked at.
+    ['an inactive account', { accountActive: false, experienceName: 'summer', experience: experience(), event: null, data: undefined }, 'ACCOUNT_INACTIVE'],
+    ['an inactive account and an unknown experience', { accountActive: false, experienceName: 'nope', experience: undefined, event: null, data: 1 }, 'ACCOUNT_INACTIVE'],
   ];
   for (const [what, input, code] of cases) {
     it(`rejects ${what} with ${code} and a message`, () => {
@@ -56,8 +59,8 @@ describe('registration decision (pure)', () => {
   }
 
   it('any listed event is allowed; no list allows every event', () => {
-    assert.equal(decideRegistration({ experienceName: 'summer', experience: experience({ events: ['buy', 'sell'] }), event: 'sell', data: undefined }).outcome, 'registered');
-    assert.equal(decideRegistration({ experienceName: 'summer', experience: experience(), event: 'whatever', data: undefined }).outcome, 'registered');
+    assert.equal(decideRegistration({ accountActive: true, experienceName: 'summer', experience: experience({ events: ['buy', 'sell'] }), event: 'sell', data: undefined }).outcome, 'registered');
+    assert.equal(decideRegistration({ accountActive: true, experienceName: 'summer', experience: experience(), event: 'whatever', data: undefined }).outcome, 'registered');
   });
 });
 

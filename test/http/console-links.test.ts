@@ -43,7 +43,9 @@ for (const dialect of testDialects()) {
     it('an operator makes a link: 201 with a URL under PUBLIC_URL/console/ holding the code in its fragment, a 10-minute expiry and the token ttl', async () => {
       const created = await createLink(acme.accountId);
       assert.equal(created.status, 201, JSON.stringify(created.body));
-      assert.deepEqual(Object.keys(created.body).sort(), ['expiresAt', 'tokenTtlSeconds', 'url']);
+      assert.deepEqual(Object.keys(created.body).sort(), ['expiresAt', 'id', 'tokenTtlSeconds', 'url']);
+      assert.match(created.body.id, /^cln_/);
+      assert.equal(created.headers.get('location'), `/v2/admin/accounts/${acme.accountId}/console-links/${created.body.id}`);
       assert.ok(created.body.url.startsWith(`${t.config.publicUrl}/console/#link=rrs_cl_`), created.body.url);
       assert.equal(created.body.tokenTtlSeconds, 3600);
       const expiresIn = Date.parse(created.body.expiresAt) - Date.now();
@@ -131,6 +133,44 @@ for (const dialect of testDialects()) {
       // Reactivated within the 10 minutes: the code was not spent by the refusal.
       await api(t.url, 'PATCH', `/v2/admin/accounts/${later.accountId}`, { token: operatorToken, body: { active: true } });
       assert.equal((await exchange(t.url, code)).status, 200);
+    });
+
+    it('an operator lists the links (never a code) and revokes one: its session is refused at once, an unused code is invalid_grant; another account\'s link is a 404', async () => {
+      const account = await t.createClientAccount();
+      const used = await createLink(account.accountId, { ttl: '30m' });
+      const unused = await createLink(account.accountId);
+      const granted = await exchange(t.url, codeOf(used.body.url));
+      const session = granted.body.access_token as string;
+      assert.equal((await api(t.url, 'GET', '/v2/subscriptions', { token: session })).status, 200);
+
+      const listed = await api(t.url, 'GET', `/v2/admin/accounts/${account.accountId}/console-links`, { token: operatorToken });
+      assert.equal(listed.status, 200);
+      assert.deepEqual(listed.body.map((link: { id: string }) => link.id), [used.body.id, unused.body.id]);
+      const [usedState, unusedState] = listed.body;
+      assert.ok(usedState.usedAt && usedState.sessionExpiresAt, JSON.stringify(usedState));
+      assert.equal(Date.parse(usedState.sessionExpiresAt) - Date.parse(usedState.usedAt), 30 * 60_000);
+      assert.equal(unusedState.usedAt, null);
+      assert.equal(unusedState.revokedAt, null);
+      assert.ok(!JSON.stringify(listed.body).includes(codeOf(used.body.url).slice(7)));
+      const page = await api(t.url, 'GET', `/v2/admin/accounts/${account.accountId}/console-links?limit=1`, { token: operatorToken });
+      assert.deepEqual([page.body.data.length, page.body.nextCursor], [1, used.body.id]);
+
+      const revoke = (accountId: string, linkId: string) => api(t.url, 'DELETE', `/v2/admin/accounts/${accountId}/console-links/${linkId}`, { token: operatorToken });
+      assert.equal((await revoke(other.accountId, used.body.id)).status, 404, "another account's link under this path");
+      assert.equal((await api(t.url, 'GET', '/v2/subscriptions', { token: session })).status, 200, 'a refused revocation changed nothing');
+      assert.equal((await revoke(account.accountId, 'cln_unknown')).status, 404);
+      assert.equal((await revoke(account.accountId, used.body.id)).status, 204);
+      const refused = await api(t.url, 'GET', '/v2/subscriptions', { token: session });
+      assert.equal(refused.status, 401);
+      assert.match(String(refused.headers.get('www-authenticate')), /error="invalid_token".*the console link session was revoked/);
+      assert.equal((await revoke(account.accountId, used.body.id)).status, 204, 'revoking again changes nothing');
+
+      assert.equal((await revoke(account.accountId, unused.body.id)).status, 204);
+      assert.equal((await exchange(t.url, codeOf(unused.body.url))).body.error, 'invalid_grant');
+      const after = await api(t.url, 'GET', `/v2/admin/accounts/${account.accountId}/console-links`, { token: operatorToken });
+      assert.ok(after.body.every((link: { revokedAt: string | null }) => link.revokedAt !== null));
+      // The account's own client is not touched by revoking a console session.
+      assert.equal((await api(t.url, 'GET', '/v2/subscriptions', { token: await t.token(account) })).status, 200);
     });
 
     it('of concurrent exchanges of one code exactly one gets a token', async () => {

@@ -52,6 +52,8 @@ const CLASSIFIED: Record<string, Kind> = {
   'PATCH /admin/accounts/:id/clients/:clientId': { admin: true },
   'DELETE /admin/accounts/:id/clients/:clientId': { admin: true },
   'POST /admin/accounts/:id/console-links': { admin: true },
+  'GET /admin/accounts/:id/console-links': { admin: true },
+  'DELETE /admin/accounts/:id/console-links/:linkId': { admin: true },
   'GET /admin/experiences': { admin: true },
   'POST /admin/experiences': { admin: true },
   'GET /admin/experiences/:id': { admin: true },
@@ -136,6 +138,7 @@ for (const dialect of testDialects()) {
         .replace(':subscriptionId', ids.subscription)
         .replace(':notificationId', ids.notification)
         .replace(':clientId', 'cli_unknown')
+        .replace(':linkId', 'cln_unknown')
         .replace(':id', route.url.includes('/admin/') ? accountId : ids.request);
     /** A valid body where the route takes one, so that a foreign id, not the body, decides the answer. */
     const VALID_BODIES: Record<string, unknown> = {

@@ -55,11 +55,22 @@ for (const dialect of testDialects()) {
       // 013: a pending delivery job gets its notification's account (fair claims); other jobs none.
       await sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, created_at, updated_at)
                 values ('job_register', 'register-request', '{"requestId":"req_1"}', 'pending', 5000, 0, 10, 1000, 1000)`.execute(storage.db);
-      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['013_delivery_fairness']);
+      assert.deepEqual((await migrateTo(storage.db, '013_delivery_fairness')).applied, ['013_delivery_fairness']);
       const groups = (await sql<{ id: string; group_key: string | null }>`select id, group_key from jobs order by id`.execute(storage.db)).rows;
       assert.deepEqual(groups.map((row) => ({ ...row })), [
         { id: 'job_old', group_key: 'acc_1' },
         { id: 'job_register', group_key: null },
+      ]);
+
+      // 014: an account and a client inactive before the upgrade have their tokens refused after it.
+      await sql`insert into accounts (id, name, is_operator, active, created_at) values ('acc_off', 'off', 0, 0, 1000)`.execute(storage.db);
+      await sql`insert into oauth_clients (client_id, account_id, scopes, secret_hash, active, created_at, updated_at)
+                values ('cli_off', 'acc_1', 'events:read', 'x', 0, 1000, 1000), ('cli_on', 'acc_1', 'events:read', 'y', 1, 1000, 1000)`.execute(storage.db);
+      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['014_token_revocations']);
+      const revocations = (await sql<Record<string, unknown>>`select kind, subject_id, refused, issued_before, expires_at from token_revocations order by kind`.execute(storage.db)).rows;
+      assert.deepEqual(revocations.map((row) => ({ ...row })), [
+        { kind: 'account', subject_id: 'acc_off', refused: 'deactivated', issued_before: null, expires_at: null },
+        { kind: 'client', subject_id: 'cli_off', refused: 'deactivated', issued_before: null, expires_at: null },
       ]);
     });
   });

@@ -107,6 +107,8 @@ type AccountList = paths['/v2/admin/accounts']['get']['responses'][200]['content
 export type Account = Extract<AccountList, unknown[]>[number];
 type ClientList = paths['/v2/admin/accounts/{id}/clients']['get']['responses'][200]['content']['application/json'];
 export type OAuthClient = Extract<ClientList, unknown[]>[number];
+type ConsoleLinkList = paths['/v2/admin/accounts/{id}/console-links']['get']['responses'][200]['content']['application/json'];
+export type ConsoleLinkState = Extract<ConsoleLinkList, unknown[]>[number];
 type ExperienceList = paths['/v2/admin/experiences']['get']['responses'][200]['content']['application/json'];
 export type Experience = Extract<ExperienceList, unknown[]>[number];
 

@@ -125,7 +125,7 @@ export interface paths {
         head?: never;
         /**
          * Rename or (de)activate an account
-         * @description Deactivating an account makes its clients get invalid_client at the token endpoint; tokens already issued stay valid until they expire.
+         * @description Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients' and its console links') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Its reward requests not registered yet are rejected (ACCOUNT_INACTIVE), those registered but not processed are processed with every prize canceled (reasonCode 3), and none of its notifications is sent while it is inactive. Reactivated, its clients get new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateAccountV1"];
         trace?: never;
@@ -166,14 +166,14 @@ export interface paths {
         post?: never;
         /**
          * Delete a client
-         * @description Operators only (`admin`). The client cannot obtain tokens any more; tokens already issued stay valid until they expire.
+         * @description Operators only (`admin`). The client cannot obtain tokens any more, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process.
          */
         delete: operations["deleteClientV1"];
         options?: never;
         head?: never;
         /**
          * (De)activate a client or change its allowed scopes
-         * @description An inactive client gets invalid_client at the token endpoint; tokens already issued stay valid until they expire.
+         * @description An inactive client gets invalid_client at the token endpoint, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Reactivated, it gets new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateClientV1"];
         trace?: never;
@@ -205,7 +205,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List an account's console links (who was let in, and when)
+         * @description Operators only (`admin`). Never a code. Links stay 30 days after their code expired. Pages like the delivery log: with `limit` or `cursor` the answer is `{data, nextCursor}` in creation order (pass `nextCursor` as `cursor` for the next page; null on the last); without either, the whole list as a JSON array.
+         */
+        get: operations["listConsoleLinksV1"];
         put?: never;
         /**
          * Make a one-time console sign-in link for an account
@@ -213,6 +217,26 @@ export interface paths {
          */
         post: operations["createConsoleLinkV1"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/accounts/{id}/console-links/{linkId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a console link and the session it opened
+         * @description Operators only (`admin`). An unused code can no longer be exchanged (`invalid_grant`), and the token the link granted gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Revoking a revoked link is a 204 too; a link of another account under this path is a 404. The link stays listed, with `revokedAt`.
+         */
+        delete: operations["revokeConsoleLinkV1"];
         options?: never;
         head?: never;
         patch?: never;
@@ -669,7 +693,7 @@ export interface paths {
         head?: never;
         /**
          * Rename or (de)activate an account
-         * @description Deactivating an account makes its clients get invalid_client at the token endpoint; tokens already issued stay valid until they expire.
+         * @description Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients' and its console links') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Its reward requests not registered yet are rejected (ACCOUNT_INACTIVE), those registered but not processed are processed with every prize canceled (reasonCode 3), and none of its notifications is sent while it is inactive. Reactivated, its clients get new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateAccount"];
         trace?: never;
@@ -710,14 +734,14 @@ export interface paths {
         post?: never;
         /**
          * Delete a client
-         * @description Operators only (`admin`). The client cannot obtain tokens any more; tokens already issued stay valid until they expire.
+         * @description Operators only (`admin`). The client cannot obtain tokens any more, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process.
          */
         delete: operations["deleteClient"];
         options?: never;
         head?: never;
         /**
          * (De)activate a client or change its allowed scopes
-         * @description An inactive client gets invalid_client at the token endpoint; tokens already issued stay valid until they expire.
+         * @description An inactive client gets invalid_client at the token endpoint, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Reactivated, it gets new tokens; the tokens issued before stay refused.
          */
         patch: operations["updateClient"];
         trace?: never;
@@ -749,7 +773,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List an account's console links (who was let in, and when)
+         * @description Operators only (`admin`). Never a code. Links stay 30 days after their code expired. Pages like the delivery log: with `limit` or `cursor` the answer is `{data, nextCursor}` in creation order (pass `nextCursor` as `cursor` for the next page; null on the last); without either, the whole list as a JSON array.
+         */
+        get: operations["listConsoleLinks"];
         put?: never;
         /**
          * Make a one-time console sign-in link for an account
@@ -757,6 +785,26 @@ export interface paths {
          */
         post: operations["createConsoleLink"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/admin/accounts/{id}/console-links/{linkId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a console link and the session it opened
+         * @description Operators only (`admin`). An unused code can no longer be exchanged (`invalid_grant`), and the token the link granted gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. Revoking a revoked link is a 204 too; a link of another account under this path is a 404. The link stays listed, with `revokedAt`.
+         */
+        delete: operations["revokeConsoleLink"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2198,6 +2246,117 @@ export interface operations {
             };
         };
     };
+    listConsoleLinksV1: {
+        parameters: {
+            query?: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the code could be exchanged until then
+                         */
+                        expiresAt: string;
+                        id: string;
+                        /** @description when an operator revoked the link; null unless revoked */
+                        revokedAt: string | null;
+                        /** @description when the session's token expires; null while unused */
+                        sessionExpiresAt: string | null;
+                        /** @description lifetime of the session the code opens */
+                        tokenTtlSeconds: number;
+                        /** @description when the code was exchanged (the session began); null while unused */
+                        usedAt: string | null;
+                    }[] | {
+                        data: {
+                            accountId: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @description the code could be exchanged until then
+                             */
+                            expiresAt: string;
+                            id: string;
+                            /** @description when an operator revoked the link; null unless revoked */
+                            revokedAt: string | null;
+                            /** @description when the session's token expires; null while unused */
+                            sessionExpiresAt: string | null;
+                            /** @description lifetime of the session the code opens */
+                            tokenTtlSeconds: number;
+                            /** @description when the code was exchanged (the session began); null while unused */
+                            usedAt: string | null;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     createConsoleLinkV1: {
         parameters: {
             query?: never;
@@ -2228,6 +2387,8 @@ export interface operations {
                          * @description the code can be exchanged until then (10 minutes), once
                          */
                         expiresAt: string;
+                        /** @description the link (`cln_…`): `DELETE …/console-links/{linkId}` revokes it and the session it opened */
+                        id: string;
                         /** @description lifetime of the access token the code grants */
                         tokenTtlSeconds: number;
                         /** @description `PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log */
@@ -2291,6 +2452,72 @@ export interface operations {
             };
             /** @description the body is not `application/json` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeConsoleLinkV1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3673,7 +3900,7 @@ export interface operations {
                                     name: "canceled";
                                     paymentId: string;
                                     reason: string;
-                                    /** @description 1 out of stock, 2 prize no longer offered */
+                                    /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
                                     reasonCode: number;
                                 };
                                 /** Format: date-time */
@@ -5930,6 +6157,117 @@ export interface operations {
             };
         };
     };
+    listConsoleLinks: {
+        parameters: {
+            query?: {
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accountId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /**
+                         * Format: date-time
+                         * @description the code could be exchanged until then
+                         */
+                        expiresAt: string;
+                        id: string;
+                        /** @description when an operator revoked the link; null unless revoked */
+                        revokedAt: string | null;
+                        /** @description when the session's token expires; null while unused */
+                        sessionExpiresAt: string | null;
+                        /** @description lifetime of the session the code opens */
+                        tokenTtlSeconds: number;
+                        /** @description when the code was exchanged (the session began); null while unused */
+                        usedAt: string | null;
+                    }[] | {
+                        data: {
+                            accountId: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /**
+                             * Format: date-time
+                             * @description the code could be exchanged until then
+                             */
+                            expiresAt: string;
+                            id: string;
+                            /** @description when an operator revoked the link; null unless revoked */
+                            revokedAt: string | null;
+                            /** @description when the session's token expires; null while unused */
+                            sessionExpiresAt: string | null;
+                            /** @description lifetime of the session the code opens */
+                            tokenTtlSeconds: number;
+                            /** @description when the code was exchanged (the session began); null while unused */
+                            usedAt: string | null;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     createConsoleLink: {
         parameters: {
             query?: never;
@@ -5960,6 +6298,8 @@ export interface operations {
                          * @description the code can be exchanged until then (10 minutes), once
                          */
                         expiresAt: string;
+                        /** @description the link (`cln_…`): `DELETE …/console-links/{linkId}` revokes it and the session it opened */
+                        id: string;
                         /** @description lifetime of the access token the code grants */
                         tokenTtlSeconds: number;
                         /** @description `PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log */
@@ -6023,6 +6363,72 @@ export interface operations {
             };
             /** @description the body is not `application/json` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeConsoleLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7413,7 +7819,7 @@ export interface operations {
                                     name: "canceled";
                                     paymentId: string;
                                     reason: string;
-                                    /** @description 1 out of stock, 2 prize no longer offered */
+                                    /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
                                     reasonCode: number;
                                 };
                                 /** Format: date-time */
@@ -8882,7 +9288,7 @@ export interface operations {
                                 name: "canceled";
                                 paymentId: string;
                                 reason: string;
-                                /** @description 1 out of stock, 2 prize no longer offered */
+                                /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
                                 reasonCode: number;
                             };
                             /** Format: date-time */

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, asPage, call, type Account, type Experience, type OAuthClient } from '../api/client';
+import { api, asPage, call, type Account, type ConsoleLinkState, type Experience, type OAuthClient } from '../api/client';
 import { actFor } from '../session';
 import { href, navigate, route } from '../router';
 import { Badge, Checkbox, ConfirmButton, CopyButton, Field, Loading, Problem, ShownOnce, time, useAction, useAsync } from '../ui';
@@ -105,7 +105,7 @@ export function AccountPage({ id }: { id: string }) {
           <ConfirmButton
             testid="toggle-account"
             kind={a.active ? 'danger' : 'secondary'}
-            question={a.active ? `Deactivate ${a.name}? Its clients can no longer get tokens.` : `Activate ${a.name}?`}
+            question={a.active ? `Deactivate ${a.name}? Its clients and console sessions are cut off within seconds.` : `Activate ${a.name}?`}
             disabled={toggle.busy}
             onConfirm={() =>
               toggle.run(async () => {
@@ -251,11 +251,12 @@ function Clients({ accountId }: { accountId: string }) {
   );
 }
 
-/** POST /v2/admin/accounts/{id}/console-links {ttl} → {url, expiresAt, tokenTtlSeconds}. */
+/** POST /v2/admin/accounts/{id}/console-links {ttl} → {id, url, expiresAt, tokenTtlSeconds}; the account's links, each revocable. */
 function ConsoleLink({ accountId }: { accountId: string }) {
   const action = useAction();
   const [ttl, setTtl] = useState('1h');
   const [link, setLink] = useState<{ url: string; expiresAt: string; tokenTtlSeconds: number } | null>(null);
+  const [made, setMade] = useState(0);
   return (
     <section aria-labelledby="link-heading">
       <h2 id="link-heading">Console link</h2>
@@ -265,7 +266,10 @@ function ConsoleLink({ accountId }: { accountId: string }) {
         data-testid="console-link-form"
         onSubmit={(e) => {
           e.preventDefault();
-          void action.run(async () => setLink(await call(api.POST('/v2/admin/accounts/{id}/console-links', { params: { path: { id: accountId } }, body: { ttl } }))));
+          void action.run(async () => {
+            setLink(await call(api.POST('/v2/admin/accounts/{id}/console-links', { params: { path: { id: accountId } }, body: { ttl } })));
+            setMade(made + 1);
+          });
         }}
       >
         <Field label="Session length" hint="30m, 1h … 24h" value={ttl} onValue={setTtl} error={action.problem?.field('body.ttl')} data-testid="link-ttl" />
@@ -282,7 +286,72 @@ function ConsoleLink({ accountId }: { accountId: string }) {
           <code class="secret">{link.url}</code> <CopyButton text={link.url} label="Copy link" />
         </div>
       ) : null}
+      <ConsoleLinks accountId={accountId} reloadKey={made} />
     </section>
+  );
+}
+
+/** What a link is now: its code unused, its session open, or over. */
+function linkState(l: ConsoleLinkState, now: number): { label: string; kind: 'ok' | 'off'; open: boolean } {
+  if (l.revokedAt) return { label: `revoked ${time(l.revokedAt)}`, kind: 'off', open: false };
+  if (l.sessionExpiresAt) return Date.parse(l.sessionExpiresAt) > now ? { label: `session open until ${time(l.sessionExpiresAt)}`, kind: 'ok', open: true } : { label: 'session ended', kind: 'off', open: false };
+  return Date.parse(l.expiresAt) > now ? { label: `unused until ${time(l.expiresAt)}`, kind: 'ok', open: true } : { label: 'expired unused', kind: 'off', open: false };
+}
+
+/** GET /v2/admin/accounts/{id}/console-links; DELETE …/console-links/{linkId} revokes a link and the session it opened. */
+function ConsoleLinks({ accountId, reloadKey }: { accountId: string; reloadKey: number }) {
+  const list = useAsync(async () => asPage<ConsoleLinkState>(await call(api.GET('/v2/admin/accounts/{id}/console-links', { params: { path: { id: accountId }, query: { limit: 50 } } }))), [accountId, reloadKey]);
+  const revoke = useAction();
+  const now = Date.now();
+  if (list.loading && !list.data) return <Loading label="Loading console links…" />;
+  if (list.error) return <Problem problem={list.error} />;
+  if (!list.data || list.data.data.length === 0) return null;
+  return (
+    <>
+      <Problem problem={revoke.problem} />
+      <table data-testid="console-link-table">
+        <caption class="sr-only">Console links of the account</caption>
+        <thead>
+          <tr>
+            <th scope="col">Made</th>
+            <th scope="col">State</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {list.data.data.map((l) => {
+            const state = linkState(l, now);
+            return (
+              <tr key={l.id} data-testid="console-link-row">
+                <td>
+                  {time(l.createdAt)} <code>{l.id}</code>
+                </td>
+                <td>
+                  <Badge kind={state.kind}>{state.label}</Badge>
+                </td>
+                <td class="actions">
+                  {state.open ? (
+                    <ConfirmButton
+                      testid="revoke-console-link"
+                      question={`Revoke ${l.id}? Its session is cut off within seconds.`}
+                      disabled={revoke.busy}
+                      onConfirm={() =>
+                        revoke.run(async () => {
+                          await call(api.DELETE('/v2/admin/accounts/{id}/console-links/{linkId}', { params: { path: { id: accountId, linkId: l.id } } }));
+                          list.reload();
+                        })
+                      }
+                    >
+                      Revoke<span class="sr-only"> {l.id}</span>
+                    </ConfirmButton>
+                  ) : null}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </>
   );
 }
 

@@ -56,7 +56,7 @@ export const CanceledItemSchema = Type.Object(
           {
             name: Type.Literal('canceled'),
             reason: Type.String(),
-            reasonCode: Type.Integer({ description: '1 out of stock, 2 prize no longer offered' }),
+            reasonCode: Type.Integer({ description: '1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing)' }),
             description: Type.String(),
             paymentId: Type.String(),
           },

@@ -15,14 +15,16 @@ export interface StockAllocation {
 
 /**
  * Hands out stock to a batch of requests in order: the first requests get the units that are
- * left, the others an out-of-stock cancellation. One request takes one unit of each prize. Pure;
- * the caller takes `taken` units per prize atomically in the same transaction.
+ * left, the others an out-of-stock cancellation. One request takes one unit of each prize. A
+ * request whose account is not `active` takes nothing: each of its prizes is `account-inactive`.
+ * Pure; the caller takes `taken` units per prize atomically in the same transaction.
  */
-export function allocateStock(snapshots: ExperienceSnapshot[], stock: ReadonlyMap<string, StockLevel>): StockAllocation {
+export function allocateStock(snapshots: ExperienceSnapshot[], stock: ReadonlyMap<string, StockLevel>, active: readonly boolean[] = []): StockAllocation {
   const remaining = new Map(stock);
   const taken = new Map<string, number>();
-  const allocations = snapshots.map((snapshot) =>
+  const allocations = snapshots.map((snapshot, index) =>
     snapshot.prizes.map((prize): Allocation => {
+      if (active[index] === false) return 'account-inactive';
       const key = prizeKey(snapshot.id, prize.id);
       if (!remaining.has(key) || remaining.get(key) === undefined) return 'unavailable';
       const left = remaining.get(key);

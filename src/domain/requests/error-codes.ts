@@ -4,6 +4,7 @@
  * `failed` after the worker exhausted its internal retries, and are never notified.
  */
 export const REQUEST_ERROR_CODES = {
+  ACCOUNT_INACTIVE: 'the account is inactive: an operator deactivated it',
   EXPERIENCE_NOT_FOUND: 'no experience with this name exists for the account',
   EXPERIENCE_INACTIVE: 'the experience is not active',
   EVENT_NOT_ALLOWED: 'the event is not one of the events the experience accepts',
@@ -18,6 +19,7 @@ export type RequestErrorCode = keyof typeof REQUEST_ERROR_CODES;
 export const CANCEL_REASONS = {
   OUT_OF_STOCK: { reasonCode: 1, reason: 'out of stock' },
   PRIZE_UNAVAILABLE: { reasonCode: 2, reason: 'prize no longer offered by the experience' },
+  ACCOUNT_INACTIVE: { reasonCode: 3, reason: 'account inactive' },
 } as const;
 
 export type CancelReason = keyof typeof CANCEL_REASONS;

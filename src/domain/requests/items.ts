@@ -6,8 +6,8 @@ import { iso } from '../time.js';
 export type { CanceledItem, DeliveredItem } from '../notifications/payload-schemas.js';
 import type { CanceledItem, DeliveredItem } from '../notifications/payload-schemas.js';
 
-/** What taking stock gave for one prize. */
-export type Allocation = 'taken' | 'out-of-stock' | 'unavailable';
+/** What taking stock gave for one prize; `account-inactive`: none was taken, the account was deactivated. */
+export type Allocation = 'taken' | 'out-of-stock' | 'unavailable' | 'account-inactive';
 
 export interface ProcessingInput {
   requestId: string;
@@ -28,6 +28,8 @@ export interface ProcessingResult {
   /** Digital prizes delivered now: each becomes a `pedido-entregue` event with this refId. */
   digitalDeliveries: Array<{ refId: string; prize: Prize }>;
 }
+
+const CANCEL_REASON_OF = { 'out-of-stock': 'OUT_OF_STOCK', unavailable: 'PRIZE_UNAVAILABLE', 'account-inactive': 'ACCOUNT_INACTIVE' } as const;
 
 /** Builds the processed request's items from the stock allocations. Pure. */
 export function buildProcessingResult(input: ProcessingInput): ProcessingResult {
@@ -65,7 +67,7 @@ export function buildProcessingResult(input: ProcessingInput): ProcessingResult 
       });
       return;
     }
-    const { reason, reasonCode } = allocation === 'out-of-stock' ? CANCEL_REASONS.OUT_OF_STOCK : CANCEL_REASONS.PRIZE_UNAVAILABLE;
+    const { reason, reasonCode } = CANCEL_REASONS[CANCEL_REASON_OF[allocation]];
     result.canceled.push({
       value: prize.value,
       quantity: prize.quantity,

@@ -14,6 +14,8 @@ export type RegistrationDecision =
   | { outcome: 'rejected'; errorCode: RequestErrorCode; message: string };
 
 export interface RegistrationInput {
+  /** Whether the request's account is active now: a deactivated account's requests are not registered. */
+  accountActive: boolean;
   experienceName: string;
   /** The account's experience with that name, if any. */
   experience: Experience | undefined;
@@ -33,6 +35,7 @@ const reject = (errorCode: RequestErrorCode, message: string): RegistrationDecis
 /** Registration rules of PRODUCT.md §6, checked in this order. Pure. */
 export function decideRegistration(input: RegistrationInput): RegistrationDecision {
   const { experience } = input;
+  if (!input.accountActive) return reject('ACCOUNT_INACTIVE', REQUEST_ERROR_CODES.ACCOUNT_INACTIVE);
   if (!experience) return reject('EXPERIENCE_NOT_FOUND', `experience "${input.experienceName}" does not exist`);
   if (!experience.active) return reject('EXPERIENCE_INACTIVE', `experience "${experience.name}" is not active`);
   if (experience.events.length > 0 && (input.event === null || !experience.events.includes(input.event))) {

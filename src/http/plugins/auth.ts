@@ -3,6 +3,7 @@ import type { TypedApp } from '../typed-app.js';
 import { InvalidTokenError, type AccessTokens } from '../../services/access-tokens.js';
 import { hasScope, type Scope } from '../../domain/tokens/scopes.js';
 import type { Executor } from '../../storage/database.js';
+import type { TokenRevocations } from '../../services/token-revocations.js';
 import { findAccountById } from '../../storage/repositories/accounts.js';
 import { HttpProblem } from '../problem.js';
 
@@ -41,9 +42,11 @@ function challenge(error?: string, description?: string, scope?: string): string
 
 /**
  * RFC 6750 bearer authentication for every route registered inside `app`. Each route must
- * declare `config.scope`; a route without one fails at start-up rather than being left open.
+ * declare `config.scope`; a route without one fails at start-up rather than being left open. A
+ * token that verifies but whose account, client or console-link session was cut since is
+ * `invalid_token` too.
  */
-export function protectRoutes(app: TypedApp, deps: { tokens: AccessTokens; db: Executor }): void {
+export function protectRoutes(app: TypedApp, deps: { tokens: AccessTokens; db: Executor; revocations: TokenRevocations }): void {
   app.decorateRequest('auth', null as unknown as AuthContext);
   app.addHook('onRoute', (route) => {
     if (!route.config?.scope) throw new Error(`route ${route.method} ${route.url} declares no scope`);
@@ -69,6 +72,12 @@ export function protectRoutes(app: TypedApp, deps: { tokens: AccessTokens; db: E
       throw new HttpProblem(401, `the access token is invalid: ${error.message}`, undefined, {
         'www-authenticate': challenge('invalid_token', error.message),
       });
+    }
+    // A token that verifies is refused once its account, client or console link was cut (in memory; docs/tokens.md).
+    if (!deps.revocations.ready) await deps.revocations.load();
+    const revoked = deps.revocations.refusal(claims);
+    if (revoked !== undefined) {
+      throw new HttpProblem(401, `the access token is invalid: ${revoked}`, undefined, { 'www-authenticate': challenge('invalid_token', revoked) });
     }
     if (needed !== 'authenticated' && !hasScope(claims.scopes, needed)) {
       throw new HttpProblem(403, `the access token lacks the scope "${needed}"`, undefined, {

@@ -60,14 +60,17 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
         ...ADMIN,
         operationId: 'updateAccount',
         summary: 'Rename or (de)activate an account',
-        description: 'Deactivating an account makes its clients get invalid_client at the token endpoint; tokens already issued stay valid until they expire.',
+        description:
+          'Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients\' and its console links\') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. ' +
+          'Its reward requests not registered yet are rejected (ACCOUNT_INACTIVE), those registered but not processed are processed with every prize canceled (reasonCode 3), and none of its notifications is sent while it is inactive. ' +
+          'Reactivated, its clients get new tokens; the tokens issued before stay refused.',
         params: AccountParamsSchema,
         body: AccountPatchSchema,
         response: { 200: AccountSchema },
       },
     },
     async (request) => {
-      const account = await changeAccount(deps.db, request.params.id, request.body, 'body.name');
+      const account = await changeAccount(deps, request.params.id, request.body, 'body.name');
       deps.clientCache.forget(); // an inactive account's clients get no tokens
       return accountToJson(account);
     },

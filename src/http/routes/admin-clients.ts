@@ -2,10 +2,10 @@ import type { TypedApp } from '../typed-app.js';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
-import { checkClientScopes, createClient, resolveScopes, rotateClientSecret } from '../../services/accounts.js';
+import { changeClient, checkClientScopes, createClient, deleteClient, resolveScopes, rotateClientSecret } from '../../services/accounts.js';
 import type { Executor } from '../../storage/database.js';
 import { findAccountById, type Account } from '../../storage/repositories/accounts.js';
-import { deleteOAuthClient, findOAuthClient, listOAuthClients, updateOAuthClient } from '../../storage/repositories/oauth-clients.js';
+import { findOAuthClient, listOAuthClients } from '../../storage/repositories/oauth-clients.js';
 import { notFound } from '../../domain/errors.js';
 import {
   AccountParamsSchema,
@@ -132,7 +132,9 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
         ...ADMIN,
         operationId: 'updateClient',
         summary: "(De)activate a client or change its allowed scopes",
-        description: 'An inactive client gets invalid_client at the token endpoint; tokens already issued stay valid until they expire.',
+        description:
+          'An inactive client gets invalid_client at the token endpoint, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. ' +
+          'Reactivated, it gets new tokens; the tokens issued before stay refused.',
         params: ClientParamsSchema,
         body: ClientPatchSchema,
         response: { 200: ClientSchema },
@@ -142,9 +144,9 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       const account = await requireAccount(deps.db, request.params.id);
       await requireClient(deps.db, account.id, request.params.clientId);
       const scopes = request.body.scopes === undefined ? undefined : scopesFor(account, request.body.scopes);
-      const client = await updateOAuthClient(deps.db, request.params.clientId, { active: request.body.active, scopes }, deps.clock());
+      const client = await changeClient(deps, request.params.clientId, { active: request.body.active, scopes });
       deps.clientCache.forget();
-      return clientToJson(client!);
+      return clientToJson(client);
     },
   );
 
@@ -152,11 +154,11 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/admin/accounts/:id/clients/:clientId',
     {
       config: { scope: 'admin' },
-      schema: { ...ADMIN, operationId: 'deleteClient', description: 'Operators only (`admin`). The client cannot obtain tokens any more; tokens already issued stay valid until they expire.', summary: 'Delete a client', params: ClientParamsSchema, response: { 204: Type.Null() } },
+      schema: { ...ADMIN, operationId: 'deleteClient', description: 'Operators only (`admin`). The client cannot obtain tokens any more, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process.', summary: 'Delete a client', params: ClientParamsSchema, response: { 204: Type.Null() } },
     },
     async (request, reply) => {
       await requireClient(deps.db, request.params.id, request.params.clientId);
-      await deleteOAuthClient(deps.db, request.params.clientId);
+      await deleteClient(deps, request.params.clientId);
       deps.clientCache.forget();
       return reply.code(204).send(null);
     },

@@ -13,6 +13,7 @@ import * as m010 from './010_console_links.js';
 import * as m011 from './011_notification_order.js';
 import * as m012 from './012_notification_waiters.js';
 import * as m013 from './013_delivery_fairness.js';
+import * as m014 from './014_token_revocations.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '011_notification_order': m011,
   '012_notification_waiters': m012,
   '013_delivery_fairness': m013,
+  '014_token_revocations': m014,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,5 +1,6 @@
 import type { Executor } from '../database.js';
 import type { ConsoleLinksTable } from '../tables/index.js';
+import type { Page } from './page.js';
 
 export interface ConsoleLink {
   id: string;
@@ -8,6 +9,7 @@ export interface ConsoleLink {
   expiresAt: number;
   tokenTtlMs: number;
   usedAt: number | null;
+  revokedAt: number | null;
 }
 
 function toConsoleLink(row: ConsoleLinksTable): ConsoleLink {
@@ -18,6 +20,7 @@ function toConsoleLink(row: ConsoleLinksTable): ConsoleLink {
     expiresAt: Number(row.expires_at),
     tokenTtlMs: Number(row.token_ttl_ms),
     usedAt: row.used_at === null ? null : Number(row.used_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
   };
 }
 
@@ -27,8 +30,8 @@ export async function insertConsoleLink(db: Executor, row: ConsoleLinksTable): P
 }
 
 /**
- * Marks the link whose code hashes to `codeHash` used, if it is unused, unexpired and its account
- * active, and returns it; otherwise undefined. One UPDATE: of two exchanges of the same code at
+ * Marks the link whose code hashes to `codeHash` used, if it is unused, unrevoked, unexpired and
+ * its account active, and returns it; otherwise undefined. One UPDATE: of two exchanges of the same code at
  * once, exactly one changes the row (the other's `used_at is null` no longer holds), on both
  * databases.
  */
@@ -38,6 +41,7 @@ export async function useConsoleLink(db: Executor, codeHash: string, now: number
     .set({ used_at: now })
     .where('code_hash', '=', codeHash)
     .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
     .where('expires_at', '>', now)
     .where('account_id', 'in', (eb) => eb.selectFrom('accounts').select('id').where('active', '=', 1))
     .returningAll()
@@ -54,4 +58,23 @@ export async function consoleLinkExists(db: Executor, codeHash: string): Promise
 export async function deleteExpiredConsoleLinks(db: Executor, before: number): Promise<number> {
   const result = await db.deleteFrom('console_links').where('expires_at', '<', before).executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+export async function findConsoleLink(db: Executor, id: string): Promise<ConsoleLink | undefined> {
+  const row = await db.selectFrom('console_links').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && toConsoleLink(row);
+}
+
+/** An account's links, oldest first (ids sort by creation). */
+export async function listConsoleLinks(db: Executor, accountId: string, page: Page = {}): Promise<ConsoleLink[]> {
+  let query = db.selectFrom('console_links').selectAll().where('account_id', '=', accountId).orderBy('id');
+  if (page.after !== undefined) query = query.where('id', '>', page.after);
+  if (page.limit !== undefined) query = query.limit(page.limit);
+  return (await query.execute()).map(toConsoleLink);
+}
+
+/** Marks the link revoked; false when it already was. */
+export async function markConsoleLinkRevoked(db: Executor, id: string, now: number): Promise<boolean> {
+  const result = await db.updateTable('console_links').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }

@@ -117,15 +117,19 @@ export async function markHasWaiters(db: Executor, ids: readonly string[]): Prom
   if (ids.length > 0) await db.updateTable('notifications').set({ has_waiters: 1 }).where('id', 'in', [...ids]).execute();
 }
 
-export type NotificationForDelivery = NotificationsTable & { subscription_updated_at: number | null };
+export type NotificationForDelivery = NotificationsTable & { subscription_updated_at: number | null; account_active: number | null };
 
-/** Notifications by id with, in the same query, when their subscription last changed (null: deleted or none). */
+/**
+ * Notifications by id with, in the same query, when their subscription last changed (null: deleted
+ * or none) and whether their account is active (a deactivated account's notifications are not sent).
+ */
 const notificationsForDelivery = precompiled<[string | string[]], NotificationForDelivery>((db, ids) =>
   db
     .selectFrom('notifications')
     .leftJoin('subscriptions', 'subscriptions.id', 'notifications.subscription_id')
+    .leftJoin('accounts', 'accounts.id', 'notifications.account_id')
     .selectAll('notifications')
-    .select('subscriptions.updated_at as subscription_updated_at')
+    .select(['subscriptions.updated_at as subscription_updated_at', 'accounts.active as account_active'])
     .where(isPostgres(db as never) ? sql<boolean>`notifications.id = any(${ids}::text[])` : sql<boolean>`notifications.id in (select value from json_each(${ids}))`),
 );
 

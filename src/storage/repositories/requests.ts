@@ -77,10 +77,19 @@ export async function findRequest(db: Executor, accountId: string, id: string): 
   return row && toRewardRequest(row);
 }
 
+/** A request as the worker reads it: with whether its account is active, in the same query. */
+export type RequestRowForWork = RequestsTable & { account_active: number | null };
+
 /** Rows by id for the worker (not tenant-scoped: jobs carry ids the service itself created). */
-export async function findRequestRows(db: Executor, ids: string[]): Promise<Map<string, RequestsTable>> {
+export async function findRequestRows(db: Executor, ids: string[]): Promise<Map<string, RequestRowForWork>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('requests').selectAll().where('id', 'in', ids).execute();
+  const rows = await db
+    .selectFrom('requests')
+    .leftJoin('accounts', 'accounts.id', 'requests.account_id')
+    .selectAll('requests')
+    .select('accounts.active as account_active')
+    .where('requests.id', 'in', ids)
+    .execute();
   return new Map(rows.map((row) => [row.id, row]));
 }
 

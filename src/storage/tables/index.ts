@@ -152,6 +152,22 @@ export interface ConsoleLinksTable {
   token_ttl_ms: number;
   /** Set by the one exchange that used the code; null while unused. */
   used_at: number | null;
+  /** Set when an operator revoked the link: its code cannot be exchanged, its session's token is refused. */
+  revoked_at: number | null;
+}
+
+/** Tokens that verify but must be refused (migration 014, docs/tokens.md "Deactivation"). */
+export interface TokenRevocationsTable {
+  kind: 'account' | 'client' | 'console-link';
+  /** The account id, the client's `client_id`, or the console link's id (`cln_…`). */
+  subject_id: string;
+  /** Every token of the subject is refused, for this reason; null when it is active. */
+  refused: 'deactivated' | 'deleted' | 'revoked' | null;
+  /** Tokens issued before this instant (epoch ms, a whole second) are refused: set at reactivation. */
+  issued_before: number | null;
+  changed_at: number;
+  /** No token the row refuses can be valid after this: the row is deleted. Null while it holds. */
+  expires_at: number | null;
 }
 
 export interface Database {
@@ -172,4 +188,5 @@ export interface Database {
   subscription_health: SubscriptionHealthTable;
   subscription_rate_windows: SubscriptionRateWindowsTable;
   console_links: ConsoleLinksTable;
+  token_revocations: TokenRevocationsTable;
 }

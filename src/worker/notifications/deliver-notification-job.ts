@@ -73,6 +73,8 @@ interface DeliveryContext {
 async function prepareAttempt({ deps, cache }: DeliveryContext, row: NotificationForDelivery): Promise<Prepared> {
   const now = deps.clock();
   const base = { accountId: row.account_id, body: row.payload, eventType: row.event, msgId: row.id, ...(row.test === 1 ? { test: true } : {}) };
+  // An operator cut the account off: nothing of it leaves, not even a test send (docs/requests.md, "Deactivated accounts").
+  if (row.account_active !== null && Number(row.account_active) === 0) return { refused: 'not sent: the account is inactive', url: row.url };
   const secretsOf = (owner: { subscriptionId: string } | { accountId: string }, key: string) =>
     cache.get(`secrets:${key}`, async () => (await loadSigningSecrets(deps.db, deps.box, owner, now)).map((s) => s.secret));
   if (row.subscription_id === null) {
