@@ -279,6 +279,50 @@ for (const dialect of testDialects()) {
       const locked = await t.deps.db.transaction().execute((tx) => takeDueJobs(tx, { kinds: ['test', 'another'], limit: 10, now: now + 1 }));
       assert.deepEqual(locked, [], 'the claimed job is leased; the other kind is not asked for');
     });
+
+    it('a fair claim leaves out the excluded groups, oldest first among the rest, whatever their ids sort like', async () => {
+      // Group keys that sort differently by byte and by a language's collation ('B' < 'a' in bytes).
+      await enqueueJobs(t.deps.db, [
+        { kind: 'test', payload: 'big-1', runAt: 100, groupKey: 'acc_a' },
+        { kind: 'test', payload: 'upper', runAt: 150, groupKey: 'acc_B' },
+        { kind: 'test', payload: 'big-2', runAt: 200, groupKey: 'acc_a' },
+        { kind: 'test', payload: 'small', runAt: 300, groupKey: 'acc_c' },
+        { kind: 'test', payload: 'other', runAt: 400, groupKey: 'acc_b' },
+        { kind: 'test', payload: 'nobody', runAt: 500 },
+      ]);
+      const fair = (exclude: string[], limit = 10) =>
+        claimDueJobs(t.deps.db, { workerId: 'w', kinds: ['test'], limit, leaseMs: 60_000, now: 1_000, excludeGroups: exclude }).then((jobs) => jobs.map((job) => job.payload));
+      assert.deepEqual(await fair(['acc_a', 'acc_b'], 2), ['upper', 'small'], 'by run_at among the others; a job of no group is not in any range');
+      assert.deepEqual(await fair(['acc_a']), ['other']);
+      assert.deepEqual(await fair([]), ['big-1', 'big-2', 'nobody'], 'no exclusion: the plain claim, anyone');
+    });
+
+    it("a fair claim does not read the excluded groups' backlog: 50,000 due jobs of one account are stepped over by index", async () => {
+      const now = Date.now();
+      if (dialect === 'sqlite') {
+        await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < 50000)
+          insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, group_key, created_at, updated_at)
+          select 'job_big_' || i, 'test', '{}', 'pending', ${now} - 3600000 + i, 0, 5, 'acc_big', ${now}, ${now} from n`.execute(t.deps.db);
+      } else {
+        await sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, group_key, created_at, updated_at)
+          select 'job_big_' || i, 'test', '{}', 'pending', ${now}::bigint - 3600000 + i, 0, 5, 'acc_big', ${now}::bigint, ${now}::bigint from generate_series(1, 50000) i`.execute(t.deps.db);
+        await sql`analyze jobs`.execute(t.deps.db);
+      }
+      await enqueueJobs(t.deps.db, [{ kind: 'test', payload: 'light', runAt: now - 1, groupKey: 'acc_light' }]);
+      const due = dueJobIds({ kinds: ['test'], limit: 10, now, postgres: dialect === 'postgres', excludeGroups: ['acc_big'] });
+      if (dialect === 'sqlite') {
+        const plan = (await sql<{ detail: string }>`explain query plan ${due}`.execute(t.deps.db)).rows.map((r) => r.detail).join(' | ');
+        assert.match(plan, /jobs_pending_group_run_at_idx \(kind=\? AND group_key[<>]\?\)/, plan);
+      } else {
+        const [plan] = (await sql<{ 'QUERY PLAN': unknown }>`explain (analyze, format json) ${due}`.execute(t.deps.db)).rows.map((r) => r['QUERY PLAN']);
+        const text = JSON.stringify(plan);
+        assert.match(text, /jobs_pending_group_run_at_idx/, text);
+        const read = [...text.matchAll(/"Actual Rows":(\d+)/g)].reduce((max, m) => Math.max(max, Number(m[1])), 0);
+        assert.ok(read <= 10, `the plan read ${read} rows somewhere: ${text}`);
+      }
+      const claimed = await claimDueJobs(t.deps.db, { workerId: 'w', kinds: ['test'], limit: 10, leaseMs: 60_000, now, excludeGroups: ['acc_big'] });
+      assert.deepEqual(claimed.map((job) => job.payload), ['light']);
+    });
   });
 }
 

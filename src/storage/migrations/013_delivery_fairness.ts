@@ -6,7 +6,8 @@ import { isPostgres } from './types.js';
  * - `jobs.group_key`: the account a delivery job is for. A worker's claim leaves out the jobs of
  *   accounts holding their share of its slots; null for the jobs no account owns (registration and
  *   processing, which are not shared that way). The pending delivery jobs of a live database get
- *   theirs from their notification.
+ *   theirs from their notification. Such a claim reads the ranges of `jobs_pending_group_run_at_idx`
+ *   between the groups it leaves out, so their backlogs cost it nothing (due-jobs.ts).
  * - Test sends are limited per subscription in a sliding window, counted from the notifications
  *   themselves: a partial index holds only the test sends.
  */
@@ -19,6 +20,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     await sql`update jobs set group_key = (select n.account_id from notifications n where n.id = json_extract(jobs.payload, '$.notificationId'))
               where kind = 'deliver-notification'`.execute(db);
   }
+  // Byte order on PostgreSQL too (COLLATE "C"), the order the claim computes its ranges in, whatever the database's collation.
+  const groupKey = isPostgres(db) ? sql`group_key collate "C"` : sql`group_key`;
+  await sql`create index jobs_pending_group_run_at_idx on jobs (kind, ${groupKey}, run_at) where state = 'pending' and group_key is not null`.execute(db);
   await db.schema
     .createIndex('notifications_test_sends_idx')
     .on('notifications')
@@ -29,5 +33,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropIndex('notifications_test_sends_idx').execute();
+  await db.schema.dropIndex('jobs_pending_group_run_at_idx').execute();
   await db.schema.alterTable('jobs').dropColumn('group_key').execute();
 }

@@ -13,28 +13,53 @@ import { sql, type RawBuilder } from 'kysely';
  * the partial index.
  *
  * `excludeGroups` leaves out the jobs of those groups (a fair claim: docs/delivery.md, "Fair
- * delivery"); the scan then steps over their due rows, which costs only while a group holds its
- * share. Without it the statement is the plain one.
+ * delivery"). Those groups may have long backlogs, so their rows are not stepped over: the claim
+ * reads the ranges of `jobs_pending_group_run_at_idx` between them instead (one part per range, as
+ * per kind above), and costs what the other groups have due, not what the excluded ones have. Jobs
+ * of no group are in no range: they are left to the plain claim.
  */
 export function dueJobIds(options: { kinds: readonly string[]; limit: number; now: number; postgres: boolean; excludeGroups?: readonly string[] | undefined }): RawBuilder<{ id: string }> {
-  const { kinds, limit, now } = options;
-  const excluded = options.excludeGroups ?? [];
-  const notExcluded =
-    excluded.length === 0
-      ? sql``
-      : options.postgres
-        ? sql` and (group_key is null or group_key <> all(${[...excluded]}::text[]))`
-        : sql` and (group_key is null or group_key not in (select value from json_each(${JSON.stringify(excluded)})))`;
-  if (!options.postgres) {
-    return sql`select id from jobs where state = 'pending' and run_at <= ${now} and kind in (${sql.join(kinds.map((kind) => sql`${kind}`))})${notExcluded} order by run_at limit ${limit}`;
+  const { kinds, limit, now, postgres } = options;
+  const ranges = groupRanges(options.excludeGroups ?? []);
+  if (!postgres && ranges.length === 1) {
+    return sql`select id from jobs where state = 'pending' and run_at <= ${now} and kind in (${sql.join(kinds.map((kind) => sql`${kind}`))}) order by run_at limit ${limit}`;
   }
-  const ofKind = (kind: string) =>
-    sql`select id, run_at from jobs where state = 'pending' and kind = ${kind} and run_at <= ${now}::bigint${notExcluded} order by run_at limit ${limit} for update skip locked`;
-  if (kinds.length === 1) return sql`select id from (${ofKind(kinds[0]!)}) due`;
-  const names = kinds.map((_, i) => sql.raw(`due_${i}`));
-  return sql`with ${sql.join(kinds.map((kind, i) => sql`${names[i]!} as (${ofKind(kind)})`))}
+  const parts = kinds.flatMap((kind) => ranges.map((range) => duePart(kind, range, limit, now, postgres)));
+  if (parts.length === 1) return sql`select id from (${parts[0]!}) due`;
+  if (!postgres) {
+    return sql`select id from (${sql.join(
+      parts.map((part) => sql`select id, run_at from (${part})`),
+      sql` union all `,
+    )}) due order by run_at limit ${limit}`;
+  }
+  const names = parts.map((_, i) => sql.raw(`due_${i}`));
+  return sql`with ${sql.join(parts.map((part, i) => sql`${names[i]!} as (${part})`))}
     select id from (${sql.join(
       names.map((name) => sql`select id, run_at from ${name}`),
       sql` union all `,
     )}) due order by run_at limit ${limit}`;
+}
+
+/** A range of group keys, bounds excluded; undefined bounds are open. `all`: no group condition at all. */
+type GroupRange = { all: true } | { all: false; above?: string; below?: string };
+
+/** The ranges between the excluded groups, in byte order: (−∞, e1), (e1, e2) … (ek, +∞); one `all` when none is excluded. */
+function groupRanges(excluded: readonly string[]): GroupRange[] {
+  if (excluded.length === 0) return [{ all: true }];
+  const sorted = [...new Set(excluded)].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const ranges: GroupRange[] = sorted.map((group, i) => ({ all: false, ...(i > 0 ? { above: sorted[i - 1]! } : {}), below: group }));
+  return [...ranges, { all: false, above: sorted.at(-1)! }];
+}
+
+function duePart(kind: string, range: GroupRange, limit: number, now: number, postgres: boolean): RawBuilder<unknown> {
+  const bigint = postgres ? sql`::bigint` : sql``;
+  const lock = postgres ? sql` for update skip locked` : sql``;
+  // Byte order, as groupRanges sorts (and the index is built on PostgreSQL).
+  const key = postgres ? sql`group_key collate "C"` : sql`group_key`;
+  const groups = range.all
+    ? sql``
+    : sql`${range.above !== undefined ? sql` and ${key} > ${range.above}` : sql``}${range.below !== undefined ? sql` and ${key} < ${range.below}` : sql``}`;
+  // SQLite would rather walk the run_at index (no sort) and step over the excluded groups' rows: told which index to use.
+  const table = range.all || postgres ? sql`jobs` : sql`jobs indexed by jobs_pending_group_run_at_idx`;
+  return sql`select id, run_at from ${table} where state = 'pending' and kind = ${kind} and run_at <= ${now}${bigint}${groups} order by run_at limit ${limit}${lock}`;
 }

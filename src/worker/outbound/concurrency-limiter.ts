@@ -33,8 +33,13 @@ export interface CallKey {
 interface Waiter {
   /** Arrival order, for FIFO among equals. */
   seq: number;
-  address: string;
   start: () => void;
+}
+
+/** One account's calls to one address: how many are in flight, and the waiters, oldest first. */
+interface AddressQueue {
+  active: number;
+  waiters: Waiter[];
 }
 
 export interface ConcurrencyLimiter {
@@ -47,60 +52,66 @@ export interface ConcurrencyLimiter {
 export function createConcurrencyLimiter(limits: ConcurrencyLimits = DEFAULT_CONCURRENCY_LIMITS): ConcurrencyLimiter {
   if (!(limits.perAddress >= 1)) throw new RangeError('concurrency limits must be at least 1');
   const slots = new AccountSlots({ capacity: limits.overall, reserve: limits.reserve, lightBelow: limits.lightBelow });
-  /** Calls in flight per account and address. */
-  const byAddress = new Map<string, number>();
-  /** Each waiting account's waiters, oldest first. */
-  const waiting = new Map<string, Waiter[]>();
+  /** Per account, its addresses with calls in flight or waiting. */
+  const accounts = new Map<string, Map<string, AddressQueue>>();
+  /** How many calls each account has waiting: the only accounts a freed slot looks at. */
+  const waitingByAccount = new Map<string, number>();
   let waitingCount = 0;
   let arrivals = 0;
 
-  const pairKey = (account: string, address: string) => `${account}\u0000${address}`;
-  const addressFree = (account: string, address: string) => (byAddress.get(pairKey(account, address)) ?? 0) < limits.perAddress;
-
-  const acquire = ({ account, address }: CallKey) => {
-    slots.add(account);
-    const pair = pairKey(account, address);
-    byAddress.set(pair, (byAddress.get(pair) ?? 0) + 1);
+  const queueOf = ({ account, address }: CallKey): AddressQueue => {
+    let addresses = accounts.get(account);
+    if (!addresses) accounts.set(account, (addresses = new Map()));
+    let queue = addresses.get(address);
+    if (!queue) addresses.set(address, (queue = { active: 0, waiters: [] }));
+    return queue;
   };
 
   const release = ({ account, address }: CallKey) => {
     slots.remove(account);
-    const pair = pairKey(account, address);
-    const left = byAddress.get(pair)! - 1;
-    if (left === 0) byAddress.delete(pair);
-    else byAddress.set(pair, left);
+    const addresses = accounts.get(account)!;
+    const queue = addresses.get(address)!;
+    queue.active -= 1;
+    if (queue.active === 0 && queue.waiters.length === 0) {
+      addresses.delete(address);
+      if (addresses.size === 0) accounts.delete(account);
+    }
   };
 
-  /** The waiter to start now: of the accounts that may take a slot, the one holding fewest, its oldest waiter whose address is under its cap. */
-  const next = (): { account: string; index: number } | undefined => {
-    let best: { account: string; index: number; held: number; seq: number } | undefined;
-    for (const [account, queue] of waiting) {
+  /** The address queue to start from now: of the accounts that may take a slot, the one holding fewest, its oldest waiter under its address's cap. */
+  const next = (): AddressQueue | undefined => {
+    let best: { queue: AddressQueue; held: number; seq: number } | undefined;
+    for (const account of waitingByAccount.keys()) {
       if (!slots.mayTake(account)) continue;
       const held = slots.heldBy(account);
       if (best && held > best.held) continue;
-      const index = queue.findIndex((waiter) => addressFree(account, waiter.address));
-      if (index < 0) continue;
-      const seq = queue[index]!.seq;
-      if (!best || held < best.held || seq < best.seq) best = { account, index, held, seq };
+      for (const queue of accounts.get(account)!.values()) {
+        const first = queue.waiters[0];
+        if (!first || queue.active >= limits.perAddress) continue;
+        if (!best || held < best.held || first.seq < best.seq) best = { queue, held, seq: first.seq };
+      }
     }
-    return best;
+    return best?.queue;
   };
 
   const startWaiters = () => {
-    for (let found = next(); found; found = next()) {
-      const queue = waiting.get(found.account)!;
-      const [waiter] = queue.splice(found.index, 1);
-      if (queue.length === 0) waiting.delete(found.account);
+    for (let queue = next(); queue; queue = next()) {
+      const waiter = queue.waiters.shift()!;
       waitingCount--;
-      acquire({ account: found.account, address: waiter!.address });
-      waiter!.start();
+      waiter.start();
     }
   };
 
   return {
     run<T>(key: CallKey, task: () => Promise<T>): Promise<T> {
       return new Promise<T>((resolve, reject) => {
+        const queue = queueOf(key);
         const start = () => {
+          slots.add(key.account);
+          queue.active += 1;
+          const left = waitingByAccount.get(key.account)! - 1;
+          if (left === 0) waitingByAccount.delete(key.account);
+          else waitingByAccount.set(key.account, left);
           Promise.resolve()
             .then(task)
             .then(resolve, reject)
@@ -109,10 +120,8 @@ export function createConcurrencyLimiter(limits: ConcurrencyLimits = DEFAULT_CON
               startWaiters();
             });
         };
-        const waiter = { seq: arrivals++, address: key.address, start };
-        const queue = waiting.get(key.account);
-        if (queue) queue.push(waiter);
-        else waiting.set(key.account, [waiter]);
+        queue.waiters.push({ seq: arrivals++, start });
+        waitingByAccount.set(key.account, (waitingByAccount.get(key.account) ?? 0) + 1);
         waitingCount++;
         // Starts it now if its turn has come: most calls never wait.
         startWaiters();
