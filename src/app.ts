@@ -22,6 +22,7 @@ import { jsonHasNul, NUL_REFUSED, urlHasNul } from './http/nul-characters.js';
 import { HttpProblem } from './http/problem.js';
 import { createTokenEndpoint } from './http/token-endpoint.js';
 import { tokenFastPath } from './http/token-fast-path.js';
+import { clientAddress } from './http/client-address.js';
 import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
 import { adminClientsRoutes } from './http/routes/admin-clients.js';
 import { adminExperiencesRoutes } from './http/routes/admin-experiences.js';
@@ -49,7 +50,9 @@ export interface BuildAppOptions {
 /** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<TypedApp> {
   const tokenEndpoint = createTokenEndpoint(deps);
-  const answerTokenRequest = tokenFastPath(tokenEndpoint, deps.log);
+  // Who the caller is, under TRUST_PROXY: one rule for the fast path, the Fastify routes and request.ip.
+  const addresses = clientAddress(deps.config.trustProxy);
+  const answerTokenRequest = tokenFastPath(tokenEndpoint, deps.log, addresses);
   const app = Fastify({
     // The server answers POST /v1|v2/oauth/token itself (token-fast-path.ts) and hands Fastify the rest;
     // these are the settings Fastify gives the servers it makes.
@@ -67,7 +70,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     bodyLimit: 1024 * 1024,
     // Every validation error names the member at fault: `body.callback.url is required`.
     schemaErrorFormatter: formatSchemaErrors,
-    trustProxy: false,
+    trustProxy: deps.config.trustProxy.kind === 'none' ? false : addresses.trusts,
     genReqId: (req) => requestIdOf(req.headers),
     routerOptions: { ignoreTrailingSlash: true },
     // Refused before routing (a URL whose percent-encoding is not UTF-8): a problem document too.
@@ -137,7 +140,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   for (const version of [1, 2] as const) {
     await app.register(
       async (versioned: TypedApp) => {
-        await versioned.register(async (tokenScope) => (version === 2 ? tokenRouteV2(tokenScope, tokenEndpoint) : tokenRouteV1(tokenScope, tokenEndpoint)));
+        await versioned.register(async (tokenScope) => (version === 2 ? tokenRouteV2(tokenScope, tokenEndpoint, addresses) : tokenRouteV1(tokenScope, tokenEndpoint, addresses)));
         await versioned.register(async (protectedScope: TypedApp) => {
           protectRoutes(protectedScope, deps);
           for (const routes of API_ROUTES) await routes(protectedScope, deps);

@@ -1,4 +1,13 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+
+/**
+ * TRUST_PROXY: whose X-Forwarded-For the service believes when it decides the caller's address
+ * (src/http/client-address.ts). `none`: nobody's, the address is the socket's peer. `all`: every
+ * peer's, the caller is the first address of the header. `hops`: that many proxies in front of
+ * the service. `addresses`: peers in these addresses or blocks (CIDR) are proxies.
+ */
+export type TrustProxy = { kind: 'none' } | { kind: 'all' } | { kind: 'hops'; hops: number } | { kind: 'addresses'; addresses: string[] };
 
 /** Validated, frozen runtime configuration read from the environment (PRODUCT.md §2). */
 export interface Config {
@@ -31,6 +40,8 @@ export interface Config {
   jobLeaseMs: number;
   /** METRICS_PORT: a `--role worker` process serves /metrics and /health/* there (unset: none). */
   metricsPort: number | undefined;
+  /** TRUST_PROXY: which peers' X-Forwarded-For decides the caller's address (token endpoint limits, logs). */
+  trustProxy: TrustProxy;
 }
 
 export class ConfigError extends Error {
@@ -47,6 +58,29 @@ export function parseDuration(text: string): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
   if (!match) throw new Error(`expected a number with a unit (ms, s, m, h, d), e.g. "10s"; got "${text}"`);
   return Math.round(Number(match[1]) * DURATION_UNITS[match[2]!]!);
+}
+
+/** `false`, `true`, a number of proxy hops, or a comma-separated list of proxy addresses and CIDR blocks. */
+export function parseTrustProxy(text: string): TrustProxy {
+  const raw = text.trim();
+  if (/^false$/i.test(raw)) return { kind: 'none' };
+  if (/^true$/i.test(raw)) return { kind: 'all' };
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 16) throw new Error(`expected at most 16 proxy hops, got ${hops}`);
+    return hops === 0 ? { kind: 'none' } : { kind: 'hops', hops };
+  }
+  const addresses = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of addresses) {
+    const [address = '', prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    if (family === 0 || extra !== undefined || (prefix !== undefined && (!/^\d+$/.test(prefix) || Number(prefix) > bits))) {
+      throw new Error(`expected false, true, a number of proxy hops, or comma-separated proxy addresses or CIDR blocks (10.0.0.0/8, fd00::/8); "${entry}" is none of them`);
+    }
+  }
+  if (addresses.length === 0) throw new Error('expected false, true, a number of proxy hops, or proxy addresses');
+  return { kind: 'addresses', addresses };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -132,6 +166,7 @@ export function loadConfig(env: Env = process.env): Config {
     mtlsCaFile: read<string | undefined>('MTLS_CA_FILE', undefined, (raw) => raw),
     jobLeaseMs: read('JOB_LEASE', 60_000, duration(100)),
     metricsPort: read<number | undefined>('METRICS_PORT', undefined, integer(0, 65535)),
+    trustProxy: read<TrustProxy>('TRUST_PROXY', { kind: 'none' }, parseTrustProxy),
     logLevel: read('LOG_LEVEL', 'info', (raw) => {
       if (!LOG_LEVELS.includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}`);
       return raw;

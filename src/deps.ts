@@ -9,7 +9,7 @@ import { RequestIngestWriter } from './storage/request-ingest-writer.js';
 import { ClientCache } from './storage/client-cache.js';
 import { SecretBox } from './domain/crypto/secret-box.js';
 import { AccessTokens } from './services/access-tokens.js';
-import { FailureLimiter } from './domain/tokens/failure-limiter.js';
+import { FailureLimiter, TOKEN_FAILURE_LIMITS } from './domain/tokens/failure-limiter.js';
 import { KeyStore } from './services/key-store.js';
 import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
@@ -75,8 +75,8 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     const keys = new KeyStore(storage.db, box, clock);
     if (options.prepare !== false) await keys.ensureSigningKey();
     const tokens = new AccessTokens(keys, config.publicUrl, config.tokenTtlMs, clock);
-    // 10 failed authentications per client id or source address per minute, then 429.
-    const failures = new FailureLimiter(10, 60_000, clock);
+    // Failed authentications per (client id, address) and per address, then 429 (docs/tokens.md).
+    const failures = new FailureLimiter(TOKEN_FAILURE_LIMITS, clock);
     const log =
       options.log ??
       pino({

@@ -67,4 +67,12 @@ describe('configuration from the environment', () => {
     assert.throws(() => loadConfig({ NOTIFICATION_RETENTION: '30s' }), /NOTIFICATION_RETENTION/);
     assert.throws(() => loadConfig({ NOTIFICATION_RETENTION: 'soon' }), /NOTIFICATION_RETENTION/);
   });
+
+  it('TRUST_PROXY: false by default; true, a number of hops, or proxy addresses and blocks; anything else is named', () => {
+    assert.deepEqual(loadConfig({}).trustProxy, { kind: 'none' });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, { kind: 'all' });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '2' }).trustProxy, { kind: 'hops', hops: 2 });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.0.2.7,fd00::/8' }).trustProxy, { kind: 'addresses', addresses: ['10.0.0.0/8', '192.0.2.7', 'fd00::/8'] });
+    assert.throws(() => loadConfig({ TRUST_PROXY: 'lb.internal' }), /TRUST_PROXY: .*"lb\.internal"/);
+  });
 });

@@ -68,8 +68,9 @@ const RECENT_RESPONSES_SIZE = 10_000;
  * call" (docs/benchmarks.md). The digest keeps secrets out of the map's keys and out of string
  * comparisons. A remembered answer is not used when, since it was made, the client cache was told
  * of a change (a client or account changed through this process), the signing key rotated, or
- * failed attempts locked the client or the address out (the full path then answers 429); changes
- * made by another process apply within the second, as with the client cache.
+ * failed attempts locked the caller's address, or this client at that address, out (the full
+ * path then answers 429); changes made by another process apply within the second, as with the
+ * client cache.
  */
 class RecentResponses {
   #second = -1;
@@ -85,8 +86,7 @@ class RecentResponses {
     if (Math.floor(this.deps.clock() / 1000) !== this.#second) return undefined;
     const recent = this.#entries.get(key);
     if (!recent || recent.clientGeneration !== this.deps.clientCache.generation || recent.kid !== this.deps.keys.loadedSignerKid()) return undefined;
-    const { failures } = this.deps;
-    if (failures.retryAfterSeconds(`client:${recent.clientId}`) > 0 || failures.retryAfterSeconds(`address:${request.sourceAddress}`) > 0) return undefined;
+    if (this.deps.failures.retryAfterSeconds({ address: request.sourceAddress, clientId: recent.clientId }) > 0) return undefined;
     return recent.response;
   }
 
