@@ -1,4 +1,3 @@
-import { createServer } from 'node:http';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TypedApp } from './http/typed-app.js';
@@ -23,6 +22,7 @@ import { HttpProblem } from './http/problem.js';
 import { createTokenEndpoint } from './http/token-endpoint.js';
 import { tokenFastPath } from './http/token-fast-path.js';
 import { clientAddress } from './http/client-address.js';
+import { createHttpServer } from './http/http-server.js';
 import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
 import { adminClientsRoutes } from './http/routes/admin-clients.js';
 import { adminExperiencesRoutes } from './http/routes/admin-experiences.js';
@@ -56,15 +56,16 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   const app = Fastify({
     // The server answers POST /v1|v2/oauth/token itself (token-fast-path.ts) and hands Fastify the rest;
     // these are the settings Fastify gives the servers it makes.
+    // Timeouts, connection caps and unread bodies: http-server.ts (docs/deployment.md).
     serverFactory: (handler, options: FastifyServerOptions) => {
-      const server = createServer((request, response) => {
+      const server = createHttpServer(deps.config, addresses, (request, response) => {
         if (!answerTokenRequest(request, response)) handler(request, response);
       });
       server.keepAliveTimeout = options.keepAliveTimeout!;
-      server.requestTimeout = options.requestTimeout!;
       server.setTimeout(options.connectionTimeout!);
       return server;
     },
+    requestTimeout: deps.config.httpRequestTimeoutMs,
     loggerInstance: deps.log,
     childLoggerFactory: lazyRequestLogger,
     bodyLimit: 1024 * 1024,

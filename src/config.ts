@@ -42,6 +42,14 @@ export interface Config {
   metricsPort: number | undefined;
   /** TRUST_PROXY: which peers' X-Forwarded-For decides the caller's address (token endpoint limits, logs). */
   trustProxy: TrustProxy;
+  /** HTTP_REQUEST_TIMEOUT: a request (headers and body) not received in full within it is answered 408 and its connection closed. */
+  httpRequestTimeoutMs: number;
+  /** HTTP_HEADERS_TIMEOUT: the same for the request's headers (and for a connection that sends nothing). */
+  httpHeadersTimeoutMs: number;
+  /** HTTP_MAX_CONNECTIONS: open connections to the API, in all; more are closed at once. */
+  httpMaxConnections: number;
+  /** HTTP_MAX_CONNECTIONS_PER_ADDRESS: open connections from one peer address (not a trusted proxy); 0 = no cap. */
+  httpMaxConnectionsPerAddress: number;
 }
 
 export class ConfigError extends Error {
@@ -167,11 +175,18 @@ export function loadConfig(env: Env = process.env): Config {
     jobLeaseMs: read('JOB_LEASE', 60_000, duration(100)),
     metricsPort: read<number | undefined>('METRICS_PORT', undefined, integer(0, 65535)),
     trustProxy: read<TrustProxy>('TRUST_PROXY', { kind: 'none' }, parseTrustProxy),
+    httpRequestTimeoutMs: read('HTTP_REQUEST_TIMEOUT', 30_000, duration(100)),
+    httpHeadersTimeoutMs: read('HTTP_HEADERS_TIMEOUT', 10_000, duration(100)),
+    httpMaxConnections: read('HTTP_MAX_CONNECTIONS', 10_000, integer(1, 1_000_000)),
+    httpMaxConnectionsPerAddress: read('HTTP_MAX_CONNECTIONS_PER_ADDRESS', 256, integer(0, 1_000_000)),
     logLevel: read('LOG_LEVEL', 'info', (raw) => {
       if (!LOG_LEVELS.includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}`);
       return raw;
     }),
   };
+  if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
+    problems.push(`HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT (${config.httpHeadersTimeoutMs}ms > ${config.httpRequestTimeoutMs}ms)`);
+  }
   if (Boolean(config.mtlsCertFile) !== Boolean(config.mtlsKeyFile)) {
     problems.push('MTLS_CERT_FILE and MTLS_KEY_FILE: set both or neither');
   }
