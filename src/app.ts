@@ -23,6 +23,7 @@ import { createTokenEndpoint } from './http/token-endpoint.js';
 import { tokenFastPath } from './http/token-fast-path.js';
 import { clientAddress } from './http/client-address.js';
 import { createHttpServer } from './http/http-server.js';
+import { answerSecretsUncached } from './http/secret-bearing.js';
 import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
 import { adminClientsRoutes } from './http/routes/admin-clients.js';
 import { adminExperiencesRoutes } from './http/routes/admin-experiences.js';
@@ -42,7 +43,7 @@ const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRou
 
 export interface BuildAppOptions {
   /** Sees every route as it is registered (the route table that tests walk). */
-  onRoute?: (route: { method: string | string[]; url: string; config?: { scope?: string } }) => void;
+  onRoute?: (route: { method: string | string[]; url: string; config?: { scope?: string; secretBearing?: boolean }; schema?: { response?: Record<string, unknown> } }) => void;
   /** The web console served at /console/ (docs/console.md): its built files (default `console/dist`) and what its 503 says while they are missing. */
   console?: { dir?: string; notBuiltDetail?: () => string };
 }
@@ -82,6 +83,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  // Routes declared `secretBearing` answer with Cache-Control: no-store (secret-bearing.ts).
+  answerSecretsUncached(app);
   app.setValidatorCompiler(validatorCompiler);
   // Only JSON bodies are accepted (the token endpoint adds its form parser in its own scope): text/plain is a 415.
   app.removeContentTypeParser('text/plain');

@@ -13,6 +13,10 @@ export interface RegisteredRoute {
   method: string;
   url: string;
   scope: string | undefined;
+  /** `config.secretBearing`: the route answers with Cache-Control: no-store. */
+  secretBearing: boolean;
+  /** The route's response schemas, by status. */
+  response: Record<string, unknown> | undefined;
 }
 
 export interface TestApp extends TestDatabase {
@@ -33,7 +37,9 @@ export async function startTestApp(dialect: TestDialect, env: Record<string, str
   const routes: RegisteredRoute[] = [];
   const app = await buildApp(deps, {
     onRoute: (route) => {
-      for (const method of [route.method].flat()) if (method !== 'HEAD') routes.push({ method, url: route.url, scope: route.config?.scope });
+      for (const method of [route.method].flat()) {
+        if (method !== 'HEAD') routes.push({ method, url: route.url, scope: route.config?.scope, secretBearing: route.config?.secretBearing === true, response: route.schema?.response });
+      }
     },
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });

@@ -1875,6 +1875,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2139,6 +2143,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2219,6 +2227,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3802,6 +3814,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -3880,6 +3896,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4138,6 +4158,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4787,6 +4811,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4867,6 +4895,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5607,6 +5639,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5871,6 +5907,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5951,6 +5991,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7542,6 +7586,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7620,6 +7668,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7878,6 +7930,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8527,6 +8583,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8607,6 +8667,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
