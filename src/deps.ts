@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { Config } from './config.js';
@@ -13,6 +13,7 @@ import { FailureLimiter, TOKEN_FAILURE_LIMITS } from './domain/tokens/failure-li
 import { KeyStore } from './services/key-store.js';
 import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
+import { ensurePrivateDirectory, restrictFile, type FileModeLog } from './storage/private-files.js';
 import { migrateToLatest } from './storage/migrations/index.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { OutboundDelivery } from './worker/outbound/outbound-config.js';
@@ -53,36 +54,40 @@ export interface CreateDepsOptions extends StorageOptions {
 }
 
 /** SECRET_KEY from the environment, or for SQLite generated once into DATA_DIR/secret.key (0600). */
-export function resolveSecretKey(config: Config): string {
+export function resolveSecretKey(config: Config, log?: FileModeLog): string {
   if (config.secretKey) return config.secretKey;
   if (!config.databaseUrl.startsWith('sqlite:')) throw new Error('SECRET_KEY is required with PostgreSQL');
+  ensurePrivateDirectory(config.dataDir, log);
   const file = join(config.dataDir, 'secret.key');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(config.dataDir, { recursive: true });
+  if (existsSync(file)) {
+    restrictFile(file, log);
+    return readFileSync(file, 'utf8').trim();
+  }
   const key = randomBytes(32).toString('base64');
   writeFileSync(file, `${key}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(file, 0o600);
   return key;
 }
 
+/** The service's logger: JSON lines (pino) on stdout, or on `destination` (the CLI's commands write theirs to stderr, their output being JSON on stdout). */
+export function createLogger(config: Config, destination?: { write(line: string): void }): Logger {
+  const options = { level: config.logLevel, redact: { paths: ['req.headers.authorization', '*.client_secret', '*.clientSecret', '*.secret'], censor: '[redacted]' } };
+  return destination ? pino(options, destination) : pino(options);
+}
+
 /** The composition root: every long-lived dependency is built here and nowhere else. */
 export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {
   const clock = options.clock ?? Date.now;
-  const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), ...options });
+  const log = options.log ?? createLogger(config);
+  const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), ...options, log });
   try {
-    const box = new SecretBox(resolveSecretKey(config), config.secretKeyPrevious);
+    const box = new SecretBox(resolveSecretKey(config, log), config.secretKeyPrevious);
     if (options.prepare !== false) await migrateToLatest(storage.db);
     const keys = new KeyStore(storage.db, box, clock);
     if (options.prepare !== false) await keys.ensureSigningKey();
     const tokens = new AccessTokens(keys, config.publicUrl, config.tokenTtlMs, clock);
     // Failed authentications per (client id, address) and per address, then 429 (docs/tokens.md).
     const failures = new FailureLimiter(TOKEN_FAILURE_LIMITS, clock);
-    const log =
-      options.log ??
-      pino({
-        level: config.logLevel,
-        redact: { paths: ['req.headers.authorization', '*.client_secret', '*.clientSecret', '*.secret'], censor: '[redacted]' },
-      });
     const outbound = createThreadedOutbound(config, { log });
     const signals = new JobSignals();
     const ingest = new RequestIngestWriter(storage.db, signals, { clock });

@@ -43,7 +43,7 @@ export async function startTestApp(dialect: TestDialect, env: Record<string, str
     },
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
-  await ensureOperator(deps.db, dataDir, `${address}/v2/oauth/token`);
+  await ensureOperator(deps.db, dataDir, `${address}/v2/oauth/token`, { log: deps.log });
   const operatorRow = await deps.db.selectFrom('accounts').select('id').where('is_operator', '=', 1).executeTakeFirstOrThrow();
   // The bootstrap wrote the operator's secret to disk; tests use a second operator client instead.
   const operatorClient = await createClient(deps.db, operatorRow.id, [...SCOPES]);
