@@ -101,7 +101,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     done(urlHasNul(request.url) ? new HttpProblem(400, `the URL ${NUL_REFUSED}`) : undefined);
   });
 
-  await app.register(errorsPlugin);
+  await app.register(errorsPlugin, { onDatabaseUnavailable: (error) => deps.readiness.noteFailure(error) });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

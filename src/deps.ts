@@ -11,6 +11,7 @@ import { SecretBox } from './domain/crypto/secret-box.js';
 import { AccessTokens } from './services/access-tokens.js';
 import { FailureLimiter, TOKEN_FAILURE_LIMITS } from './domain/tokens/failure-limiter.js';
 import { KeyStore } from './services/key-store.js';
+import { DatabaseReadiness } from './services/database-readiness.js';
 import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
 import { ensurePrivateDirectory, restrictFile, type FileModeLog } from './storage/private-files.js';
@@ -37,6 +38,8 @@ export interface AppDeps {
   ingest: RequestIngestWriter;
   /** The token endpoint's client rows (1 s); the admin routes forget them after a change. */
   clientCache: ClientCache;
+  /** /health/ready: the database takes writes (a probe, and the refusals the API and worker meet). */
+  readiness: DatabaseReadiness;
 }
 
 export interface Deps extends AppDeps {
@@ -92,6 +95,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     const signals = new JobSignals();
     const ingest = new RequestIngestWriter(storage.db, signals, { clock });
     const clientCache = new ClientCache(storage.db);
+    const readiness = new DatabaseReadiness({ db: storage.db, sqliteFile: storage.file, clock, log });
     return {
       config,
       log,
@@ -107,6 +111,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       signals,
       ingest,
       clientCache,
+      readiness,
       outbound,
       close: async () => {
         await ingest.flush();

@@ -47,7 +47,7 @@ const MEDIA_TYPE: Record<TokenEndpointVersion, string> = { 1: 'application/json'
 
 export type TokenEndpoint = (request: TokenHttpRequest) => Promise<TokenHttpResponse>;
 
-type EndpointDeps = Pick<AppDeps, 'db' | 'clientCache' | 'tokens' | 'keys' | 'failures' | 'clock' | 'log'>;
+type EndpointDeps = Pick<AppDeps, 'db' | 'clientCache' | 'tokens' | 'keys' | 'failures' | 'clock' | 'log'> & Partial<Pick<AppDeps, 'readiness'>>;
 
 interface RecentResponse {
   response: TokenHttpResponse;
@@ -121,6 +121,7 @@ export function createTokenEndpoint(deps: EndpointDeps): TokenEndpoint {
       if (error instanceof OAuthError) return oauthErrorResponse(error);
       if (isDatabaseUnavailable(error)) {
         deps.log.warn({ err: error }, 'token request: database unavailable');
+        deps.readiness?.noteFailure(error);
         const unavailable = new OAuthError('temporarily_unavailable', 'the service cannot reach its database right now; retry later', 503);
         unavailable.retryAfterSeconds = DATABASE_RETRY_AFTER_S;
         return oauthErrorResponse(unavailable);

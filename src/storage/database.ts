@@ -14,6 +14,8 @@ export type Executor = Db | Tx;
 export interface Storage {
   db: Db;
   dialect: Dialect;
+  /** SQLite: the database file (readiness checks the room left on its file system); undefined otherwise. */
+  file?: string | undefined;
   /** PostgreSQL pool the workers LISTEN on (the queries' pool, or DATABASE_LISTEN_URL's); undefined on SQLite or with LISTEN off. */
   pool: pg.Pool | undefined;
   close(): Promise<void>;
@@ -87,7 +89,7 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     sqlite.pragma('busy_timeout = 5000');
     if (path !== ':memory:') restrictSqliteCompanions(path, options.log);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    return { db, dialect: 'sqlite', pool: undefined, close: () => db.destroy() };
+    return { db, dialect: 'sqlite', file: path === ':memory:' ? undefined : path, pool: undefined, close: () => db.destroy() };
   }
   const pool = postgresPool(databaseUrl, options.poolSize ?? 10, options.schema);
   const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool }) });

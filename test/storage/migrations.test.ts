@@ -45,7 +45,7 @@ for (const dialect of testDialects()) {
       await sql`insert into accounts (id, name, is_operator, active, created_at) values ('acc_1', 'a', 0, 1, 1000)`.execute(storage.db);
       await sql`insert into subscriptions (id, account_id, event, description, active, experiences, callback_url, callback_authorization_encrypted, callback_custom_headers, created_at, updated_at)
                 values ('sub_old', 'acc_1', 'registered-request', '', 1, '[]', 'https://example.com/hook', null, '{}', 1000, 1000)`.execute(storage.db);
-      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['009_delivery_operations', '010_console_links', '011_notification_order', '012_notification_waiters']);
+      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['009_delivery_operations', '010_console_links', '011_notification_order', '012_notification_waiters', '013_readiness_probe']);
       const sub = (await sql<Record<string, unknown>>`select disabled_reason, disabled_at, rate_limit from subscriptions`.execute(storage.db)).rows[0]!;
       assert.deepEqual({ ...sub }, { disabled_reason: null, disabled_at: null, rate_limit: null });
       // 011, 012: the existing notification waits for nothing, and nothing waits for it.

@@ -4,7 +4,7 @@ import { createClient } from '../../src/services/accounts.js';
 import { ensureOperator } from '../../src/services/operator-bootstrap.js';
 import { SCOPES } from '../../src/domain/tokens/scopes.js';
 import type { TestDialect } from './databases.js';
-import { startTestDatabase, type ClientCredentials, type TestDatabase } from './test-database.js';
+import { startTestDatabase, type ClientCredentials, type TestDatabase, type TestDatabaseOptions } from './test-database.js';
 import { forgetResponseChecker, responseChecker } from './openapi-responses.js';
 
 export { startTestDatabase, type ClientCredentials, type TestDatabase };
@@ -31,8 +31,8 @@ export interface TestApp extends TestDatabase {
 }
 
 /** The real application on a loopback port over startTestDatabase, with the operator bootstrapped as on a first start. */
-export async function startTestApp(dialect: TestDialect, env: Record<string, string> = {}): Promise<TestApp> {
-  const database = await startTestDatabase(dialect, env);
+export async function startTestApp(dialect: TestDialect, env: Record<string, string> = {}, options: TestDatabaseOptions = {}): Promise<TestApp> {
+  const database = await startTestDatabase(dialect, env, options);
   const { deps, dataDir } = database;
   const routes: RegisteredRoute[] = [];
   const app = await buildApp(deps, {

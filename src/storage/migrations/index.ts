@@ -12,6 +12,7 @@ import * as m009 from './009_delivery_operations.js';
 import * as m010 from './010_console_links.js';
 import * as m011 from './011_notification_order.js';
 import * as m012 from './012_notification_waiters.js';
+import * as m013 from './013_readiness_probe.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '010_console_links': m010,
   '011_notification_order': m011,
   '012_notification_waiters': m012,
+  '013_readiness_probe': m013,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

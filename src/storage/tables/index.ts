@@ -154,6 +154,12 @@ export interface ConsoleLinksTable {
   used_at: number | null;
 }
 
+/** The one row readiness writes to learn the database takes writes (id 1). */
+export interface ReadinessProbeTable {
+  id: number;
+  written_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   oauth_clients: OAuthClientsTable;
@@ -172,4 +178,5 @@ export interface Database {
   subscription_health: SubscriptionHealthTable;
   subscription_rate_windows: SubscriptionRateWindowsTable;
   console_links: ConsoleLinksTable;
+  readiness_probe: ReadinessProbeTable;
 }
