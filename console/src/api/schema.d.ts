@@ -50,8 +50,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Readiness: the process can reach its database
-         * @description Answers 200 when the process can reach its database, 503 otherwise (take the instance out of rotation). Public.
+         * Readiness: the database takes writes
+         * @description Answers 200 when the database takes writes: a probe write (at most once a second, shared by every caller) succeeds and no write was refused for lack of the database (disk full, read-only, unreachable) in the last 10 s. Otherwise 503 with the reason in `detail` (take the instance out of rotation); it comes back by itself. Public.
          */
         get: operations["getReadiness"];
         put?: never;
