@@ -55,9 +55,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   const addresses = clientAddress(deps.config.trustProxy);
   const answerTokenRequest = tokenFastPath(tokenEndpoint, deps.log, addresses);
   const app = Fastify({
-    // The server answers POST /v1|v2/oauth/token itself (token-fast-path.ts) and hands Fastify the rest;
-    // these are the settings Fastify gives the servers it makes.
-    // Timeouts, connection caps and unread bodies: http-server.ts (docs/deployment.md).
+    // The server answers POST /v1|v2/oauth/token itself (token-fast-path.ts) and hands Fastify the rest.
+    // Its timeouts, connection caps and unread bodies: http-server.ts; the keep-alive settings are Fastify's.
     serverFactory: (handler, options: FastifyServerOptions) => {
       const server = createHttpServer(deps.config, addresses, (request, response) => {
         if (!answerTokenRequest(request, response)) handler(request, response);
