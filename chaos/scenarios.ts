@@ -257,11 +257,29 @@ const diskFull: Scenario = {
           } finally {
             closeSync(fd);
           }
-          const whileFull = await fetch(`${services.current[0]!.url}/health/ready`).then((r) => r.status).catch(() => 0);
+          const url = services.current[0]!.url;
+          const readiness = () => fetch(`${url}/health/ready`).then((r) => r.status).catch(() => 0);
+          // Readiness probes at most once a second: give it that long to see the full disk.
+          let whileFull = await readiness();
+          for (let i = 0; i < 30 && whileFull !== 503; i++) {
+            await sleep(100);
+            whileFull = await readiness();
+          }
           notes.push(`disk filled; /health/ready said ${whileFull}`);
+          if (whileFull !== 503) notes.push('PROBLEM: readiness did not say 503 while the disk was full');
           await sleep((options.seconds * 1000) / 3);
+          const stillFull = await readiness();
+          if (stillFull !== 503) notes.push(`PROBLEM: readiness said ${stillFull} while the disk was still full`);
           rmSync(filler);
-          notes.push('space back');
+          const freed = Date.now();
+          // Back by itself: the probe writes again, and no write was refused for readiness's hold (10 s).
+          let after = await readiness();
+          while (after !== 200 && Date.now() - freed < 20_000) {
+            await sleep(200);
+            after = await readiness();
+          }
+          notes.push(`space back; ready again after ${((Date.now() - freed) / 1000).toFixed(1)} s`);
+          if (after !== 200) notes.push('PROBLEM: readiness did not come back within 20 s of the space');
         },
         { environment },
       );

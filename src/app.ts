@@ -1,4 +1,3 @@
-import { createServer } from 'node:http';
 import Fastify, { type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { TypedApp } from './http/typed-app.js';
@@ -22,6 +21,9 @@ import { jsonHasNul, NUL_REFUSED, urlHasNul } from './http/nul-characters.js';
 import { HttpProblem } from './http/problem.js';
 import { createTokenEndpoint } from './http/token-endpoint.js';
 import { tokenFastPath } from './http/token-fast-path.js';
+import { clientAddress } from './http/client-address.js';
+import { createHttpServer } from './http/http-server.js';
+import { answerSecretsUncached } from './http/secret-bearing.js';
 import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
 import { adminClientsRoutes } from './http/routes/admin-clients.js';
 import { adminExperiencesRoutes } from './http/routes/admin-experiences.js';
@@ -41,7 +43,7 @@ const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRou
 
 export interface BuildAppOptions {
   /** Sees every route as it is registered (the route table that tests walk). */
-  onRoute?: (route: { method: string | string[]; url: string; config?: { scope?: string } }) => void;
+  onRoute?: (route: { method: string | string[]; url: string; config?: { scope?: string; secretBearing?: boolean }; schema?: { response?: Record<string, unknown> } }) => void;
   /** The web console served at /console/ (docs/console.md): its built files (default `console/dist`) and what its 503 says while they are missing. */
   console?: { dir?: string; notBuiltDetail?: () => string };
 }
@@ -49,25 +51,27 @@ export interface BuildAppOptions {
 /** Builds the HTTP application. It never listens: server.ts does, tests use `inject` or listen themselves. */
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<TypedApp> {
   const tokenEndpoint = createTokenEndpoint(deps);
-  const answerTokenRequest = tokenFastPath(tokenEndpoint, deps.log);
+  // Who the caller is, under TRUST_PROXY: one rule for the fast path, the Fastify routes and request.ip.
+  const addresses = clientAddress(deps.config.trustProxy);
+  const answerTokenRequest = tokenFastPath(tokenEndpoint, deps.log, addresses);
   const app = Fastify({
-    // The server answers POST /v1|v2/oauth/token itself (token-fast-path.ts) and hands Fastify the rest;
-    // these are the settings Fastify gives the servers it makes.
+    // The server answers POST /v1|v2/oauth/token itself (token-fast-path.ts) and hands Fastify the rest.
+    // Its timeouts, connection caps and unread bodies: http-server.ts; the keep-alive settings are Fastify's.
     serverFactory: (handler, options: FastifyServerOptions) => {
-      const server = createServer((request, response) => {
+      const server = createHttpServer(deps.config, addresses, (request, response) => {
         if (!answerTokenRequest(request, response)) handler(request, response);
       });
       server.keepAliveTimeout = options.keepAliveTimeout!;
-      server.requestTimeout = options.requestTimeout!;
       server.setTimeout(options.connectionTimeout!);
       return server;
     },
+    requestTimeout: deps.config.httpRequestTimeoutMs,
     loggerInstance: deps.log,
     childLoggerFactory: lazyRequestLogger,
     bodyLimit: 1024 * 1024,
     // Every validation error names the member at fault: `body.callback.url is required`.
     schemaErrorFormatter: formatSchemaErrors,
-    trustProxy: false,
+    trustProxy: deps.config.trustProxy.kind === 'none' ? false : addresses.trusts,
     genReqId: (req) => requestIdOf(req.headers),
     routerOptions: { ignoreTrailingSlash: true },
     // Refused before routing (a URL whose percent-encoding is not UTF-8): a problem document too.
@@ -78,6 +82,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  // Routes declared `secretBearing` answer with Cache-Control: no-store (secret-bearing.ts).
+  answerSecretsUncached(app);
   app.setValidatorCompiler(validatorCompiler);
   // Only JSON bodies are accepted (the token endpoint adds its form parser in its own scope): text/plain is a 415.
   app.removeContentTypeParser('text/plain');
@@ -94,7 +100,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     done(urlHasNul(request.url) ? new HttpProblem(400, `the URL ${NUL_REFUSED}`) : undefined);
   });
 
-  await app.register(errorsPlugin);
+  await app.register(errorsPlugin, { onDatabaseUnavailable: (error) => deps.readiness.noteFailure(error) });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -137,7 +143,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   for (const version of [1, 2] as const) {
     await app.register(
       async (versioned: TypedApp) => {
-        await versioned.register(async (tokenScope) => (version === 2 ? tokenRouteV2(tokenScope, tokenEndpoint) : tokenRouteV1(tokenScope, tokenEndpoint)));
+        await versioned.register(async (tokenScope) => (version === 2 ? tokenRouteV2(tokenScope, tokenEndpoint, addresses) : tokenRouteV1(tokenScope, tokenEndpoint, addresses)));
         await versioned.register(async (protectedScope: TypedApp) => {
           protectRoutes(protectedScope, deps);
           for (const routes of API_ROUTES) await routes(protectedScope, deps);

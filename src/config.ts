@@ -1,4 +1,13 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+
+/**
+ * TRUST_PROXY: whose X-Forwarded-For the service believes when it decides the caller's address
+ * (src/http/client-address.ts). `none`: nobody's, the address is the socket's peer. `all`: every
+ * peer's, the caller is the first address of the header. `hops`: that many proxies in front of
+ * the service. `addresses`: peers in these addresses or blocks (CIDR) are proxies.
+ */
+export type TrustProxy = { kind: 'none' } | { kind: 'all' } | { kind: 'hops'; hops: number } | { kind: 'addresses'; addresses: string[] };
 
 /** Validated, frozen runtime configuration read from the environment (PRODUCT.md §2). */
 export interface Config {
@@ -33,6 +42,16 @@ export interface Config {
   metricsPort: number | undefined;
   /** AUTH_REFRESH_INTERVAL: how often an API process re-reads the token revocations (deactivations made by other processes apply within it). */
   authRefreshIntervalMs: number;
+  /** TRUST_PROXY: which peers' X-Forwarded-For decides the caller's address (token endpoint limits, logs). */
+  trustProxy: TrustProxy;
+  /** HTTP_REQUEST_TIMEOUT: a request (headers and body) not received in full within it is answered 408 and its connection closed. */
+  httpRequestTimeoutMs: number;
+  /** HTTP_HEADERS_TIMEOUT: the same for the request's headers (and for a connection that sends nothing). */
+  httpHeadersTimeoutMs: number;
+  /** HTTP_MAX_CONNECTIONS: open connections to the API, in all; more are closed at once. */
+  httpMaxConnections: number;
+  /** HTTP_MAX_CONNECTIONS_PER_ADDRESS: open connections from one peer address (not a trusted proxy); 0 = no cap. */
+  httpMaxConnectionsPerAddress: number;
 }
 
 export class ConfigError extends Error {
@@ -49,6 +68,29 @@ export function parseDuration(text: string): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(text);
   if (!match) throw new Error(`expected a number with a unit (ms, s, m, h, d), e.g. "10s"; got "${text}"`);
   return Math.round(Number(match[1]) * DURATION_UNITS[match[2]!]!);
+}
+
+/** `false`, `true`, a number of proxy hops, or a comma-separated list of proxy addresses and CIDR blocks. */
+export function parseTrustProxy(text: string): TrustProxy {
+  const raw = text.trim();
+  if (/^false$/i.test(raw)) return { kind: 'none' };
+  if (/^true$/i.test(raw)) return { kind: 'all' };
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 16) throw new Error(`expected at most 16 proxy hops, got ${hops}`);
+    return hops === 0 ? { kind: 'none' } : { kind: 'hops', hops };
+  }
+  const addresses = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of addresses) {
+    const [address = '', prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 4 ? 32 : 128;
+    if (family === 0 || extra !== undefined || (prefix !== undefined && (!/^\d+$/.test(prefix) || Number(prefix) > bits))) {
+      throw new Error(`expected false, true, a number of proxy hops, or comma-separated proxy addresses or CIDR blocks (10.0.0.0/8, fd00::/8); "${entry}" is none of them`);
+    }
+  }
+  if (addresses.length === 0) throw new Error('expected false, true, a number of proxy hops, or proxy addresses');
+  return { kind: 'addresses', addresses };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -134,6 +176,11 @@ export function loadConfig(env: Env = process.env): Config {
     mtlsCaFile: read<string | undefined>('MTLS_CA_FILE', undefined, (raw) => raw),
     jobLeaseMs: read('JOB_LEASE', 60_000, duration(100)),
     metricsPort: read<number | undefined>('METRICS_PORT', undefined, integer(0, 65535)),
+    trustProxy: read<TrustProxy>('TRUST_PROXY', { kind: 'none' }, parseTrustProxy),
+    httpRequestTimeoutMs: read('HTTP_REQUEST_TIMEOUT', 30_000, duration(100)),
+    httpHeadersTimeoutMs: read('HTTP_HEADERS_TIMEOUT', 10_000, duration(100)),
+    httpMaxConnections: read('HTTP_MAX_CONNECTIONS', 10_000, integer(1, 1_000_000)),
+    httpMaxConnectionsPerAddress: read('HTTP_MAX_CONNECTIONS_PER_ADDRESS', 256, integer(0, 1_000_000)),
     logLevel: read('LOG_LEVEL', 'info', (raw) => {
       if (!LOG_LEVELS.includes(raw)) throw new Error(`expected one of ${LOG_LEVELS.join(', ')}`);
       return raw;
@@ -144,6 +191,9 @@ export function loadConfig(env: Env = process.env): Config {
       return ms;
     }),
   };
+  if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
+    problems.push(`HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT (${config.httpHeadersTimeoutMs}ms > ${config.httpRequestTimeoutMs}ms)`);
+  }
   if (Boolean(config.mtlsCertFile) !== Boolean(config.mtlsKeyFile)) {
     problems.push('MTLS_CERT_FILE and MTLS_KEY_FILE: set both or neither');
   }

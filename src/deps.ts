@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { Config } from './config.js';
@@ -11,10 +11,12 @@ import { TokenRevocations } from './services/token-revocations.js';
 import { CONSOLE_TOKEN_MAX_TTL_MS } from './services/console-links.js';
 import { SecretBox } from './domain/crypto/secret-box.js';
 import { AccessTokens } from './services/access-tokens.js';
-import { FailureLimiter } from './domain/tokens/failure-limiter.js';
+import { FailureLimiter, TOKEN_FAILURE_LIMITS } from './domain/tokens/failure-limiter.js';
 import { KeyStore } from './services/key-store.js';
+import { DatabaseReadiness } from './services/database-readiness.js';
 import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
+import { ensurePrivateDirectory, restrictFile, type FileModeLog } from './storage/private-files.js';
 import { migrateToLatest } from './storage/migrations/index.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { OutboundDelivery } from './worker/outbound/outbound-config.js';
@@ -40,6 +42,8 @@ export interface AppDeps {
   clientCache: ClientCache;
   /** Tokens that verify but are refused: their account, client or console link was cut (AUTH_REFRESH_INTERVAL). */
   revocations: TokenRevocations;
+  /** /health/ready: the database takes writes (a probe, and the refusals the API and worker meet). */
+  readiness: DatabaseReadiness;
 }
 
 export interface Deps extends AppDeps {
@@ -57,36 +61,40 @@ export interface CreateDepsOptions extends StorageOptions {
 }
 
 /** SECRET_KEY from the environment, or for SQLite generated once into DATA_DIR/secret.key (0600). */
-export function resolveSecretKey(config: Config): string {
+export function resolveSecretKey(config: Config, log?: FileModeLog): string {
   if (config.secretKey) return config.secretKey;
   if (!config.databaseUrl.startsWith('sqlite:')) throw new Error('SECRET_KEY is required with PostgreSQL');
+  ensurePrivateDirectory(config.dataDir, log);
   const file = join(config.dataDir, 'secret.key');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(config.dataDir, { recursive: true });
+  if (existsSync(file)) {
+    restrictFile(file, log);
+    return readFileSync(file, 'utf8').trim();
+  }
   const key = randomBytes(32).toString('base64');
   writeFileSync(file, `${key}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(file, 0o600);
   return key;
 }
 
+/** The service's logger: JSON lines (pino) on stdout, or on `destination` (the CLI's commands write theirs to stderr, their output being JSON on stdout). */
+export function createLogger(config: Config, destination?: { write(line: string): void }): Logger {
+  const options = { level: config.logLevel, redact: { paths: ['req.headers.authorization', '*.client_secret', '*.clientSecret', '*.secret'], censor: '[redacted]' } };
+  return destination ? pino(options, destination) : pino(options);
+}
+
 /** The composition root: every long-lived dependency is built here and nowhere else. */
 export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {
   const clock = options.clock ?? Date.now;
-  const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), ...options });
+  const log = options.log ?? createLogger(config);
+  const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), ...options, log });
   try {
-    const box = new SecretBox(resolveSecretKey(config), config.secretKeyPrevious);
+    const box = new SecretBox(resolveSecretKey(config, log), config.secretKeyPrevious);
     if (options.prepare !== false) await migrateToLatest(storage.db);
     const keys = new KeyStore(storage.db, box, clock);
     if (options.prepare !== false) await keys.ensureSigningKey();
     const tokens = new AccessTokens(keys, config.publicUrl, config.tokenTtlMs, clock);
-    // 10 failed authentications per client id or source address per minute, then 429.
-    const failures = new FailureLimiter(10, 60_000, clock);
-    const log =
-      options.log ??
-      pino({
-        level: config.logLevel,
-        redact: { paths: ['req.headers.authorization', '*.client_secret', '*.clientSecret', '*.secret'], censor: '[redacted]' },
-      });
+    // Failed authentications per (client id, address) and per address, then 429 (docs/tokens.md).
+    const failures = new FailureLimiter(TOKEN_FAILURE_LIMITS, clock);
     const outbound = createThreadedOutbound(config, { log });
     const signals = new JobSignals();
     const ingest = new RequestIngestWriter(storage.db, signals, { clock });
@@ -97,6 +105,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       clock,
       log,
     });
+    const readiness = new DatabaseReadiness({ db: storage.db, sqliteFile: storage.file, clock, log });
     return {
       config,
       log,
@@ -113,6 +122,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       ingest,
       clientCache,
       revocations,
+      readiness,
       outbound,
       close: async () => {
         await revocations.close();

@@ -14,7 +14,7 @@ import { metricsRoute } from './http/routes/metrics.js';
  */
 export async function buildOpsApp(deps: AppDeps): Promise<TypedApp> {
   const app = Fastify({ loggerInstance: deps.log, childLoggerFactory: lazyRequestLogger }).withTypeProvider<TypeBoxTypeProvider>();
-  await app.register(errorsPlugin);
+  await app.register(errorsPlugin, { onDatabaseUnavailable: (error) => deps.readiness.noteFailure(error) });
   await healthRoutes(app, deps);
   await metricsRoute(app, deps);
   return app;

@@ -35,7 +35,7 @@ export async function startServer(config: Config, role: Role = 'all'): Promise<R
       : config.metricsPort !== undefined
         ? await (await import('./ops-app.js')).buildOpsApp(deps)
         : undefined;
-  const operator = await ensureOperator(deps.db, config.dataDir, `${config.publicUrl}/v2/oauth/token`);
+  const operator = await ensureOperator(deps.db, config.dataDir, `${config.publicUrl}/v2/oauth/token`, { log: deps.log });
   if (operator.created) deps.log.info({ file: operator.credentialsFile }, 'created the operator account; its client credentials are in this file');
 
   let address: string | undefined;

@@ -74,4 +74,24 @@ describe('configuration from the environment', () => {
     assert.throws(() => loadConfig({ NOTIFICATION_RETENTION: '30s' }), /NOTIFICATION_RETENTION/);
     assert.throws(() => loadConfig({ NOTIFICATION_RETENTION: 'soon' }), /NOTIFICATION_RETENTION/);
   });
+
+  it('TRUST_PROXY: false by default; true, a number of hops, or proxy addresses and blocks; anything else is named', () => {
+    assert.deepEqual(loadConfig({}).trustProxy, { kind: 'none' });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, { kind: 'all' });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '2' }).trustProxy, { kind: 'hops', hops: 2 });
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.0.2.7,fd00::/8' }).trustProxy, { kind: 'addresses', addresses: ['10.0.0.0/8', '192.0.2.7', 'fd00::/8'] });
+    assert.throws(() => loadConfig({ TRUST_PROXY: 'lb.internal' }), /TRUST_PROXY: .*"lb\.internal"/);
+  });
+
+  it('HTTP_* bounds: documented defaults, durations with units, the headers timeout within the request timeout', () => {
+    const config = loadConfig({});
+    assert.equal(config.httpRequestTimeoutMs, 30_000);
+    assert.equal(config.httpHeadersTimeoutMs, 10_000);
+    assert.equal(config.httpMaxConnections, 10_000);
+    assert.equal(config.httpMaxConnectionsPerAddress, 256);
+    assert.equal(loadConfig({ HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0' }).httpMaxConnectionsPerAddress, 0);
+    assert.throws(() => loadConfig({ HTTP_REQUEST_TIMEOUT: '30' }), /HTTP_REQUEST_TIMEOUT: .*unit/);
+    assert.throws(() => loadConfig({ HTTP_MAX_CONNECTIONS: '0' }), /HTTP_MAX_CONNECTIONS: /);
+    assert.throws(() => loadConfig({ HTTP_REQUEST_TIMEOUT: '5s' }), /HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT/);
+  });
 });

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { ConfigError, loadConfig, type Env } from '../config.js';
-import { createDeps, type Deps } from '../deps.js';
+import { createDeps, createLogger, type Deps } from '../deps.js';
 import {
   createAccount,
   createClient,
@@ -22,7 +22,9 @@ import { iso } from '../domain/time.js';
 
 /** Opens the database for one command, runs it, closes it; errors become one line on stderr. */
 async function withDeps<T>(io: CliIo, run: (deps: Deps) => Promise<T>): Promise<void> {
-  const deps = await createDeps(loadConfig(io.env));
+  const config = loadConfig(io.env);
+  // Log lines go to stderr: stdout is the command's JSON.
+  const deps = await createDeps(config, { log: createLogger(config, { write: io.err }) });
   try {
     io.out(`${JSON.stringify(await run(deps))}\n`);
   } finally {
@@ -83,7 +85,7 @@ export function buildProgram(io: CliIo): Command {
     .description('bring the database schema up to date')
     .action(async () => {
       const config = loadConfig(io.env);
-      const storage = openStorage(config.databaseUrl);
+      const storage = openStorage(config.databaseUrl, { log: createLogger(config, { write: io.err }) });
       try {
         io.out(`${JSON.stringify(await migrateToLatest(storage.db))}\n`);
       } finally {

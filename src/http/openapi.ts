@@ -47,6 +47,12 @@ const problem = (status: number, description: string) => ({
   content: { [PROBLEM_CONTENT]: { schema: { $ref: '#/components/schemas/Problem' }, example: new HttpProblem(status, description).toJSON() } },
 });
 
+/** The headers of a `secretBearing` route's success answers, as the document describes them. */
+const NO_STORE_HEADERS_DOCUMENTED = {
+  'Cache-Control': { type: 'string' as const, enum: ['no-store'], description: 'the answer carries a secret: never stored by a cache' },
+  Pragma: { type: 'string' as const, enum: ['no-cache'], description: 'the same, for HTTP/1.0 caches' },
+};
+
 /** The OAuth2 scopes, for the client-credentials flow of the `oauth2` security scheme. */
 export const SCOPE_DESCRIPTIONS = Object.fromEntries(SCOPES.map((scope) => [scope, scope === 'admin' ? 'operator: accounts, clients, experiences, console links, any account (`?account=`)' : scope]));
 
@@ -85,6 +91,10 @@ export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
     add(415, 'the body is not `application/json`');
   }
   for (const [status, description] of Object.entries(route.config?.problems ?? {})) if (description) add(Number(status), description);
+  // An answer that carries a secret says so in its headers (secret-bearing.ts).
+  if (route.config?.secretBearing) {
+    for (const [status, schema] of Object.entries(response)) if (/^2/.test(status)) response[status] = { ...(schema as object), headers: NO_STORE_HEADERS_DOCUMENTED };
+  }
   if (scope !== undefined || url === '/health/ready') add(503, 'the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds');
   out.response = response;
   return { schema: out as FastifySchema, url };

@@ -47,7 +47,7 @@ const MEDIA_TYPE: Record<TokenEndpointVersion, string> = { 1: 'application/json'
 
 export type TokenEndpoint = (request: TokenHttpRequest) => Promise<TokenHttpResponse>;
 
-type EndpointDeps = Pick<AppDeps, 'db' | 'clientCache' | 'tokens' | 'keys' | 'failures' | 'clock' | 'log'>;
+type EndpointDeps = Pick<AppDeps, 'db' | 'clientCache' | 'tokens' | 'keys' | 'failures' | 'clock' | 'log'> & Partial<Pick<AppDeps, 'readiness'>>;
 
 interface RecentResponse {
   response: TokenHttpResponse;
@@ -68,8 +68,9 @@ const RECENT_RESPONSES_SIZE = 10_000;
  * call" (docs/benchmarks.md). The digest keeps secrets out of the map's keys and out of string
  * comparisons. A remembered answer is not used when, since it was made, the client cache was told
  * of a change (a client or account changed through this process), the signing key rotated, or
- * failed attempts locked the client or the address out (the full path then answers 429); changes
- * made by another process apply within the second, as with the client cache.
+ * failed attempts locked the caller's address, or this client at that address, out (the full
+ * path then answers 429); changes made by another process apply within the second, as with the
+ * client cache.
  */
 class RecentResponses {
   #second = -1;
@@ -85,8 +86,7 @@ class RecentResponses {
     if (Math.floor(this.deps.clock() / 1000) !== this.#second) return undefined;
     const recent = this.#entries.get(key);
     if (!recent || recent.clientGeneration !== this.deps.clientCache.generation || recent.kid !== this.deps.keys.loadedSignerKid()) return undefined;
-    const { failures } = this.deps;
-    if (failures.retryAfterSeconds(`client:${recent.clientId}`) > 0 || failures.retryAfterSeconds(`address:${request.sourceAddress}`) > 0) return undefined;
+    if (this.deps.failures.retryAfterSeconds({ address: request.sourceAddress, clientId: recent.clientId }) > 0) return undefined;
     return recent.response;
   }
 
@@ -121,6 +121,7 @@ export function createTokenEndpoint(deps: EndpointDeps): TokenEndpoint {
       if (error instanceof OAuthError) return oauthErrorResponse(error);
       if (isDatabaseUnavailable(error)) {
         deps.log.warn({ err: error }, 'token request: database unavailable');
+        deps.readiness?.noteFailure(error);
         const unavailable = new OAuthError('temporarily_unavailable', 'the service cannot reach its database right now; retry later', 503);
         unavailable.retryAfterSeconds = DATABASE_RETRY_AFTER_S;
         return oauthErrorResponse(unavailable);

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
 import type { Logger } from '../logger.js';
+import type { ClientAddress } from './client-address.js';
 import { requestIdOf } from './request-id.js';
 import { oauthErrorResponse, serverErrorResponse, TOKEN_BODY_LIMIT, type TokenEndpoint, type TokenEndpointVersion, type TokenHttpResponse } from './token-endpoint.js';
 
@@ -28,17 +29,17 @@ const PATHS: Record<string, TokenEndpointVersion> = { '/v1/oauth/token': 1, '/v2
 export const REPRODUCED_GLOBAL_HOOKS: Readonly<Record<string, readonly string[]>> = { onRequest: ['requestIdAndUrlCheck'] };
 
 /** The handler for the server: returns false (untouched) for every request that is not a token request. */
-export function tokenFastPath(endpoint: TokenEndpoint, log: Logger): (request: IncomingMessage, response: ServerResponse) => boolean {
+export function tokenFastPath(endpoint: TokenEndpoint, log: Logger, addresses: ClientAddress): (request: IncomingMessage, response: ServerResponse) => boolean {
   return (request, response) => {
     if (request.method !== 'POST') return false;
     const version = PATHS[request.url!];
     if (version === undefined) return false;
-    serve(endpoint, log, version, request, response);
+    serve(endpoint, log, addresses, version, request, response);
     return true;
   };
 }
 
-function serve(endpoint: TokenEndpoint, parentLog: Logger, version: TokenEndpointVersion, request: IncomingMessage, response: ServerResponse): void {
+function serve(endpoint: TokenEndpoint, parentLog: Logger, addresses: ClientAddress, version: TokenEndpointVersion, request: IncomingMessage, response: ServerResponse): void {
   const startedAt = performance.now();
   const reqId = requestIdOf(request.headers);
   const logsRequests = parentLog.isLevelEnabled('info');
@@ -69,7 +70,7 @@ function serve(endpoint: TokenEndpoint, parentLog: Logger, version: TokenEndpoin
   request.on('end', () => {
     if (size > TOKEN_BODY_LIMIT) return;
     const body = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
-    endpoint({ version, contentType: request.headers['content-type'], authorization: request.headers.authorization, body, sourceAddress: request.socket.remoteAddress ?? '' }).then(
+    endpoint({ version, contentType: request.headers['content-type'], authorization: request.headers.authorization, body, sourceAddress: addresses.ofRequest(request) }).then(
       (answer) => reply(answer),
       (error: unknown) => {
         log.error({ err: error }, 'token request failed');

@@ -40,9 +40,9 @@ export async function grantClientCredentials(
   deps: { clientCache: ClientCache; tokens: AccessTokens; failures: FailureLimiter; clock: () => number },
   request: TokenRequest,
 ): Promise<TokenResponse> {
-  const clientKey = `client:${request.clientId}`;
-  const addressKey = `address:${request.sourceAddress}`;
-  const wait = Math.max(deps.failures.retryAfterSeconds(clientKey), deps.failures.retryAfterSeconds(addressKey));
+  // Throttled by address and by (client, address), never by client id alone: docs/tokens.md.
+  const source = { address: request.sourceAddress, clientId: request.clientId };
+  const wait = deps.failures.retryAfterSeconds(source);
   if (wait > 0) {
     const error = new OAuthError('temporarily_unavailable', 'too many failed authentication attempts; retry later');
     error.retryAfterSeconds = wait;
@@ -58,8 +58,7 @@ export async function grantClientCredentials(
     authenticated = client !== undefined && presentsSecretOf(client, request.clientSecret, now);
   }
   if (!client || !authenticated) {
-    deps.failures.recordFailure(clientKey);
-    deps.failures.recordFailure(addressKey);
+    deps.failures.recordFailure(source);
     return failure(request, new OAuthError('invalid_client', 'client authentication failed'));
   }
   if (!client.active || !client.accountActive) {

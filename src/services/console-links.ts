@@ -17,7 +17,7 @@ import type { TokenResponse } from './client-credentials.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { iso } from '../domain/time.js';
-import { CONSOLE_LINK_CLIENT_PREFIX, generateConsoleLinkCode, hashConsoleLinkCode } from '../domain/tokens/console-link-code.js';
+import { CONSOLE_LINK_CLIENT_PREFIX, CONSOLE_LINK_GRANT_TYPE, generateConsoleLinkCode, hashConsoleLinkCode } from '../domain/tokens/console-link-code.js';
 import type { FailureLimiter } from '../domain/tokens/failure-limiter.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
 import { DEFAULT_CLIENT_SCOPES, parseScopeList } from '../domain/tokens/scopes.js';
@@ -100,14 +100,16 @@ export async function revokeConsoleLink(ctx: AccessChangeContext, accountId: str
 /**
  * The console-link grant of the token endpoint: exchanges a code once for an access token of the
  * link's account with the client-business scopes (never `admin`), living the link's ttl. Unknown
- * codes count against the source address like failed client authentications (10 a minute).
+ * codes count like failed client authentications, with the grant in place of a client id: 10 a
+ * minute from one address lock that address out of code exchanges, and count towards its limit
+ * for every client (docs/tokens.md).
  */
 export async function grantConsoleLink(
   deps: { db: Executor; tokens: AccessTokens; failures: FailureLimiter; clock: () => number },
   request: { code: string; scope: string | undefined; sourceAddress: string },
 ): Promise<TokenResponse> {
-  const addressKey = `address:${request.sourceAddress}`;
-  const wait = deps.failures.retryAfterSeconds(addressKey);
+  const source = { address: request.sourceAddress, clientId: CONSOLE_LINK_GRANT_TYPE };
+  const wait = deps.failures.retryAfterSeconds(source);
   if (wait > 0) {
     const error = new OAuthError('temporarily_unavailable', 'too many failed attempts; retry later');
     error.retryAfterSeconds = wait;
@@ -126,7 +128,7 @@ export async function grantConsoleLink(
   if (!link) {
     // Only a code that never existed is a guess; a spent or expired one (a page reloaded, two
     // tabs racing) is not, and must not lock the address out of the token endpoint.
-    if (!(await consoleLinkExists(deps.db, codeHash))) deps.failures.recordFailure(addressKey);
+    if (!(await consoleLinkExists(deps.db, codeHash))) deps.failures.recordFailure(source);
     throw new OAuthError('invalid_grant', 'the console link code is unknown, expired or already used');
   }
   const ttlSeconds = Math.floor(link.tokenTtlMs / 1000);

@@ -1,6 +1,7 @@
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Db } from '../storage/database.js';
+import { ensurePrivateDirectory, type FileModeLog } from '../storage/private-files.js';
 import { newId } from '../domain/ids.js';
 import { SCOPES } from '../domain/tokens/scopes.js';
 import { createClient } from './accounts.js';
@@ -14,10 +15,11 @@ export interface OperatorBootstrap {
 
 /**
  * On first start creates the operator account and an operator client holding every scope, and
- * writes its credentials to DATA_DIR/operator-credentials.json (0600). Several processes starting
- * together race safely: only the one whose insert wins creates the client.
+ * writes its credentials to DATA_DIR/operator-credentials.json (0600, in a 0700 DATA_DIR). Several
+ * processes starting together race safely: only the one whose insert wins creates the client.
  */
-export async function ensureOperator(db: Db, dataDir: string, tokenUrl: string, now = Date.now()): Promise<OperatorBootstrap> {
+export async function ensureOperator(db: Db, dataDir: string, tokenUrl: string, options: { now?: number; log?: FileModeLog } = {}): Promise<OperatorBootstrap> {
+  const now = options.now ?? Date.now();
   const existing = await db.selectFrom('accounts').select('id').where('is_operator', '=', 1).executeTakeFirst();
   if (existing) return { created: false };
   const issued = await db.transaction().execute(async (tx) => {
@@ -31,7 +33,7 @@ export async function ensureOperator(db: Db, dataDir: string, tokenUrl: string, 
     return createClient(tx, accountId, [...SCOPES], now);
   });
   if (!issued) return { created: false };
-  mkdirSync(dataDir, { recursive: true });
+  ensurePrivateDirectory(dataDir, options.log);
   const credentialsFile = join(dataDir, 'operator-credentials.json');
   const body = {
     accountId: issued.client.accountId,

@@ -16,6 +16,8 @@ export function isForeignKeyViolation(error: unknown): boolean {
 
 /** SQLSTATE classes of a database that cannot serve right now: connection exception, insufficient resources (disk full, out of memory, too many connections), operator intervention (shutting down, starting up), system error. */
 const UNAVAILABLE_SQLSTATE_CLASSES = new Set(['08', '53', '57', '58']);
+/** And single SQLSTATEs: 25006 read_only_sql_transaction (a primary demoted in a failover, a standby, `default_transaction_read_only`). */
+const UNAVAILABLE_SQLSTATES = new Set(['25006']);
 /** SQLite's answers when the file cannot be written or read just now (disk full, I/O error, locked past busy_timeout). */
 const UNAVAILABLE_SQLITE_CODES = /^SQLITE_(FULL|IOERR|BUSY|LOCKED|CANTOPEN|READONLY|NOMEM|PROTOCOL)/;
 /** Socket errors and the pg client's own wording for a connection that went away. */
@@ -31,8 +33,30 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (error instanceof AggregateError) return error.errors.some(isDatabaseUnavailable);
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   if (typeof code === 'string') {
-    if (/^[0-9A-Z]{5}$/.test(code) && UNAVAILABLE_SQLSTATE_CLASSES.has(code.slice(0, 2))) return true;
+    if (/^[0-9A-Z]{5}$/.test(code) && (UNAVAILABLE_SQLSTATE_CLASSES.has(code.slice(0, 2)) || UNAVAILABLE_SQLSTATES.has(code))) return true;
     if (UNAVAILABLE_SQLITE_CODES.test(code) || UNAVAILABLE_NODE_CODES.has(code)) return true;
   }
   return typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message);
+}
+
+/** What each kind of failure is called, by SQLite code prefix or SQLSTATE (class). */
+const FAILURE_KINDS: Array<[RegExp, string]> = [
+  [/^(SQLITE_FULL|53100$)/, "the database's disk is full"],
+  [/^(SQLITE_READONLY|25006$)/, 'the database is read-only'],
+  [/^(SQLITE_IOERR|58)/, "the database's storage fails"],
+  [/^(SQLITE_BUSY|SQLITE_LOCKED|55P03$)/, 'the database is locked'],
+  [/^(SQLITE_NOMEM|53)/, 'the database is out of resources'],
+  [/^(08|57|E[A-Z]+$)/, 'the database is unreachable'],
+];
+
+/**
+ * Why a write failed, in words safe to show anyone (readiness is public): a kind and the error's
+ * code, never its message (it may name hosts, files or statements).
+ */
+export function databaseFailureReason(error: unknown): string {
+  if (error instanceof AggregateError) return databaseFailureReason(error.errors[0]);
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return isDatabaseUnavailable(error) ? 'the database is unreachable' : 'the database refused the write';
+  const kind = FAILURE_KINDS.find(([pattern]) => pattern.test(code))?.[1] ?? 'the database refused the write';
+  return `${kind} (${/^[0-9A-Z]{5}$/.test(code) ? `SQLSTATE ${code}` : code})`;
 }

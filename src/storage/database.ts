@@ -1,10 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import pg from 'pg';
 import { Kysely, SqliteDialect, type Transaction } from 'kysely';
 import { ServicePostgresDialect } from './postgres-dialect.js';
 import { openSqliteDatabase, type SqliteDatabase } from './sqlite-driver.js';
 import type { Database } from './tables/index.js';
+import { prepareSqliteFiles, restrictSqliteCompanions, type FileModeLog } from './private-files.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 export type Db = Kysely<Database>;
@@ -15,6 +14,8 @@ export type Executor = Db | Tx;
 export interface Storage {
   db: Db;
   dialect: Dialect;
+  /** SQLite: the database file (readiness checks the room left on its file system); undefined otherwise. */
+  file?: string | undefined;
   /** PostgreSQL pool the workers LISTEN on (the queries' pool, or DATABASE_LISTEN_URL's); undefined on SQLite or with LISTEN off. */
   pool: pg.Pool | undefined;
   close(): Promise<void>;
@@ -69,12 +70,15 @@ export interface StorageOptions {
    * LISTEN needs a session that stays the same server connection). 'off': no LISTEN, workers poll.
    */
   listenUrl?: string;
+  /** Where a SQLite file or directory found open to other users is reported (private-files.ts). */
+  log?: FileModeLog;
 }
 
 export function openStorage(databaseUrl: string, options: StorageOptions = {}): Storage {
   if (databaseUrl.startsWith('sqlite:')) {
     const path = databaseUrl.slice('sqlite:'.length);
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    // Readable by the service's user only: 0700 directory, 0600 files (docs/deployment.md, "File modes").
+    if (path !== ':memory:') prepareSqliteFiles(path, options.log);
     const sqlite = openSqliteDatabase(path);
     // WAL lets readers run beside the writer. FULL fsyncs the WAL on every commit, so a request
     // answered 202 survives power loss too, not only a process crash; ingest groups many
@@ -83,8 +87,9 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     sqlite.pragma(`synchronous = ${SQLITE_DURABLE_SYNCHRONOUS}`);
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma('busy_timeout = 5000');
+    if (path !== ':memory:') restrictSqliteCompanions(path, options.log);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    return { db, dialect: 'sqlite', pool: undefined, close: () => db.destroy() };
+    return { db, dialect: 'sqlite', file: path === ':memory:' ? undefined : path, pool: undefined, close: () => db.destroy() };
   }
   const pool = postgresPool(databaseUrl, options.poolSize ?? 10, options.schema);
   const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool }) });

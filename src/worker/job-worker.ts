@@ -98,7 +98,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
         )
       : undefined;
 
-  const loop = { pollMs, stopping: () => stopping, log, metrics };
+  const loop = { pollMs, stopping: () => stopping, log, metrics, onError: deps.onDatabaseFailure };
   const loops =
     options.autoStart === false
       ? []

@@ -12,7 +12,16 @@ export type WorkerOverrides = Partial<JobWorkerOptions> & BuildHandlersOptions;
 export function startWorker(deps: Deps, overrides: WorkerOverrides = {}): JobWorker {
   const { recordOutcome, ...options } = overrides;
   return startJobWorker(
-    { db: deps.db, dialect: deps.dialect, log: deps.log, clock: deps.clock, signals: deps.signals, pool: deps.storage.pool, metrics: deps.metrics.queue },
+    {
+      db: deps.db,
+      dialect: deps.dialect,
+      log: deps.log,
+      clock: deps.clock,
+      signals: deps.signals,
+      pool: deps.storage.pool,
+      metrics: deps.metrics.queue,
+      onDatabaseFailure: (error) => deps.readiness.noteFailure(error),
+    },
     { handlers: buildJobHandlers(deps, { recordOutcome }), leaseMs: deps.config.jobLeaseMs, ...options },
   );
 }

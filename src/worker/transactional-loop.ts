@@ -68,6 +68,7 @@ export function createTransactionalBatch(context: WorkerContext, options: { kind
       if (batch.count > 0) context.log.debug({ jobs: batch.count, ms: Date.now() - started }, 'batch committed');
       return batch.count;
     }
+    context.deps.onDatabaseFailure?.(batch.error);
     context.log.debug({ err: batch.error, jobs: batch.count }, 'batch failed; running its jobs one by one');
     const jobs = await claimJobs(context, 'transactional', kinds, Math.max(batch.count, 1));
     for (const job of jobs) {

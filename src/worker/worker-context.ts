@@ -17,6 +17,8 @@ export interface JobWorkerDeps {
   pool?: pg.Pool | undefined;
   /** Claims, wake-ups and lease renewals, for /metrics (default: counted where nobody reads them). */
   metrics?: QueueMetrics;
+  /** Told of a statement or transaction that failed (readiness keeps those meaning the database cannot serve). */
+  onDatabaseFailure?: (error: unknown) => void;
 }
 
 /** What the worker's loops share. */
@@ -44,6 +46,7 @@ export async function recordFailure(context: WorkerContext, job: ClaimedJob, err
       context.log.warn({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempts, state }, 'job attempt failed');
     });
   } catch (failure) {
+    context.deps.onDatabaseFailure?.(failure);
     context.log.error({ err: failure, jobId: job.id }, 'could not record a job failure; its lease will expire');
   }
 }

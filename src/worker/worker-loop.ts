@@ -24,6 +24,8 @@ export interface LoopSpec {
   stopping: () => boolean;
   log: Logger;
   metrics: QueueMetrics;
+  /** Told of a step that threw (readiness: the database may be refusing writes). */
+  onError?: (error: unknown) => void;
 }
 
 export async function runLoop(spec: LoopSpec): Promise<void> {
@@ -32,6 +34,7 @@ export async function runLoop(spec: LoopSpec): Promise<void> {
     try {
       got = await spec.step();
     } catch (error) {
+      spec.onError?.(error);
       spec.log.error({ err: error, loop: spec.name }, 'job loop step failed');
     }
     if (spec.stopping()) break;

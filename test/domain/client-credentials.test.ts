@@ -29,7 +29,7 @@ describe('client credentials grant: the client cache', () => {
     await migrateToLatest(storage.db);
     const keys = new KeyStore(storage.db, new SecretBox(randomBytes(32).toString('base64')), clock);
     await keys.ensureSigningKey();
-    deps = { clientCache: new ClientCache(storage.db), tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures: new FailureLimiter(1_000, 60_000, clock), clock };
+    deps = { clientCache: new ClientCache(storage.db), tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures: new FailureLimiter({ perClientAndAddress: 1_000, perAddress: 1_000, windowMs: 60_000 }, clock), clock };
   });
   after(() => storage.close());
 

@@ -31,7 +31,7 @@ describe('token endpoint: remembered answers within one second', () => {
     await migrateToLatest(storage.db);
     keys = new KeyStore(storage.db, new SecretBox(randomBytes(32).toString('base64')), clock);
     await keys.ensureSigningKey();
-    failures = new FailureLimiter(3, 60_000, clock);
+    failures = new FailureLimiter({ perClientAndAddress: 3, perAddress: 100, windowMs: 60_000 }, clock);
     clientCache = new ClientCache(storage.db);
     endpoint = createTokenEndpoint({ db: storage.db, clientCache, keys, tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures, clock, log: pino({ level: 'silent' }) });
   });
@@ -93,7 +93,7 @@ describe('token endpoint: remembered answers within one second', () => {
     assert.equal(limited.status, 429);
     assert.equal(JSON.parse(limited.body).error, 'temporarily_unavailable');
     assert.ok(Number(limited.headers['retry-after']) > 0);
-    now += 60_000; // the lockout (of 127.0.0.1 too) ends for the tests after this one
+    now += 60_000; // the lockout (of this client at 127.0.0.1) ends for the tests after this one
   });
 
   it('failures are not remembered: the right secret after a wrong one is served', async () => {

@@ -66,7 +66,7 @@ for (const dialect of testDialects()) {
       await sql`insert into accounts (id, name, is_operator, active, created_at) values ('acc_off', 'off', 0, 0, 1000)`.execute(storage.db);
       await sql`insert into oauth_clients (client_id, account_id, scopes, secret_hash, active, created_at, updated_at)
                 values ('cli_off', 'acc_1', 'events:read', 'x', 0, 1000, 1000), ('cli_on', 'acc_1', 'events:read', 'y', 1, 1000, 1000)`.execute(storage.db);
-      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['014_token_revocations']);
+      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['014_token_revocations', '015_readiness_probe']);
       const revocations = (await sql<Record<string, unknown>>`select kind, subject_id, refused, issued_before, expires_at from token_revocations order by kind`.execute(storage.db)).rows;
       assert.deepEqual(revocations.map((row) => ({ ...row })), [
         { kind: 'account', subject_id: 'acc_off', refused: 'deactivated', issued_before: null, expires_at: null },

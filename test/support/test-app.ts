@@ -4,7 +4,7 @@ import { createClient } from '../../src/services/accounts.js';
 import { ensureOperator } from '../../src/services/operator-bootstrap.js';
 import { SCOPES } from '../../src/domain/tokens/scopes.js';
 import type { TestDialect } from './databases.js';
-import { startTestDatabase, type ClientCredentials, type TestDatabase } from './test-database.js';
+import { startTestDatabase, type ClientCredentials, type TestDatabase, type TestDatabaseOptions } from './test-database.js';
 import { forgetResponseChecker, responseChecker } from './openapi-responses.js';
 
 export { startTestDatabase, type ClientCredentials, type TestDatabase };
@@ -13,6 +13,10 @@ export interface RegisteredRoute {
   method: string;
   url: string;
   scope: string | undefined;
+  /** `config.secretBearing`: the route answers with Cache-Control: no-store. */
+  secretBearing: boolean;
+  /** The route's response schemas, by status. */
+  response: Record<string, unknown> | undefined;
 }
 
 export interface TestApp extends TestDatabase {
@@ -27,17 +31,19 @@ export interface TestApp extends TestDatabase {
 }
 
 /** The real application on a loopback port over startTestDatabase, with the operator bootstrapped as on a first start. */
-export async function startTestApp(dialect: TestDialect, env: Record<string, string> = {}): Promise<TestApp> {
-  const database = await startTestDatabase(dialect, env);
+export async function startTestApp(dialect: TestDialect, env: Record<string, string> = {}, options: TestDatabaseOptions = {}): Promise<TestApp> {
+  const database = await startTestDatabase(dialect, env, options);
   const { deps, dataDir } = database;
   const routes: RegisteredRoute[] = [];
   const app = await buildApp(deps, {
     onRoute: (route) => {
-      for (const method of [route.method].flat()) if (method !== 'HEAD') routes.push({ method, url: route.url, scope: route.config?.scope });
+      for (const method of [route.method].flat()) {
+        if (method !== 'HEAD') routes.push({ method, url: route.url, scope: route.config?.scope, secretBearing: route.config?.secretBearing === true, response: route.schema?.response });
+      }
     },
   });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
-  await ensureOperator(deps.db, dataDir, `${address}/v2/oauth/token`);
+  await ensureOperator(deps.db, dataDir, `${address}/v2/oauth/token`, { log: deps.log });
   const operatorRow = await deps.db.selectFrom('accounts').select('id').where('is_operator', '=', 1).executeTakeFirstOrThrow();
   // The bootstrap wrote the operator's secret to disk; tests use a second operator client instead.
   const operatorClient = await createClient(deps.db, operatorRow.id, [...SCOPES]);

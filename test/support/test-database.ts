@@ -34,7 +34,12 @@ export interface TestDatabase {
  * createDeps against a fresh database (a temporary SQLite file, or a new PostgreSQL schema) with
  * the test settings; no routes, no listening socket, no operator.
  */
-export async function startTestDatabase(dialect: TestDialect, env: Record<string, string> = {}): Promise<TestDatabase> {
+export interface TestDatabaseOptions {
+  /** The service's clock (default Date.now): a test moves it past a hold instead of waiting. */
+  clock?: () => number;
+}
+
+export async function startTestDatabase(dialect: TestDialect, env: Record<string, string> = {}, options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const dataDir = mkdtempSync(join(tmpdir(), 'rewards-test-'));
   const pgSchema = dialect === 'postgres' ? await createPostgresSchema() : undefined;
   const config = loadConfig({
@@ -47,7 +52,7 @@ export async function startTestDatabase(dialect: TestDialect, env: Record<string
     CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
     ...env,
   });
-  const deps = await createDeps(config, { schema: pgSchema?.schema });
+  const deps = await createDeps(config, { schema: pgSchema?.schema, ...(options.clock ? { clock: options.clock } : {}) });
   let counter = 0;
   return {
     dialect,

@@ -50,8 +50,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Readiness: the process can reach its database
-         * @description Answers 200 when the process can reach its database, 503 otherwise (take the instance out of rotation). Public.
+         * Readiness: the database takes writes
+         * @description Answers 200 when the database takes writes: a probe write (at most once a second, shared by every caller) succeeds and no write was refused for lack of the database (disk full, read-only, unreachable) in the last 10 s. Otherwise 503 with the reason in `detail` (take the instance out of rotation); it comes back by itself. Public.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -1923,6 +1923,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2187,6 +2191,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2378,6 +2386,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4029,6 +4041,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4107,6 +4123,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4365,6 +4385,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5014,6 +5038,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5094,6 +5122,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5834,6 +5866,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6098,6 +6134,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6289,6 +6329,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7948,6 +7992,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8026,6 +8074,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8284,6 +8336,10 @@ export interface operations {
             /** @description Default Response */
             201: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8933,6 +8989,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {
@@ -9013,6 +9073,10 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
                     [name: string]: unknown;
                 };
                 content: {

@@ -81,12 +81,19 @@ export function toProblem(error: FastifyError | Error): HttpProblem {
   return new HttpProblem(500, 'an unexpected error occurred; it has been logged');
 }
 
+export interface ErrorsPluginOptions {
+  /** Told of every error that became a 503 because the database could not serve (readiness counts them). */
+  onDatabaseUnavailable?: (error: unknown) => void;
+}
+
 /** One place where errors become RFC 9457 problem documents; 5xx details stay in the log. */
-export const errorsPlugin = fp(async (app: FastifyInstance) => {
+export const errorsPlugin = fp(async (app: FastifyInstance, options: ErrorsPluginOptions) => {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const problem = toProblem(error);
-    if (problem.status === 503) request.log.warn({ err: error }, 'database unavailable');
-    else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (problem.status === 503) {
+      request.log.warn({ err: error }, 'database unavailable');
+      options.onDatabaseUnavailable?.(error);
+    } else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
     return sendProblem(reply, problem);
   });
   app.setNotFoundHandler((request, reply) => sendProblem(reply, new HttpProblem(404, `no route for ${request.method} ${request.url.split('?')[0]}`)));

@@ -1,5 +1,4 @@
 import type { TypedApp } from '../typed-app.js';
-import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { changeClient, checkClientScopes, createClient, deleteClient, resolveScopes, rotateClientSecret } from '../../services/accounts.js';
@@ -43,11 +42,6 @@ function scopesFor(account: Account, input: ScopesInput | undefined): string[] {
   return scopes;
 }
 
-/** A response carrying a plain secret must never be cached (RFC 6749 §5.1 does the same for tokens). */
-function noStore(reply: FastifyReply): FastifyReply {
-  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-}
-
 /** Operator only: the OAuth clients of an account. Secrets are shown once, at creation and rotation. */
 export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   app.get(
@@ -73,7 +67,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/admin/accounts/:id/clients',
     {
-      config: { scope: 'admin' },
+      config: { scope: 'admin', secretBearing: true },
       // The body is optional: no body at all means default scopes.
       preValidation: async (request) => {
         request.body ??= {};
@@ -92,7 +86,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       const account = await requireAccount(deps.db, request.params.id);
       const scopes = scopesFor(account, request.body.scopes);
       const issued = await createClient(deps.db, account.id, scopes, deps.clock());
-      return noStore(reply)
+      return reply
         .code(201)
         .header('location', `${request.url.split('?')[0]}/${issued.client.clientId}`)
         .send({ accountId: account.id, client_id: issued.client.clientId, client_secret: issued.clientSecret, scopes: issued.client.scopes.join(' ') });
@@ -102,7 +96,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/admin/accounts/:id/clients/:clientId/rotate-secret',
     {
-      config: { scope: 'admin' },
+      config: { scope: 'admin', secretBearing: true },
       schema: {
         ...ADMIN,
         operationId: 'rotateClientSecret',
@@ -112,15 +106,15 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
         response: { 200: RotatedSecretSchema },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       await requireClient(deps.db, request.params.id, request.params.clientId);
       const issued = await rotateClientSecret(deps.db, request.params.clientId, deps.clock());
       deps.clientCache.forget();
-      return noStore(reply).send({
+      return {
         client_id: issued.client.clientId,
         client_secret: issued.clientSecret,
         previous_secret_valid_until: iso(issued.client.previousSecretExpiresAt!),
-      });
+      };
     },
   );
 

@@ -71,7 +71,7 @@ export async function adminConsoleLinksRoutes(app: TypedApp, deps: AppDeps): Pro
   app.post(
     '/admin/accounts/:id/console-links',
     {
-      config: { scope: 'admin', problems: { 409: 'the account is inactive' } },
+      config: { scope: 'admin', secretBearing: true, problems: { 409: 'the account is inactive' } },
       // The body is optional: no body at all means the default ttl.
       preValidation: async (request) => {
         request.body ??= {};
@@ -94,8 +94,8 @@ export async function adminConsoleLinksRoutes(app: TypedApp, deps: AppDeps): Pro
     async (request, reply) => {
       const ttlMs = parseConsoleTokenTtl(request.body.ttl, 'body.ttl');
       const link = await createConsoleLink(deps, await findAccountById(deps.db, request.params.id), ttlMs);
-      // The URL is a credential until it is used: never cached.
-      return reply.code(201).header('cache-control', 'no-store').header('location', `${request.url.split('?')[0]}/${link.id}`).send(link);
+      // The URL is a credential until it is used: never cached (secretBearing).
+      return reply.code(201).header('location', `${request.url.split('?')[0]}/${link.id}`).send(link);
     },
   );
 

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { Type } from 'typebox';
 import { OAuthError } from '../../domain/tokens/oauth-errors.js';
 import { HttpProblem } from '../problem.js';
+import type { ClientAddress } from '../client-address.js';
 import { JSON_CONTENT_TYPE, oauthErrorResponse, serverErrorResponse, TOKEN_BODY_LIMIT, type TokenEndpoint, type TokenEndpointVersion, type TokenHttpResponse } from '../token-endpoint.js';
 
 /**
@@ -63,7 +64,7 @@ function toOAuthError(error: FastifyError): OAuthError | undefined {
   return undefined;
 }
 
-async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, version: TokenEndpointVersion): Promise<void> {
+async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, addresses: ClientAddress, version: TokenEndpointVersion): Promise<void> {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const oauthError = toOAuthError(error);
     if (oauthError) return send(reply, oauthErrorResponse(oauthError));
@@ -110,14 +111,15 @@ async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, version
           contentType: request.headers['content-type'],
           authorization: request.headers.authorization,
           body: typeof request.body === 'string' ? request.body : '',
-          sourceAddress: request.ip,
+          // As the server's fast path decides it (TRUST_PROXY), so both count failures alike.
+          sourceAddress: addresses.ofRequest(request.raw),
         }),
       ),
   );
 }
 
 /** POST /v2/oauth/token: form body, client_secret_post or client_secret_basic. */
-export const tokenRouteV2 = (app: FastifyInstance, endpoint: TokenEndpoint) => tokenRoute(app, endpoint, 2);
+export const tokenRouteV2 = (app: FastifyInstance, endpoint: TokenEndpoint, addresses: ClientAddress) => tokenRoute(app, endpoint, addresses, 2);
 
 /** POST /v1/oauth/token: JSON `{client_id, client_secret}`; the token carries every allowed scope. */
-export const tokenRouteV1 = (app: FastifyInstance, endpoint: TokenEndpoint) => tokenRoute(app, endpoint, 1);
+export const tokenRouteV1 = (app: FastifyInstance, endpoint: TokenEndpoint, addresses: ClientAddress) => tokenRoute(app, endpoint, addresses, 1);

@@ -16,7 +16,7 @@ export async function signingSecretRoutes(app: TypedApp, deps: AppDeps): Promise
   app.get(
     '/signing-secret',
     {
-      config: { scope: 'subscriptions:read' },
+      config: { scope: 'subscriptions:read', secretBearing: true },
       schema: { ...common, operationId: 'getSigningSecret', description: 'The account\'s default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`).', summary: 'The account’s default signing secret (for per-request callback URLs)' },
     },
     async (request: FastifyRequest) => {
@@ -28,7 +28,7 @@ export async function signingSecretRoutes(app: TypedApp, deps: AppDeps): Promise
   app.post(
     '/signing-secret/rotate',
     {
-      config: { scope: 'subscriptions:write' },
+      config: { scope: 'subscriptions:write', secretBearing: true },
       schema: { ...common, operationId: 'rotateSigningSecret', description: 'A new default signing secret; the previous one keeps signing for 24 hours alongside it.', summary: 'Replace the account’s default signing secret; the previous one keeps signing for 24 h' },
     },
     async (request: FastifyRequest) => {

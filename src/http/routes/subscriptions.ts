@@ -75,7 +75,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/subscriptions',
     {
-      config: { ...write, problems: { 409: 'the account has as many subscriptions as it may' } },
+      config: { ...write, secretBearing: true, problems: { 409: 'the account has as many subscriptions as it may' } },
       schema: {
         tags: TAGS,
         operationId: 'createSubscription',
@@ -173,7 +173,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.get(
     '/subscriptions/:subscriptionId/secret',
     {
-      config: read,
+      config: { ...read, secretBearing: true },
       schema: { tags: TAGS, operationId: 'getSubscriptionSecret', description: 'The Standard Webhooks secret (`whsec_…`) that signs this subscription\'s notifications, and the previous one while it still signs (24 h after a rotation).', summary: 'The subscription’s current signing secret', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SigningSecretSchema } },
     },
     async (request) => {
@@ -188,7 +188,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/subscriptions/:subscriptionId/secret/rotate',
     {
-      config: write,
+      config: { ...write, secretBearing: true },
       schema: {
         tags: TAGS,
         operationId: 'rotateSubscriptionSecret',

@@ -14,6 +14,7 @@ import * as m011 from './011_notification_order.js';
 import * as m012 from './012_notification_waiters.js';
 import * as m013 from './013_delivery_fairness.js';
 import * as m014 from './014_token_revocations.js';
+import * as m015 from './015_readiness_probe.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -34,6 +35,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '012_notification_waiters': m012,
   '013_delivery_fairness': m013,
   '014_token_revocations': m014,
+  '015_readiness_probe': m015,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -170,6 +170,12 @@ export interface TokenRevocationsTable {
   expires_at: number | null;
 }
 
+/** The one row readiness writes to learn the database takes writes (id 1). */
+export interface ReadinessProbeTable {
+  id: number;
+  written_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   oauth_clients: OAuthClientsTable;
@@ -189,4 +195,5 @@ export interface Database {
   subscription_rate_windows: SubscriptionRateWindowsTable;
   console_links: ConsoleLinksTable;
   token_revocations: TokenRevocationsTable;
+  readiness_probe: ReadinessProbeTable;
 }
