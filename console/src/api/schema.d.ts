@@ -641,7 +641,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test notification
-         * @description One notification of the subscription's event with a sample body of the contract's shape (ids `req_test_…`), through the normal path: URL, authorization, custom headers and signature as they are now. It carries `x-webhook-test: true`, appears in the delivery log with `"test": true`, gets one attempt and no retry, and is sent to an inactive subscription too. A callback URL the address policy now refuses is a 400, and nothing is sent.
+         * @description One notification of the subscription's event with a sample body of the contract's shape (ids `req_test_…`), through the normal path: URL, authorization, custom headers and signature as they are now. It carries `x-webhook-test: true`, appears in the delivery log with `"test": true`, gets one attempt and no retry, and is sent to an inactive subscription too. A callback URL the address policy now refuses is a 400, and nothing is sent. At most 10 test sends per subscription in any minute: more are a 429 with `Retry-After`.
          */
         post: operations["testSubscriptionV1"];
         delete?: never;
@@ -1209,7 +1209,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test notification
-         * @description One notification of the subscription's event with a sample body of the contract's shape (ids `req_test_…`), through the normal path: URL, authorization, custom headers and signature as they are now. It carries `x-webhook-test: true`, appears in the delivery log with `"test": true`, gets one attempt and no retry, and is sent to an inactive subscription too. A callback URL the address policy now refuses is a 400, and nothing is sent.
+         * @description One notification of the subscription's event with a sample body of the contract's shape (ids `req_test_…`), through the normal path: URL, authorization, custom headers and signature as they are now. It carries `x-webhook-test: true`, appears in the delivery log with `"test": true`, gets one attempt and no retry, and is sent to an inactive subscription too. A callback URL the address policy now refuses is a 400, and nothing is sent. At most 10 test sends per subscription in any minute: more are a 429 with `Retry-After`.
          */
         post: operations["testSubscription"];
         delete?: never;
@@ -5358,6 +5358,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description more than 10 test sends of this subscription in the last minute; Retry-After says when the next one is allowed */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -9302,6 +9311,15 @@ export interface operations {
             };
             /** @description not found (or another account’s), or the `accountId` given is unknown */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description more than 10 test sends of this subscription in the last minute; Retry-After says when the next one is allowed */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
