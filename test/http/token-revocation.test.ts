@@ -140,9 +140,9 @@ for (const dialect of testDialects()) {
       await refusedWithin(second.url, renewed, /the client was deleted/);
     });
 
-    it('a console link session revoked by the operator: refused at once here and within the interval on the other process', async () => {
-      const account = await t.createClientAccount();
-      const link = await api(t.url, 'POST', `/v2/admin/accounts/${account.accountId}/console-links`, { token: operator, body: { ttl: '24h' } });
+    /** A console link made by the operator for the account, and the session token its code grants. */
+    const consoleSession = async (accountId: string) => {
+      const link = await api(t.url, 'POST', `/v2/admin/accounts/${accountId}/console-links`, { token: operator, body: { ttl: '24h' } });
       assert.equal(link.status, 201, JSON.stringify(link.body));
       const code = /#link=(.+)$/.exec(link.body.url)![1]!;
       const granted = await fetch(`${t.url}/v2/oauth/token`, {
@@ -150,11 +150,16 @@ for (const dialect of testDialects()) {
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ grant_type: CONSOLE_LINK_GRANT_TYPE, code }),
       });
-      const session = ((await granted.json()) as { access_token: string }).access_token;
+      return { link: link.body as { id: string }, session: ((await granted.json()) as { access_token: string }).access_token };
+    };
+
+    it('a console link session revoked by the operator: refused at once here and within the interval on the other process', async () => {
+      const account = await t.createClientAccount();
+      const { link, session } = await consoleSession(account.accountId);
       await accepted(t.url, session);
       await accepted(second.url, session);
 
-      assert.equal((await api(t.url, 'DELETE', `/v2/admin/accounts/${account.accountId}/console-links/${link.body.id}`, { token: operator })).status, 204);
+      assert.equal((await api(t.url, 'DELETE', `/v2/admin/accounts/${account.accountId}/console-links/${link.id}`, { token: operator })).status, 204);
       await refusedNow(t.url, session, /the console link session was revoked/);
       await refusedWithin(second.url, session, /the console link session was revoked/);
       await accepted(second.url, await t.token(account));
@@ -162,14 +167,7 @@ for (const dialect of testDialects()) {
 
     it('an account deactivated cuts its console link sessions too', async () => {
       const account = await t.createClientAccount();
-      const link = await api(t.url, 'POST', `/v2/admin/accounts/${account.accountId}/console-links`, { token: operator });
-      const code = /#link=(.+)$/.exec(link.body.url)![1]!;
-      const granted = await fetch(`${t.url}/v2/oauth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: CONSOLE_LINK_GRANT_TYPE, code }),
-      });
-      const session = ((await granted.json()) as { access_token: string }).access_token;
+      const { session } = await consoleSession(account.accountId);
       await accepted(second.url, session);
       assert.equal((await api(second.url, 'PATCH', `/v2/admin/accounts/${account.accountId}`, { token: operator, body: { active: false } })).status, 200);
       await refusedNow(second.url, session, /the account was deactivated/);
