@@ -22,12 +22,12 @@ import { api, startTestApp, type TestApp } from '../support/test-app.js';
  */
 
 /** A 204 receiver that records when each call arrived, by path. */
-async function timedReceiver(): Promise<Receiver & { times(path: string): number[] }> {
+async function timedReceiver(host?: string): Promise<Receiver & { times(path: string): number[] }> {
   const arrivals: Array<{ path: string; at: number }> = [];
   const receiver = await startHttpReceiver((request) => {
     arrivals.push({ path: request.path, at: Date.now() });
     return { status: 204 };
-  });
+  }, host);
   return Object.assign(receiver, { times: (path: string) => arrivals.filter((a) => a.path === path).map((a) => a.at) });
 }
 
@@ -121,16 +121,19 @@ for (const dialect of testDialects()) {
     it('rateLimit 2: a burst of 12 reaches the receiver at most 2 per second, each notification with one attempt; an unlimited subscription is not slowed', async () => {
       const worker = startWorker(t.deps, { pollIntervalMs: 25 });
       const receiver = await timedReceiver();
+      // On an address of its own: the unlimited calls share no per-address cap with the limited ones, which would
+      // otherwise wait behind them after their turn and arrive bunched with the next window's.
+      const other = await timedReceiver('127.0.0.2');
       try {
         await tenant();
         const limited = await subscribe(`${receiver.url}/limited`, { rateLimit: 2 });
         assert.equal(limited.rateLimit, 2);
-        const free = await subscribe(`${receiver.url}/free`);
+        const free = await subscribe(`${other.url}/free`);
         await sendRequests(t.url, token, 12);
 
         await eventually(() => receiver.times('/limited').length >= 12, 20_000, 'twelve limited calls');
         const limitedTimes = receiver.times('/limited');
-        const freeTimes = receiver.times('/free');
+        const freeTimes = other.times('/free');
         assert.equal(freeTimes.length, 12);
         assertAtMostPerSecond(limitedTimes, 2, 'rateLimit 2');
         const span = Math.max(...limitedTimes) - Math.min(...limitedTimes);
@@ -145,6 +148,7 @@ for (const dialect of testDialects()) {
       } finally {
         await worker.stop();
         await receiver.close();
+        await other.close();
       }
     });
 
