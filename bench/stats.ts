@@ -66,10 +66,9 @@ async function fill(storage: Storage, total: number, now: number): Promise<numbe
   }
   const began = performance.now();
   // The attempt log and its notifications, in bulk (same formulas as attemptAt).
-  const series = dialect === 'postgres' ? sql`generate_series(1, ${total}::int) s(g)` : sql`s`;
-  const withSeries = dialect === 'postgres' ? sql`` : sql`with recursive s(g) as (select 1 union all select g + 1 from s where g < ${total})`;
-  const at = sql`(${start} + (g * 7 * 86400000) / ${total})`;
-  const integerAt = dialect === 'postgres' ? sql`(${start}::bigint + (g::bigint * 7 * 86400000) / ${total})` : at;
+  const series = sql`s`;
+  const withSeries = sql`with recursive s(g) as (select 1 union all select g + 1 from s where g < ${total})`;
+  const integerAt = sql`(cast(${start} as bigint) + (cast(g as bigint) * 7 * 86400000) / ${total})`;
   await sql`${withSeries} insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, last_status_code, last_error, created_at, updated_at, completed_at, test)
             select 'msg_stats_' || g, ${ACCOUNT}, 'req_stats_' || g, 'sub_stats_bench_' || (g % ${sql.lit(SUBSCRIPTIONS)}), 'registered-requests', 'https://hooks.example.com/x', '{}',
                    case when g % 7 <> 0 then 'succeeded' when g > ${total - 1000} then 'pending' else 'failed' end, 1, null, null, ${integerAt}, ${integerAt}, ${integerAt}, 0
@@ -84,7 +83,8 @@ async function fill(storage: Storage, total: number, now: number): Promise<numbe
     const attempts = Array.from({ length: Math.min(BATCH, total - from + 1) }, (_, i) => attemptAt(from + i, total, start));
     await db.transaction().execute((tx) => recordEndpointHealth(tx, attempts, { now, disableAfterMs: 0 }));
   }
-  if (dialect === 'postgres') await sql`analyze`.execute(db);
+  // As autovacuum would on PostgreSQL; the service never analyzes SQLite.
+  if (dialect.name === 'postgres') await sql`analyze`.execute(db);
   return performance.now() - began;
 }
 

@@ -3,7 +3,8 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { Config } from './config.js';
-import type { Db, Dialect } from './storage/database.js';
+import type { Db } from './storage/database.js';
+import type { StorageDialect } from './storage/dialect.js';
 import { JobSignals } from './storage/queue/index.js';
 import { RequestIngestWriter } from './storage/request-ingest-writer.js';
 import { ClientCache } from './storage/client-cache.js';
@@ -26,7 +27,7 @@ import { createThreadedOutbound } from './worker/outbound/threaded-outbound.js';
 export interface AppDeps {
   config: Config;
   db: Db;
-  dialect: Dialect;
+  dialect: StorageDialect;
   box: SecretBox;
   keys: KeyStore;
   tokens: AccessTokens;

@@ -1,11 +1,11 @@
 import pg from 'pg';
 import { Kysely, SqliteDialect, type Transaction } from 'kysely';
+import { postgresDialect, sqliteDialect, SQLITE_DURABLE_SYNCHRONOUS, type StorageDialect } from './dialect.js';
 import { ServicePostgresDialect } from './postgres-dialect.js';
 import { openSqliteDatabase, type SqliteDatabase } from './sqlite-driver.js';
 import type { Database } from './tables/index.js';
 import { prepareSqliteFiles, restrictSqliteCompanions, type FileModeLog } from './private-files.js';
 
-export type Dialect = 'sqlite' | 'postgres';
 export type Db = Kysely<Database>;
 export type Tx = Transaction<Database>;
 /** Repositories take either the database or an open transaction as their first argument. */
@@ -13,7 +13,8 @@ export type Executor = Db | Tx;
 
 export interface Storage {
   db: Db;
-  dialect: Dialect;
+  /** What differs between the databases (dialect.ts). */
+  dialect: StorageDialect;
   /** SQLite: the database file (readiness checks the room left on its file system); undefined otherwise. */
   file?: string | undefined;
   /** PostgreSQL pool the workers LISTEN on (the queries' pool, or DATABASE_LISTEN_URL's); undefined on SQLite or with LISTEN off. */
@@ -21,8 +22,6 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-/** SQLite's `synchronous` level for every commit that must survive power loss (lightTransaction restores it). */
-export const SQLITE_DURABLE_SYNCHRONOUS = 'FULL';
 
 // int8 (bigint) holds epoch milliseconds, well inside Number's exact range.
 pg.types.setTypeParser(20, (value) => Number(value));
@@ -89,16 +88,16 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     sqlite.pragma('busy_timeout = 5000');
     if (path !== ':memory:') restrictSqliteCompanions(path, options.log);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    return { db, dialect: 'sqlite', file: path === ':memory:' ? undefined : path, pool: undefined, close: () => db.destroy() };
+    return { db, dialect: sqliteDialect, file: path === ':memory:' ? undefined : path, pool: undefined, close: () => db.destroy() };
   }
   const pool = postgresPool(databaseUrl, options.poolSize ?? 10, options.schema);
   const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool }) });
-  if (options.listenUrl === 'off') return { db, dialect: 'postgres', pool: undefined, close: () => db.destroy() };
-  if (!options.listenUrl) return { db, dialect: 'postgres', pool, close: () => db.destroy() };
+  if (options.listenUrl === 'off') return { db, dialect: postgresDialect, pool: undefined, close: () => db.destroy() };
+  if (!options.listenUrl) return { db, dialect: postgresDialect, pool, close: () => db.destroy() };
   const listenPool = postgresPool(options.listenUrl, 1, options.schema);
   return {
     db,
-    dialect: 'postgres',
+    dialect: postgresDialect,
     pool: listenPool,
     close: async () => {
       await db.destroy();

@@ -1,6 +1,5 @@
-import { sql } from 'kysely';
-import { SQLITE_DURABLE_SYNCHRONOUS, type Executor, type Tx } from './database.js';
-import { isPostgres } from './migrations/types.js';
+import type { Executor, Tx } from './database.js';
+import { dialectOf } from './dialect.js';
 
 /**
  * A transaction for bookkeeping whose loss in a power failure only makes work run again — job
@@ -18,13 +17,5 @@ import { isPostgres } from './migrations/types.js';
  */
 export async function lightTransaction<T>(db: Executor, fn: (tx: Executor) => Promise<T>, options: { singleStatement?: boolean } = {}): Promise<T> {
   if (db.isTransaction) return fn(db as Tx);
-  if (isPostgres(db as never)) return options.singleStatement ? fn(db) : db.transaction().execute(fn);
-  return db.connection().execute(async (connection) => {
-    await sql`pragma synchronous = NORMAL`.execute(connection);
-    try {
-      return await connection.transaction().execute(fn);
-    } finally {
-      await sql`pragma synchronous = ${sql.raw(SQLITE_DURABLE_SYNCHRONOUS)}`.execute(connection);
-    }
-  });
+  return dialectOf(db).lightTransaction(db, fn, options);
 }

@@ -1,6 +1,5 @@
 import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type { Db, Executor } from './database.js';
-import { isPostgres } from './migrations/types.js';
 
 /** Stands for the i-th argument while the query is built; never reaches the database. */
 const placeholder = (index: number) => `\u0000precompiled-parameter-${index}\u0000`;
@@ -11,8 +10,8 @@ const placeholder = (index: number) => `\u0000precompiled-parameter-${index}\u00
  * Building and compiling a Kysely query costs ~35 µs, three times what SQLite then takes to run
  * the prepared statement (the token endpoint's client lookup: 48 µs → 14 µs). `build` receives
  * placeholder strings instead of the real arguments, so it must use each argument as a plain
- * value: no `in` lists of variable length, no branching on it. It may branch on the dialect
- * (it runs once per dialect) and return raw `sql` as well as a query builder.
+ * value: no `in` lists of variable length, no branching on it. It may ask the dialect
+ * (`dialectOf(db)`: it runs once per dialect) and return raw `sql` as well as a query builder.
  */
 export function precompiled<Args extends unknown[], Row>(build: (db: Db, ...args: { [K in keyof Args]: string }) => Compilable<Row> | RawBuilder<Row>) {
   const byDialect = new Map<unknown, { sql: string; slots: Array<{ argument: number } | { value: unknown }> }>();
@@ -36,16 +35,4 @@ export function precompiled<Args extends unknown[], Row>(build: (db: Db, ...args
     const result = await db.executeQuery<Row>(CompiledQuery.raw(compiled.sql, parameters));
     return result.rows;
   };
-}
-
-/**
- * A list of ids as one parameter of a precompiled query: a `text[]` on PostgreSQL, to be used as
- * `id = any(${ids}::text[])`, and a JSON array on SQLite, as `id in (select value from
- * json_each(${ids}))`. PostgreSQL plans `= any` with the actual array (primary-key lookups);
- * `in (select jsonb_array_elements_text(…))` is estimated at 100 rows whatever the list and was
- * planned as a hash semi-join over a sequential scan of the whole table: 2.9 ms to find 2 of 20,000
- * notifications against 0.03 ms, on every claim of the delivery loop (docs/capacity.md).
- */
-export function idList(db: Executor, ids: readonly string[]): string | string[] {
-  return isPostgres(db as never) ? [...ids] : JSON.stringify(ids);
 }

@@ -1,11 +1,10 @@
 import type { Logger } from '../logger.js';
-import type { Db, Dialect, Tx } from '../storage/database.js';
+import type { Db, Tx } from '../storage/database.js';
 import type { ClaimedJob, LeaseOffer } from '../storage/queue/index.js';
 
 /** What a handler may use besides its transaction. */
 export interface JobContext {
   db: Db;
-  dialect: Dialect;
   log: Logger;
   clock: () => number;
   workerId: string;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createQueueMetrics } from '../metrics.js';
+import { dialectOf } from '../storage/dialect.js';
 import { listenForJobs } from '../storage/queue/index.js';
 import { createDeliveryLoop } from './delivery-loop.js';
 import type { JobContext, JobHandlers } from './job-handlers.js';
@@ -65,17 +66,18 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   const workerId = options.workerId ?? `w-${randomBytes(6).toString('hex')}`;
   const log = deps.log.child({ component: 'job-worker', workerId });
   const metrics = deps.metrics ?? createQueueMetrics();
-  const job: JobContext = { db: deps.db, dialect: deps.dialect, log, clock: deps.clock, workerId };
+  const job: JobContext = { db: deps.db, log, clock: deps.clock, workerId };
+  const dialect = dialectOf(deps.db);
   const context: WorkerContext = { deps, handlers: options.handlers, workerId, leaseMs: options.leaseMs, log, metrics, job };
   const kindsOf = (mode: 'transactional' | 'standalone') => Object.entries(options.handlers).filter(([, handler]) => handler.mode === mode).map(([kind]) => kind);
   const transactionalKinds = kindsOf('transactional');
-  const batchSize = options.batchSize ?? (deps.dialect === 'postgres' ? 512 : 256);
+  const batchSize = options.batchSize ?? dialect.jobBatchSize;
   const pollMs = options.pollIntervalMs ?? 1000;
   let stopping = false;
 
   const deliveries = createDeliveryLoop(context, { kinds: kindsOf('standalone'), concurrency: options.concurrency ?? 256 });
   const runBatch = createTransactionalBatch(context, { kinds: transactionalKinds, batchSize, deliveries });
-  const batchWakes = Array.from({ length: deps.dialect === 'postgres' ? Math.max(1, options.transactionalLoops ?? 2) : 1 }, () => new Wakeup());
+  const batchWakes = Array.from({ length: dialect.concurrentWriters ? Math.max(1, options.transactionalLoops ?? 2) : 1 }, () => new Wakeup());
 
   /** The wake-up bus: `kinds` lets the loops that run none of them sleep on. */
   const wake = (kinds?: readonly string[]) => {
@@ -87,7 +89,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
     wake(kinds);
   });
   const stopListening =
-    deps.dialect === 'postgres' && deps.pool && options.autoStart !== false
+    deps.pool && options.autoStart !== false
       ? listenForJobs(
           deps.pool,
           (kinds) => {

@@ -14,7 +14,6 @@ export function startWorker(deps: Deps, overrides: WorkerOverrides = {}): JobWor
   return startJobWorker(
     {
       db: deps.db,
-      dialect: deps.dialect,
       log: deps.log,
       clock: deps.clock,
       signals: deps.signals,

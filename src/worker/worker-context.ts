@@ -1,14 +1,13 @@
 import type pg from 'pg';
 import type { Logger } from '../logger.js';
 import type { QueueMetrics } from '../metrics.js';
-import type { Db, Dialect } from '../storage/database.js';
+import type { Db } from '../storage/database.js';
 import { lightTransaction } from '../storage/light-transaction.js';
 import { claimDueJobs, failHeldJob, type ClaimedJob, type JobSignals } from '../storage/queue/index.js';
 import type { JobContext, JobHandlers } from './job-handlers.js';
 
 export interface JobWorkerDeps {
   db: Db;
-  dialect: Dialect;
   log: Logger;
   clock: () => number;
   /** Woken in this process after commits that enqueued jobs. */

@@ -93,7 +93,7 @@ for (const dialect of testDialects()) {
     it('a delivery job whose runs keep ending without an outcome fails its notification at the last run', async () => {
       const [entry] = await claimed(1);
       const handler = notificationJobHandlers(t.deps)[DELIVER_NOTIFICATION]!;
-      await t.deps.db.transaction().execute((tx) => handler.onExhausted!(tx, entry!.job, new Error('database unreachable'), { db: t.deps.db, dialect, log: t.deps.log, clock: Date.now, workerId: 'w-test' }));
+      await t.deps.db.transaction().execute((tx) => handler.onExhausted!(tx, entry!.job, new Error('database unreachable'), { db: t.deps.db, log: t.deps.log, clock: Date.now, workerId: 'w-test' }));
       const failed = (await findNotification(t.deps.db, entry!.notificationId))!;
       assert.deepEqual([failed.status, failed.last_error, failed.next_attempt_at], ['failed', 'the delivery could not be run: database unreachable', null]);
     });

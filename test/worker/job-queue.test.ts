@@ -15,6 +15,7 @@ import {
   type NewJob,
 } from '../../src/storage/queue/index.js';
 import { dueJobIds } from '../../src/storage/queue/due-jobs.js';
+import { dialectOf } from '../../src/storage/dialect.js';
 import type { Executor } from '../../src/storage/database.js';
 
 /** One job: its id, or undefined on a dedupe hit. */
@@ -266,7 +267,7 @@ for (const dialect of testDialects()) {
       }
       // The plan of the very subquery the claim and the batch lock use.
       for (const kinds of [['test'], ['test', 'another']]) {
-        const due = dueJobIds({ kinds, limit: 10, now, postgres: dialect === 'postgres' });
+        const due = dueJobIds({ kinds, limit: 10, now, dialect: dialectOf(t.deps.db) });
         const plan =
           dialect === 'sqlite'
             ? (await sql<{ detail: string }>`explain query plan ${due}`.execute(t.deps.db)).rows.map((r) => r.detail)
@@ -309,7 +310,7 @@ for (const dialect of testDialects()) {
         await sql`analyze jobs`.execute(t.deps.db);
       }
       await enqueueJobs(t.deps.db, [{ kind: 'test', payload: 'light', runAt: now - 1, groupKey: 'acc_light' }]);
-      const due = dueJobIds({ kinds: ['test'], limit: 10, now, postgres: dialect === 'postgres', excludeGroups: ['acc_big'] });
+      const due = dueJobIds({ kinds: ['test'], limit: 10, now, dialect: dialectOf(t.deps.db), excludeGroups: ['acc_big'] });
       if (dialect === 'sqlite') {
         const plan = (await sql<{ detail: string }>`explain query plan ${due}`.execute(t.deps.db)).rows.map((r) => r.detail).join(' | ');
         assert.match(plan, /jobs_pending_group_run_at_idx \(kind=\? AND group_key[<>]\?\)/, plan);

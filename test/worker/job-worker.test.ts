@@ -21,7 +21,7 @@ for (const dialect of testDialects()) {
     let experienceId: string;
     const HOUR = 3_600_000;
     const worker = (handlers: JobHandlers, options: Partial<JobWorkerOptions> = {}) =>
-      startJobWorker({ db: t.deps.db, dialect, log: t.deps.log, clock: Date.now, signals: t.deps.signals, pool: t.deps.storage.pool }, { handlers, leaseMs: 60_000, ...options });
+      startJobWorker({ db: t.deps.db, log: t.deps.log, clock: Date.now, signals: t.deps.signals, pool: t.deps.storage.pool }, { handlers, leaseMs: 60_000, ...options });
     // Observable effect of a job: one unit of a prize's stock.
     const takeUnit: JobHandlers = {
       take: {
@@ -285,7 +285,7 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       },
     });
     const start = (storage: Storage, h: JobHandlers, options: Partial<JobWorkerOptions> = {}) =>
-      startJobWorker({ db: storage.db, dialect: 'postgres', log: t.deps.log, clock: Date.now, signals: new JobSignals(), pool: storage.pool }, { handlers: h, leaseMs: 60_000, ...options });
+      startJobWorker({ db: storage.db, log: t.deps.log, clock: Date.now, signals: new JobSignals(), pool: storage.pool }, { handlers: h, leaseMs: 60_000, ...options });
 
     it('LISTEN/NOTIFY wakes a worker of another process (polling set to an hour)', async () => {
       const w = start(t.deps.storage, handlers(), { pollIntervalMs: 3_600_000 });

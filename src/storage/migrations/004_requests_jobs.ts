@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
-import { epochMs, isPostgres } from './types.js';
+import { dialectOf } from '../dialect.js';
+import { epochMs } from './types.js';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
@@ -26,10 +27,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('requests_account_created_idx').on('requests').columns(['account_id', 'created_at']).execute();
 
   // A global sequence orders events in the order they were recorded ("oldest first").
-  const postgres = isPostgres(db);
+  const serial = dialectOf(db).serialKey;
   await db.schema
     .createTable('request_events')
-    .addColumn('seq', postgres ? 'bigserial' : 'integer', (c) => (postgres ? c.primaryKey() : c.primaryKey().autoIncrement()))
+    .addColumn('seq', serial.type, (c) => (serial.autoIncrement ? c.primaryKey().autoIncrement() : c.primaryKey()))
     .addColumn('request_id', 'text', (c) => c.notNull().references('requests.id').onDelete('cascade'))
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('title', 'text', (c) => c.notNull())

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { isPostgres } from './types.js';
+import { dialectOf } from '../dialect.js';
 
 /**
  * Fair delivery between accounts (docs/delivery.md, "Fair delivery"):
@@ -13,16 +13,11 @@ import { isPostgres } from './types.js';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('jobs').addColumn('group_key', 'text').execute();
-  if (isPostgres(db)) {
-    await sql`update jobs j set group_key = n.account_id from notifications n
-              where j.kind = 'deliver-notification' and n.id = (j.payload::json ->> 'notificationId')`.execute(db);
-  } else {
-    await sql`update jobs set group_key = (select n.account_id from notifications n where n.id = json_extract(jobs.payload, '$.notificationId'))
-              where kind = 'deliver-notification'`.execute(db);
-  }
-  // Byte order on PostgreSQL too (COLLATE "C"), the order the claim computes its ranges in, whatever the database's collation.
-  const groupKey = isPostgres(db) ? sql`group_key collate "C"` : sql`group_key`;
-  await sql`create index jobs_pending_group_run_at_idx on jobs (kind, ${groupKey}, run_at) where state = 'pending' and group_key is not null`.execute(db);
+  const dialect = dialectOf(db);
+  await sql`update jobs set group_key = (select n.account_id from notifications n where n.id = ${dialect.jsonField(sql.ref('jobs.payload'), 'notificationId')})
+            where kind = 'deliver-notification'`.execute(db);
+  // Byte order, the order the claim computes its ranges in, whatever the database's collation.
+  await sql`create index jobs_pending_group_run_at_idx on jobs (kind, ${dialect.byteOrder('group_key')}, run_at) where state = 'pending' and group_key is not null`.execute(db);
   await db.schema
     .createIndex('notifications_test_sends_idx')
     .on('notifications')

@@ -1,5 +1,5 @@
-import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
-import { isPostgres } from './types.js';
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { dialectOf } from '../dialect.js';
 import * as m001 from './001_accounts_clients_keys.js';
 import * as m002 from './002_subscriptions.js';
 import * as m003 from './003_experiences.js';
@@ -57,7 +57,7 @@ export async function migrateTo(db: Kysely<any>, name: keyof typeof MIGRATIONS &
 async function migrate(db: Kysely<any>, run: (migrator: Migrator) => ReturnType<Migrator['migrateToLatest']>): Promise<MigrationReport> {
   // Kysely looks for its bookkeeping tables in every schema unless told which one: on a shared
   // PostgreSQL database another schema's tables would make it skip creating this schema's.
-  const migrationTableSchema = isPostgres(db) ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema : undefined;
+  const migrationTableSchema = await dialectOf(db).currentSchema(db);
   const migrator = new Migrator({ db, provider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error, results } = await run(migrator);
   if (error) throw error instanceof Error ? error : new Error(String(error));

@@ -1,10 +1,7 @@
-import { PostgresAdapter, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { dialectOf } from '../dialect.js';
 
 /** Column type for epoch-millisecond timestamps: SQLite's integer is already 64-bit. */
 export function epochMs(db: Kysely<unknown>): 'bigint' | 'integer' {
-  return isPostgres(db) ? 'bigint' : 'integer';
-}
-
-export function isPostgres(db: Kysely<unknown>): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
+  return dialectOf(db).epochMs;
 }

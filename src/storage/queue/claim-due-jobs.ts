@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import { isPostgres } from '../migrations/types.js';
+import { dialectOf } from '../dialect.js';
 import type { Executor } from '../database.js';
 import { dueJobIds } from './due-jobs.js';
 import { byCreation, toClaimedJob, type ClaimedJob } from './job.js';
@@ -39,7 +39,7 @@ export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise
       attempts: eb('attempts', '+', 1),
       updated_at: now,
     }))
-    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now, postgres: isPostgres(db as never), excludeGroups: options.excludeGroups })})`)
+    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now, dialect: dialectOf(db), excludeGroups: options.excludeGroups })})`)
     .returningAll()
     .execute();
   return rows.map((row) => toClaimedJob(row)).sort(byCreation);

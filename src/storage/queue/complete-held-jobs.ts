@@ -1,18 +1,18 @@
 import { sql } from 'kysely';
 import type { Executor } from '../database.js';
-import { isPostgres } from '../migrations/types.js';
+import { dialectOf } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
 import { TRANSACTION_LEASE, type ClaimedJob } from './job.js';
 
 /**
- * One statement whatever the batch: the (id, lease) pairs travel as one JSON parameter, so the
+ * One statement whatever the batch: the (id, lease) pairs travel as one JSON parameter (`records`), so the
  * SQL text never changes and is prepared once. A job held by its transaction has no lease row:
- * its pair carries null, and `is not distinct from` matches it.
+ * its lease is null, and `is not distinct from` matches it.
  */
-const deleteHeld = precompiled((db, pairs: string) =>
-  isPostgres(db as never)
-    ? sql<{ id: string }>`delete from jobs j using jsonb_array_elements(${pairs}::jsonb) e where j.id = e ->> 0 and j.locked_by is not distinct from (e ->> 1) returning j.id`
-    : sql<{ id: string }>`delete from jobs where id in (select j.id from json_each(${pairs}) e join jobs j on j.id = e.value ->> 0 and j.locked_by is (e.value ->> 1)) returning id`,
+const deleteHeld = precompiled(
+  (db, held: string) =>
+    sql<{ id: string }>`delete from jobs where id in (select j.id from ${dialectOf(db).records(held, 'h', { job_id: 'text', lease: 'text' })}
+      join jobs j on j.id = h.job_id and j.locked_by is not distinct from h.lease) returning id`,
 );
 
 /**
@@ -23,6 +23,6 @@ const deleteHeld = precompiled((db, pairs: string) =>
  */
 export async function completeHeldJobs(db: Executor, jobs: readonly ClaimedJob[]): Promise<Set<string>> {
   if (jobs.length === 0) return new Set();
-  const rows = await deleteHeld(db, JSON.stringify(jobs.map((job) => [job.id, job.lease === TRANSACTION_LEASE ? null : job.lease])));
+  const rows = await deleteHeld(db, JSON.stringify(jobs.map((job) => ({ job_id: job.id, lease: job.lease === TRANSACTION_LEASE ? null : job.lease }))));
   return new Set(rows.map((row) => row.id));
 }

@@ -1,16 +1,17 @@
 import { sql, type RawBuilder } from 'kysely';
+import type { StorageDialect } from '../dialect.js';
 
 /**
  * The ids of up to `limit` due pending jobs of `kinds`, oldest `run_at` first, as a subquery for
  * the claim (`claimDueJobs`) and the batch's take (`takeDueJobs`).
  *
- * Each kind is read from its own range of `jobs_pending_kind_run_at_idx`. On PostgreSQL that is
- * one locking CTE per kind (`FOR UPDATE SKIP LOCKED`: other workers take other jobs; PostgreSQL
- * refuses a locking clause under UNION), merged in `run_at` order; a kind's rows beyond what the
- * merge keeps stay locked only until the statement's transaction ends. One kind needs no merge.
- * SQLite has one writer, so the plain query is already exclusive, and it deletes index entries at
- * once instead of leaving dead ones behind. The literal `state = 'pending'` lets both planners use
- * the partial index.
+ * Each kind is read from its own range of `jobs_pending_kind_run_at_idx`: one part per kind, each
+ * taking its rows for the transaction (`rowLock`: on PostgreSQL `FOR UPDATE SKIP LOCKED`, so other
+ * workers take other jobs; SQLite has one writer, so reading is already exclusive). Parts are named
+ * in a `with` and merged in `run_at` order (PostgreSQL refuses a locking clause under UNION); a
+ * part's rows beyond what the merge keeps stay locked only until the statement's transaction
+ * ends. One part needs no merge. The literal `state = 'pending'` lets both planners use the
+ * partial index.
  *
  * `excludeGroups` leaves out the jobs of those groups (a fair claim: docs/delivery.md, "Fair
  * delivery"). Those groups may have long backlogs, so their rows are not stepped over: the claim
@@ -18,20 +19,11 @@ import { sql, type RawBuilder } from 'kysely';
  * per kind above), and costs what the other groups have due, not what the excluded ones have. Jobs
  * of no group are in no range: they are left to the plain claim.
  */
-export function dueJobIds(options: { kinds: readonly string[]; limit: number; now: number; postgres: boolean; excludeGroups?: readonly string[] | undefined }): RawBuilder<{ id: string }> {
-  const { kinds, limit, now, postgres } = options;
+export function dueJobIds(options: { kinds: readonly string[]; limit: number; now: number; dialect: StorageDialect; excludeGroups?: readonly string[] | undefined }): RawBuilder<{ id: string }> {
+  const { kinds, limit, now, dialect } = options;
   const ranges = groupRanges(options.excludeGroups ?? []);
-  if (!postgres && ranges.length === 1) {
-    return sql`select id from jobs where state = 'pending' and run_at <= ${now} and kind in (${sql.join(kinds.map((kind) => sql`${kind}`))}) order by run_at limit ${limit}`;
-  }
-  const parts = kinds.flatMap((kind) => ranges.map((range) => duePart(kind, range, limit, now, postgres)));
+  const parts = kinds.flatMap((kind) => ranges.map((range) => duePart(dialect, kind, range, limit, now)));
   if (parts.length === 1) return sql`select id from (${parts[0]!}) due`;
-  if (!postgres) {
-    return sql`select id from (${sql.join(
-      parts.map((part) => sql`select id, run_at from (${part})`),
-      sql` union all `,
-    )}) due order by run_at limit ${limit}`;
-  }
   const names = parts.map((_, i) => sql.raw(`due_${i}`));
   return sql`with ${sql.join(parts.map((part, i) => sql`${names[i]!} as (${part})`))}
     select id from (${sql.join(
@@ -51,15 +43,14 @@ function groupRanges(excluded: readonly string[]): GroupRange[] {
   return [...ranges, { all: false, above: sorted.at(-1)! }];
 }
 
-function duePart(kind: string, range: GroupRange, limit: number, now: number, postgres: boolean): RawBuilder<unknown> {
-  const bigint = postgres ? sql`::bigint` : sql``;
-  const lock = postgres ? sql` for update skip locked` : sql``;
-  // Byte order, as groupRanges sorts (and the index is built on PostgreSQL).
-  const key = postgres ? sql`group_key collate "C"` : sql`group_key`;
+function duePart(dialect: StorageDialect, kind: string, range: GroupRange, limit: number, now: number): RawBuilder<unknown> {
+  // Byte order, as groupRanges sorts (and the index is built).
+  const key = dialect.byteOrder('group_key');
   const groups = range.all
     ? sql``
     : sql`${range.above !== undefined ? sql` and ${key} > ${range.above}` : sql``}${range.below !== undefined ? sql` and ${key} < ${range.below}` : sql``}`;
   // SQLite would rather walk the run_at index (no sort) and step over the excluded groups' rows: told which index to use.
-  const table = range.all || postgres ? sql`jobs` : sql`jobs indexed by jobs_pending_group_run_at_idx`;
-  return sql`select id, run_at from ${table} where state = 'pending' and kind = ${kind} and run_at <= ${now}${bigint}${groups} order by run_at limit ${limit}${lock}`;
+  const table = range.all ? sql.table('jobs') : dialect.tableUsingIndex('jobs', 'jobs_pending_group_run_at_idx');
+  return sql`select id, run_at from ${table} where state = 'pending' and kind = ${kind} and run_at <= cast(${now} as bigint)${groups}
+    order by run_at limit ${limit}${dialect.rowLock({ skipLocked: true })}`;
 }

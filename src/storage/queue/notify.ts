@@ -1,7 +1,6 @@
 import type pg from 'pg';
-import { sql } from 'kysely';
 import type { Executor } from '../database.js';
-import { isPostgres } from '../migrations/types.js';
+import { dialectOf } from '../dialect.js';
 
 /** PostgreSQL NOTIFY channel that tells workers in other processes that jobs were enqueued. */
 export const JOBS_CHANNEL = 'rewards_jobs';
@@ -14,7 +13,7 @@ export const JOBS_CHANNEL = 'rewards_jobs';
  * process is woken by JobSignals.
  */
 export async function notifyOtherProcesses(db: Executor, kinds: readonly string[]): Promise<void> {
-  if (isPostgres(db as never)) await sql`select pg_notify(${JOBS_CHANNEL}, ${kinds.join(',')})`.execute(db);
+  await dialectOf(db).notify(db, JOBS_CHANNEL, kinds.join(','));
 }
 
 /** The kinds a notification names; undefined (every kind) for an empty payload, as older processes send. */

@@ -1,21 +1,19 @@
 import { sql } from 'kysely';
 import type { Executor } from '../database.js';
-import { isPostgres } from '../migrations/types.js';
+import { dialectOf } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
 import type { ClaimedJob } from './job.js';
 
 /**
- * One statement whatever the batch: the (id, lease, run_at) triples travel as one JSON parameter.
+ * One statement whatever the batch: the (id, lease, run_at) triples travel as one JSON parameter (`records`).
  * `attempts - 1` undoes the claim's count (claimDueJobs, or enqueueJobs with leaseTo, wrote 1 more).
  */
-const postponeHeld = precompiled<[triples: string, note: string, now: number], { id: string }>((db, triples, note, now) =>
-  isPostgres(db as never)
-    ? sql<{ id: string }>`update jobs j set run_at = (e ->> 2)::bigint, locked_by = null, locked_at = null, attempts = greatest(j.attempts - 1, 0),
-          last_error = ${note}, updated_at = ${now}::bigint
-        from jsonb_array_elements(${triples}::jsonb) e where j.id = e ->> 0 and j.locked_by = e ->> 1 returning j.id`
-    : sql<{ id: string }>`update jobs set run_at = e.value ->> 2, locked_by = null, locked_at = null, attempts = max(jobs.attempts - 1, 0),
-          last_error = ${note}, updated_at = ${now}
-        from json_each(${triples}) e where jobs.id = e.value ->> 0 and jobs.locked_by = e.value ->> 1 returning jobs.id`,
+const postponeHeld = precompiled<[postponed: string, note: string, now: number], { id: string }>(
+  (db, postponed, note, now) =>
+    sql<{ id: string }>`update jobs as j set run_at = p.due_at, locked_by = null, locked_at = null,
+          attempts = case when j.attempts > 0 then j.attempts - 1 else 0 end, last_error = ${note}, updated_at = cast(${now} as bigint)
+        from ${dialectOf(db).records(postponed, 'p', { job_id: 'text', lease: 'text', due_at: 'bigint' })}
+        where j.id = p.job_id and j.locked_by = p.lease returning id`,
 );
 
 export interface Postponement {
@@ -32,7 +30,7 @@ export interface Postponement {
  */
 export async function postponeHeldJobs(db: Executor, postponements: readonly Postponement[], options: { note: string; now?: number }): Promise<Set<string>> {
   if (postponements.length === 0) return new Set();
-  const triples = postponements.map(({ job, runAt }) => [job.id, job.lease, Math.round(runAt)]);
-  const rows = await postponeHeld(db, JSON.stringify(triples), options.note, options.now ?? Date.now());
+  const postponed = postponements.map(({ job, runAt }) => ({ job_id: job.id, lease: job.lease, due_at: Math.round(runAt) }));
+  const rows = await postponeHeld(db, JSON.stringify(postponed), options.note, options.now ?? Date.now());
   return new Set(rows.map((row) => row.id));
 }

@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import type { Executor } from '../database.js';
-import { isPostgres } from '../migrations/types.js';
-import { idList, precompiled } from '../precompiled.js';
+import { dialectOf } from '../dialect.js';
+import { precompiled } from '../precompiled.js';
 
 /**
  * Recovery (POST /subscriptions/{id}/recover, src/services/recover-notifications.ts): the failed
  * notifications of one subscription in a window of completion times, a page at a time, and taking
  * a page back to pending. Every statement is one fixed SQL text (precompiled): a page's ids travel
- * as one parameter (JSON on SQLite, text[] on PostgreSQL). `status = 'failed'` and `test = 0` are literals, so both databases plan
+ * as one parameter (`StorageDialect.list`). `status = 'failed'` and `test = 0` are literals, so both databases plan
  * the page on the partial index `notifications_subscription_failed_idx (subscription_id,
  * completed_at, id) where status = 'failed'` (migration 009).
  */
@@ -22,16 +22,12 @@ export interface FailedNotificationKey {
  * after the keyset cursor (`afterAt`, `afterId`) in (completed_at, id) order. The first page of a
  * window starting at `since` passes (since, ''): ids are never empty, so it starts at since inclusive.
  */
-const selectFailedPage = precompiled<[string, number, string, number, number], FailedNotificationKey>((db, subscriptionId, afterAt, afterId, until, limit) =>
-  isPostgres(db as never)
-    ? sql<FailedNotificationKey>`select id, completed_at from notifications
+const selectFailedPage = precompiled<[string, number, string, number, number], FailedNotificationKey>(
+  (_db, subscriptionId, afterAt, afterId, until, limit) =>
+    sql<FailedNotificationKey>`select id, completed_at from notifications
           where subscription_id = ${subscriptionId} and status = 'failed' and test = 0
-            and (completed_at, id) > (${afterAt}::bigint, ${afterId}::text) and completed_at < ${until}::bigint
-          order by completed_at, id limit ${limit}::int`
-    : sql<FailedNotificationKey>`select id, completed_at from notifications
-          where subscription_id = ${subscriptionId} and status = 'failed' and test = 0
-            and (completed_at, id) > (${afterAt}, ${afterId}) and completed_at < ${until}
-          order by completed_at, id limit ${limit}`,
+            and (completed_at, id) > (cast(${afterAt} as bigint), cast(${afterId} as text)) and completed_at < cast(${until} as bigint)
+          order by completed_at, id limit cast(${limit} as int)`,
 );
 
 export function findFailedPage(
@@ -46,23 +42,19 @@ export function findFailedPage(
  * to pending; returns the ids it took. The guard is what makes concurrent recoveries safe: one that
  * took a row first changed its status, so a second one skips it.
  *
- * The ids: a JSON array on SQLite (json_each drives the primary-key lookups), a text[] parameter on
- * PostgreSQL. There `id = any($1::text[])` is planned with the actual array (1,000 elements, the
- * primary key, or at worst one pass over the window's part of the partial index), where
+ * The ids: one list parameter (`StorageDialect.list`). On PostgreSQL `id = any($1::text[])` is
+ * planned with the actual array (1,000 elements, the primary key, or at worst one pass over the
+ * window's part of the partial index), where
  * `id in (select jsonb_array_elements_text($1))`, a subquery estimated at 100 rows, was planned
  * on stale statistics (a table the outage just filled, not yet analyzed) as a nested loop: the
  * whole list read again for every failed row of the window, 2 to 4.5 s per page of 1,000 at
  * 13,000 to 20,000 failed rows, and worse as they grow.
  */
-const takeFailed = precompiled<[string | string[], number, number, number], { id: string }>((db, ids, since, until, now) =>
-  isPostgres(db as never)
-    ? sql<{ id: string }>`update notifications set status = 'pending', completed_at = null, updated_at = ${now}::bigint
-          where id = any(${ids}::text[])
-            and status = 'failed' and completed_at >= ${since}::bigint and completed_at < ${until}::bigint
-          returning id`
-    : sql<{ id: string }>`update notifications set status = 'pending', completed_at = null, updated_at = ${now}
-          where id in (select value from json_each(${ids}))
-            and status = 'failed' and completed_at >= ${since} and completed_at < ${until}
+const takeFailed = precompiled<[string | string[], number, number, number], { id: string }>(
+  (db, ids, since, until, now) =>
+    sql<{ id: string }>`update notifications set status = 'pending', completed_at = null, updated_at = cast(${now} as bigint)
+          where ${dialectOf(db).inList(sql.ref('id'), ids)}
+            and status = 'failed' and completed_at >= cast(${since} as bigint) and completed_at < cast(${until} as bigint)
           returning id`,
 );
 
@@ -76,24 +68,20 @@ const takeFailed = precompiled<[string | string[], number, number, number], { id
  * order of a hash of the list, concurrent calls with overlapping pages deadlocked (six calls at
  * once, test/notifications/recovery.test.ts). SQLite needs nothing: one writer at a time.
  */
-const lockSubscriptionRecovery = precompiled((db, key: string) => sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`);
-
 export async function lockRecoveryOf(tx: Executor, subscriptionId: string): Promise<void> {
-  if (isPostgres(tx as never)) await lockSubscriptionRecovery(tx, `recover:${subscriptionId}`);
+  await dialectOf(tx).serialize(tx, `recover:${subscriptionId}`);
 }
 
 export async function takeFailedNotifications(db: Executor, ids: string[], window: { since: number; until: number }, now: number): Promise<string[]> {
   if (ids.length === 0) return [];
-  return (await takeFailed(db, idList(db, ids), window.since, window.until, now)).map((row) => row.id);
+  return (await takeFailed(db, dialectOf(db).list(ids), window.since, window.until, now)).map((row) => row.id);
 }
 
 /** Deletes the failed delivery jobs under `keys` (dedupe keys): so new ones can be enqueued under them (recovery), or with their notifications (retention). */
-const deleteFailedJobs = precompiled<[string | string[]], unknown>((db, keys) =>
-  isPostgres(db as never)
-    ? sql`delete from jobs where state = 'failed' and dedupe_key = any(${keys}::text[])`
-    : sql`delete from jobs where state = 'failed' and dedupe_key in (select value from json_each(${keys}))`,
+const deleteFailedJobs = precompiled<[string | string[]], unknown>(
+  (db, keys) => sql`delete from jobs where state = 'failed' and ${dialectOf(db).inList(sql.ref('dedupe_key'), keys)}`,
 );
 
 export async function deleteFailedJobsByKey(db: Executor, dedupeKeys: readonly string[]): Promise<void> {
-  if (dedupeKeys.length > 0) await deleteFailedJobs(db, idList(db, dedupeKeys));
+  if (dedupeKeys.length > 0) await deleteFailedJobs(db, dialectOf(db).list(dedupeKeys));
 }

@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
 import type { Executor } from '../database.js';
-import { isPostgres } from '../migrations/types.js';
 import { precompiled } from '../precompiled.js';
 import { deleteFailedJobsByKey } from './notification-recovery.js';
 
@@ -10,12 +9,10 @@ import { deleteFailedJobsByKey } from './notification-recovery.js';
  * `limit`. Ids sort by creation time, so the primary key finds them without an index of its own.
  * Their attempts go with them (ON DELETE CASCADE).
  */
-const deleteEnded = precompiled<[string, number], { id: string }>((db, beforeId, limit) =>
-  isPostgres(db as never)
-    ? sql<{ id: string }>`delete from notifications where id in
-          (select id from notifications where id < ${beforeId} and status <> 'pending' order by id limit ${limit}::int) returning id`
-    : sql<{ id: string }>`delete from notifications where id in
-          (select id from notifications where id < ${beforeId} and status <> 'pending' order by id limit ${limit}) returning id`,
+const deleteEnded = precompiled<[string, number], { id: string }>(
+  (_db, beforeId, limit) =>
+    sql<{ id: string }>`delete from notifications where id in
+          (select id from notifications where id < ${beforeId} and status <> 'pending' order by id limit cast(${limit} as int)) returning id`,
 );
 
 /** One batch, in one transaction: returns how many notifications it deleted (fewer than `limit`: nothing older is left). */

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import { newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
-import { isPostgres } from '../migrations/types.js';
-import { idList, precompiled } from '../precompiled.js';
+import { dialectOf, type RecordColumnType } from '../dialect.js';
+import { precompiled } from '../precompiled.js';
 import type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
 
 /** A notification with, from its delivery job, when its next attempt is due (null: none scheduled, or one in flight). */
@@ -60,25 +60,29 @@ export interface AttemptOutcome {
   now: number;
 }
 
-const insertAttempts = precompiled((db, rows: string) =>
-  isPostgres(db as never)
-    ? sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, response_body, error, outcome)
-          select e ->> 0, (e ->> 1)::int, (e ->> 2)::bigint, e ->> 3, (e ->> 4)::int, (e ->> 5)::int, e ->> 6, e ->> 7, e ->> 8
-          from jsonb_array_elements(${rows}::jsonb) e`
-    : sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, response_body, error, outcome)
-          select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8
-          from json_each(${rows})`,
+const ATTEMPT_COLUMNS = {
+  notification_id: 'text',
+  attempt: 'int',
+  started_at: 'bigint',
+  url: 'text',
+  status_code: 'int',
+  latency_ms: 'int',
+  response_body: 'text',
+  error: 'text',
+  outcome: 'text',
+} as const satisfies Record<keyof NotificationAttemptsTable, RecordColumnType>;
+const attemptColumns = sql.raw(Object.keys(ATTEMPT_COLUMNS).join(', '));
+
+const insertAttempts = precompiled(
+  (db, rows: string) => sql`insert into notification_attempts (${attemptColumns}) select ${attemptColumns} from ${dialectOf(db).records(rows, 'a', ATTEMPT_COLUMNS)}`,
 );
 
-const moveNotificationsOn = precompiled((db, rows: string) =>
-  isPostgres(db as never)
-    ? sql<{ id: string; has_waiters: number }>`with moved as (update notifications n set status = e ->> 1, attempt_count = (e ->> 2)::int,
-            last_status_code = (e ->> 3)::int, last_error = e ->> 4, updated_at = (e ->> 5)::bigint, completed_at = (e ->> 6)::bigint
-          from jsonb_array_elements(${rows}::jsonb) e where n.id = e ->> 0 returning n.id, n.has_waiters)
-          select id, has_waiters from moved where has_waiters = 1`
-    : sql<{ id: string; has_waiters: number }>`update notifications set status = e.value ->> 1, attempt_count = e.value ->> 2,
-            last_status_code = e.value ->> 3, last_error = e.value ->> 4, updated_at = e.value ->> 5, completed_at = e.value ->> 6
-          from json_each(${rows}) e where notifications.id = e.value ->> 0 returning id, has_waiters`,
+const moveNotificationsOn = precompiled(
+  (db, rows: string) =>
+    sql<{ id: string; has_waiters: number }>`update notifications as n set status = m.status, attempt_count = m.attempt_count,
+            last_status_code = m.last_status_code, last_error = m.last_error, updated_at = m.updated_at, completed_at = m.completed_at
+          from ${dialectOf(db).records(rows, 'm', { notification_id: 'text', status: 'text', attempt_count: 'int', last_status_code: 'int', last_error: 'text', updated_at: 'bigint', completed_at: 'bigint' })}
+          where n.id = m.notification_id returning id, has_waiters`,
 );
 
 /**
@@ -91,22 +95,19 @@ const moveNotificationsOn = precompiled((db, rows: string) =>
  */
 export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): Promise<Set<string>> {
   if (outcomes.length === 0) return new Set();
-  await insertAttempts(
-    db,
-    JSON.stringify(outcomes.map(({ attempt: a }) => [a.notification_id, a.attempt, a.started_at, a.url, a.status_code, a.latency_ms, a.response_body, a.error, a.outcome])),
-  );
+  await insertAttempts(db, JSON.stringify(outcomes.map(({ attempt }) => attempt)));
   const moved = await moveNotificationsOn(
     db,
     JSON.stringify(
-      outcomes.map(({ attempt, status, now }) => [
-        attempt.notification_id,
+      outcomes.map(({ attempt, status, now }) => ({
+        notification_id: attempt.notification_id,
         status,
-        attempt.attempt,
-        attempt.status_code,
-        attempt.error,
-        now,
-        status === 'pending' ? null : now,
-      ]),
+        attempt_count: attempt.attempt,
+        last_status_code: attempt.status_code,
+        last_error: attempt.error,
+        updated_at: now,
+        completed_at: status === 'pending' ? null : now,
+      })),
     ),
   );
   return new Set(moved.filter((row) => Number(row.has_waiters) === 1).map((row) => row.id));
@@ -130,11 +131,11 @@ const notificationsForDelivery = precompiled<[string | string[]], NotificationFo
     .leftJoin('accounts', 'accounts.id', 'notifications.account_id')
     .selectAll('notifications')
     .select(['subscriptions.updated_at as subscription_updated_at', 'accounts.active as account_active'])
-    .where(isPostgres(db as never) ? sql<boolean>`notifications.id = any(${ids}::text[])` : sql<boolean>`notifications.id in (select value from json_each(${ids}))`),
+    .where(dialectOf(db).inList(sql.ref('notifications.id'), ids)),
 );
 
 export function findNotificationsForDelivery(db: Executor, ids: readonly string[]): Promise<NotificationForDelivery[]> {
-  return notificationsForDelivery(db, idList(db, ids));
+  return notificationsForDelivery(db, dialectOf(db).list(ids));
 }
 
 /** Ends a pending notification as failed without an attempt (its delivery could not be run). */
@@ -155,25 +156,19 @@ export async function markNotificationPending(db: Executor, id: string, at: numb
  * after the lock, is no longer pending: nothing is held) or waits for the caller's commit, and
  * then releases in a later statement, whose snapshot sees the held notification.
  */
-const pendingRegistered = precompiled((db, pairs: string) =>
-  isPostgres(db as never)
-    ? sql<{ id: string; request_id: string; url: string }>`select n.id, n.request_id, n.url from notifications n
-          join (select e ->> 0 as request_id, e ->> 1 as url from jsonb_array_elements(${pairs}::jsonb) e) w
-            on n.request_id = w.request_id and n.url = w.url
+const pendingRegistered = precompiled((db, pairs: string) => {
+  const dialect = dialectOf(db);
+  return sql<{ id: string; request_id: string; url: string }>`select n.id, n.request_id, n.url from notifications n
+          join ${dialect.records(pairs, 'w', { request_id: 'text', url: 'text' })} on n.request_id = w.request_id and n.url = w.url
           where n.event = 'registered-requests' and n.status = 'pending' and n.test = 0
-          order by n.id for update of n`
-    : sql<{ id: string; request_id: string; url: string }>`select n.id, n.request_id, n.url from notifications n
-          join (select value ->> 0 as request_id, value ->> 1 as url from json_each(${pairs})) w
-            on n.request_id = w.request_id and n.url = w.url
-          where n.event = 'registered-requests' and n.status = 'pending' and n.test = 0
-          order by n.id`,
-);
+          order by n.id${dialect.rowLock({ of: 'n' })}`;
+});
 
 /** Keyed `request id \u0000 url`: the registered notification a processed one to that URL waits for. */
 export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{ requestId: string; url: string }>): Promise<Map<string, string>> {
   const found = new Map<string, string>();
   if (pairs.length === 0) return found;
-  const result = await pendingRegistered(db, JSON.stringify(pairs.map((p) => [p.requestId, p.url])));
+  const result = await pendingRegistered(db, JSON.stringify(pairs.map((p) => ({ request_id: p.requestId, url: p.url }))));
   for (const row of result) {
     const key = `${row.request_id}\u0000${row.url}`;
     if (!found.has(key)) found.set(key, row.id);
@@ -181,12 +176,10 @@ export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{
   return found;
 }
 
-const releaseWaiting = precompiled<[string | string[]], { id: string; account_id: string; status: NotificationStatus }>((db, ids) =>
-  isPostgres(db as never)
-    ? sql<{ id: string; account_id: string; status: NotificationStatus }>`update notifications set waits_for = null
-          where waits_for is not null and waits_for = any(${ids}::text[]) returning id, account_id, status`
-    : sql<{ id: string; account_id: string; status: NotificationStatus }>`update notifications set waits_for = null
-          where waits_for is not null and waits_for in (select value from json_each(${ids})) returning id, account_id, status`,
+const releaseWaiting = precompiled<[string | string[]], { id: string; account_id: string; status: NotificationStatus }>(
+  (db, ids) =>
+    sql<{ id: string; account_id: string; status: NotificationStatus }>`update notifications set waits_for = null
+          where waits_for is not null and ${dialectOf(db).inList(sql.ref('waits_for'), ids)} returning id, account_id, status`,
 );
 
 /**
@@ -196,7 +189,7 @@ const releaseWaiting = precompiled<[string | string[]], { id: string; account_id
  */
 export async function releaseWaitingFor(db: Executor, endedIds: readonly string[]): Promise<Array<{ notificationId: string; accountId: string }>> {
   if (endedIds.length === 0) return [];
-  const result = await releaseWaiting(db, idList(db, endedIds));
+  const result = await releaseWaiting(db, dialectOf(db).list(endedIds));
   return result.filter((row) => row.status === 'pending').map((row) => ({ notificationId: row.id, accountId: row.account_id }));
 }
 

@@ -1,4 +1,4 @@
-import { isPostgres } from '../migrations/types.js';
+import { dialectOf } from '../dialect.js';
 import type { Executor } from '../database.js';
 import { prizeKey, type StockLevel } from '../../domain/requests/allocation.js';
 
@@ -10,14 +10,13 @@ import { prizeKey, type StockLevel } from '../../domain/requests/allocation.js';
 export async function lockPrizeStock(db: Executor, experienceIds: string[]): Promise<Map<string, StockLevel>> {
   const levels = new Map<string, StockLevel>();
   if (experienceIds.length === 0) return levels;
-  const rows = await db
+  const query = db
     .selectFrom('prizes')
     .select(['experience_id', 'id', 'stock'])
     .where('experience_id', 'in', [...new Set(experienceIds)].sort())
     .orderBy('experience_id')
-    .orderBy('id')
-    .$if(isPostgres(db as never), (qb) => qb.forUpdate())
-    .execute();
+    .orderBy('id');
+  const rows = await dialectOf(db).lockRows(query).execute();
   for (const row of rows) levels.set(prizeKey(row.experience_id, row.id), row.stock === null ? null : Number(row.stock));
   return levels;
 }

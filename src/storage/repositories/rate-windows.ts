@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../database.js';
-import { isPostgres } from '../migrations/types.js';
+import { dialectOf } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
 
 /**
@@ -13,21 +13,14 @@ import { precompiled } from '../precompiled.js';
  * worker has opened instead of resetting it. A subscription deleted meanwhile gets no row (and no
  * turn) instead of breaking the batch on the foreign key.
  */
-const countTurns = precompiled<[windowStart: number, counts: string], { subscription_id: string; window_start: number; granted: number }>((db, windowStart, counts) =>
-  isPostgres(db as never)
-    ? sql`insert into subscription_rate_windows as w (subscription_id, window_start, granted)
-          select e ->> 0, ${windowStart}::bigint, (e ->> 1)::int from jsonb_array_elements(${counts}::jsonb) e
-          where exists (select 1 from subscriptions s where s.id = e ->> 0) order by 1
+const countTurns = precompiled<[windowStart: number, counts: string], { subscription_id: string; window_start: number; granted: number }>(
+  (db, windowStart, counts) =>
+    sql`insert into subscription_rate_windows as w (subscription_id, window_start, granted)
+          select c.subscription, cast(${windowStart} as bigint), c.turns from ${dialectOf(db).records(counts, 'c', { subscription: 'text', turns: 'int' })}
+          where exists (select 1 from subscriptions s where s.id = c.subscription) order by 1
           on conflict (subscription_id) do update set
             granted = case when excluded.window_start > w.window_start then excluded.granted else w.granted + excluded.granted end,
-            window_start = greatest(w.window_start, excluded.window_start)
-          returning w.subscription_id, w.window_start, w.granted`
-    : sql`insert into subscription_rate_windows as w (subscription_id, window_start, granted)
-          select e.value ->> 0, ${windowStart}, e.value ->> 1 from json_each(${counts}) e
-          where exists (select 1 from subscriptions s where s.id = e.value ->> 0)
-          on conflict (subscription_id) do update set
-            granted = case when excluded.window_start > w.window_start then excluded.granted else w.granted + excluded.granted end,
-            window_start = max(w.window_start, excluded.window_start)
+            window_start = case when excluded.window_start > w.window_start then excluded.window_start else w.window_start end
           returning subscription_id, window_start, granted`,
 );
 
@@ -46,6 +39,6 @@ export interface RateWindow {
 export async function countRateWindowTurns(db: Executor, windowStart: number, counts: ReadonlyMap<string, number>): Promise<Map<string, RateWindow>> {
   if (counts.size === 0) return new Map();
   const ordered = [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const rows = await countTurns(db, windowStart, JSON.stringify(ordered));
+  const rows = await countTurns(db, windowStart, JSON.stringify(ordered.map(([subscription, turns]) => ({ subscription, turns }))));
   return new Map(rows.map((row) => [row.subscription_id, { windowStart: Number(row.window_start), granted: Number(row.granted) }]));
 }

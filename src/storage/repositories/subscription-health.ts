@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { HealthChange, StatsIncrement } from '../../domain/notifications/endpoint-health.js';
 import type { Executor } from '../database.js';
 import { HISTOGRAM_COLUMNS } from '../migrations/009_delivery_operations.js';
-import { isPostgres } from '../migrations/types.js';
+import { dialectOf, type RecordColumnType } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
 import type { SubscriptionHealthTable } from '../tables/index.js';
 
@@ -17,15 +17,13 @@ const COUNT_COLUMNS = ['succeeded', 'retry', 'failed', ...HISTOGRAM_COLUMNS] as 
 const columnList = sql.raw(COUNT_COLUMNS.join(', '));
 const addToStored = sql.raw(COUNT_COLUMNS.map((c) => `${c} = subscription_stats.${c} + excluded.${c}`).join(', '));
 
-const upsertStats = precompiled((db, rows: string) =>
-  isPostgres(db as never)
-    ? sql`insert into subscription_stats (subscription_id, bucket_start, ${columnList})
-          select e ->> 0, (e ->> 1)::bigint, ${sql.raw(COUNT_COLUMNS.map((_, i) => `(e ->> ${i + 2})::int`).join(', '))}
-          from jsonb_array_elements(${rows}::jsonb) e
-          on conflict (subscription_id, bucket_start) do update set ${addToStored}`
-    : sql`insert into subscription_stats (subscription_id, bucket_start, ${columnList})
-          select value ->> 0, value ->> 1, ${sql.raw(COUNT_COLUMNS.map((_, i) => `value ->> ${i + 2}`).join(', '))}
-          from json_each(${rows}) where true
+const STATS_COLUMNS: Record<string, RecordColumnType> = { subscription_id: 'text', bucket_start: 'bigint', ...Object.fromEntries(COUNT_COLUMNS.map((column) => [column, 'int'])) };
+
+// `where true`: SQLite reads `on conflict` right after a select's `from` as part of a join.
+const upsertStats = precompiled(
+  (db, rows: string) =>
+    sql`insert into subscription_stats (subscription_id, bucket_start, ${columnList})
+          select subscription_id, bucket_start, ${columnList} from ${dialectOf(db).records(rows, 's', STATS_COLUMNS)} where true
           on conflict (subscription_id, bucket_start) do update set ${addToStored}`,
 );
 
@@ -40,18 +38,23 @@ const mergeHealth = sql`
   last_failure_at = case when ${newer('last_failure')} then excluded.last_failure_at else h.last_failure_at end,
   consecutive_failures = case when excluded.last_success_at is not null then excluded.consecutive_failures else h.consecutive_failures + excluded.consecutive_failures end,
   failing_since = case when excluded.last_success_at is not null then excluded.failing_since else coalesce(h.failing_since, excluded.failing_since) end`;
-const HEALTH_COLUMNS = sql.raw('subscription_id, last_success_at, last_success_status, last_failure_at, last_failure_status, last_failure_error, consecutive_failures, failing_since');
 
-const upsertHealth = precompiled((db, rows: string) =>
-  isPostgres(db as never)
-    ? sql<{ subscription_id: string; failing_since: string | number | null }>`insert into subscription_health as h (${HEALTH_COLUMNS})
-          select e ->> 0, (e ->> 1)::bigint, (e ->> 2)::int, (e ->> 3)::bigint, (e ->> 4)::int, e ->> 5, (e ->> 6)::int, (e ->> 7)::bigint
-          from jsonb_array_elements(${rows}::jsonb) e
-          on conflict (subscription_id) do update set ${mergeHealth}
-          returning h.subscription_id, h.failing_since`
-    : sql<{ subscription_id: string; failing_since: number | null }>`insert into subscription_health as h (${HEALTH_COLUMNS})
-          select value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7
-          from json_each(${rows}) where true
+const HEALTH_RECORD = {
+  subscription_id: 'text',
+  last_success_at: 'bigint',
+  last_success_status: 'int',
+  last_failure_at: 'bigint',
+  last_failure_status: 'int',
+  last_failure_error: 'text',
+  consecutive_failures: 'int',
+  failing_since: 'bigint',
+} as const;
+const HEALTH_COLUMNS = sql.raw(Object.keys(HEALTH_RECORD).join(', '));
+
+const upsertHealth = precompiled(
+  (db, rows: string) =>
+    sql<{ subscription_id: string; failing_since: string | number | null }>`insert into subscription_health as h (${HEALTH_COLUMNS})
+          select ${HEALTH_COLUMNS} from ${dialectOf(db).records(rows, 'n', HEALTH_RECORD)} where true
           on conflict (subscription_id) do update set ${mergeHealth}
           returning subscription_id, failing_since`,
 );
@@ -59,20 +62,32 @@ const upsertHealth = precompiled((db, rows: string) =>
 /** Adds a batch to the rollup; answers, per subscription in it, when its current run of failures began (null: none). */
 export async function recordHealth(db: Executor, stats: StatsIncrement[], health: HealthChange[]): Promise<Array<{ subscriptionId: string; failingSince: number | null }>> {
   if (stats.length === 0) return [];
-  await upsertStats(db, JSON.stringify(stats.map((row) => [row.subscriptionId, row.bucketStart, row.succeeded, row.retry, row.failed, ...row.histogram])));
+  await upsertStats(
+    db,
+    JSON.stringify(
+      stats.map((row) => ({
+        subscription_id: row.subscriptionId,
+        bucket_start: row.bucketStart,
+        succeeded: row.succeeded,
+        retry: row.retry,
+        failed: row.failed,
+        ...Object.fromEntries(HISTOGRAM_COLUMNS.map((column, i) => [column, row.histogram[i]])),
+      })),
+    ),
+  );
   const rows = await upsertHealth(
     db,
     JSON.stringify(
-      health.map((h) => [
-        h.subscriptionId,
-        h.lastSuccess?.at ?? null,
-        h.lastSuccess?.statusCode ?? null,
-        h.lastFailure?.at ?? null,
-        h.lastFailure?.statusCode ?? null,
-        h.lastFailure?.error ?? null,
-        h.failuresAfterSuccess,
-        h.firstFailureAfterSuccess,
-      ]),
+      health.map((h) => ({
+        subscription_id: h.subscriptionId,
+        last_success_at: h.lastSuccess?.at ?? null,
+        last_success_status: h.lastSuccess?.statusCode ?? null,
+        last_failure_at: h.lastFailure?.at ?? null,
+        last_failure_status: h.lastFailure?.statusCode ?? null,
+        last_failure_error: h.lastFailure?.error ?? null,
+        consecutive_failures: h.failuresAfterSuccess,
+        failing_since: h.firstFailureAfterSuccess,
+      })),
     ),
   );
   return rows.map((row) => ({ subscriptionId: row.subscription_id, failingSince: row.failing_since === null ? null : Number(row.failing_since) }));

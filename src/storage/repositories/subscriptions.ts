@@ -1,7 +1,6 @@
-import type { Kysely } from 'kysely';
 import type { Db, Executor } from '../database.js';
 import { precompiled } from '../precompiled.js';
-import { isPostgres } from '../migrations/types.js';
+import { dialectOf } from '../dialect.js';
 import type { SubscriptionsTable } from '../tables/index.js';
 
 export type SubscriptionRow = SubscriptionsTable;
@@ -67,8 +66,7 @@ export async function deleteSubscriptionRow(db: Executor, accountId: string, id:
  * secret rotation). PostgreSQL locks the account row; SQLite already runs one writer at a time.
  */
 export async function lockAccountSubscriptions(db: Executor, accountId: string): Promise<void> {
-  if (!isPostgres(db as unknown as Kysely<unknown>)) return;
-  await db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+  await dialectOf(db).lockRows(db.selectFrom('accounts').select('id').where('id', '=', accountId)).execute();
 }
 
 /**
@@ -76,9 +74,8 @@ export async function lockAccountSubscriptions(db: Executor, accountId: string):
  * it cannot be deleted before the transaction ends (SQLite already runs one writer at a time).
  */
 export async function lockSubscription(db: Executor, accountId: string, id: string): Promise<boolean> {
-  let query = db.selectFrom('subscriptions').select('id').where('account_id', '=', accountId).where('id', '=', id);
-  if (isPostgres(db as unknown as Kysely<unknown>)) query = query.forUpdate();
-  return (await query.executeTakeFirst()) !== undefined;
+  const query = db.selectFrom('subscriptions').select('id').where('account_id', '=', accountId).where('id', '=', id);
+  return (await dialectOf(db).lockRows(query).executeTakeFirst()) !== undefined;
 }
 
 /** What routing needs to pick subscriptions for a notification (PRODUCT.md §7). */
