@@ -21,7 +21,8 @@ import { claimJobs, recordFailure, type WorkerContext } from './worker-context.j
  *   new work arrives with a wake-up, or the poll.
  * - **Offers.** A transactional batch of this worker may take, in its own transaction, the jobs it
  *   enqueues for this loop (`offer`): up to the free slots not promised to another batch in
- *   flight. They start right after its commit (`adopt`), without a claim.
+ *   flight. They start right after its commit (`adopt`), without a claim. Promised room is not
+ *   free to claims either, or the adopted jobs would push the loop past its capacity.
  * - **Leases.** Renewed every JOB_LEASE/3 while the jobs run (`heartbeat`), one renewal at a time,
  *   so that, while renewals keep up, only a dead process's jobs are taken over. A renewal too late
  *   for a lease lets the next claim return a job this process is still running: it is not started
@@ -71,8 +72,10 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
   let stopping = false;
   let renewing = false;
 
-  const freeSlots = () => Math.min(slots.freeInCapacity(), 2 * concurrency - inFlight.size);
-  const freeForLight = () => Math.min(slots.freeForLight(), 2 * concurrency - inFlight.size);
+  // Room promised to batches in flight (offers) is not free: a claim that took it too let the
+  // adopted jobs push an account past the capacity, and every other account onto the reserve.
+  const freeSlots = () => Math.min(slots.freeInCapacity(), 2 * concurrency - inFlight.size) - promisedRoom;
+  const freeForLight = () => Math.min(slots.freeForLight(), 2 * concurrency - inFlight.size) - promisedRoom;
   const wakeForSlot = () => {
     if (drained) return;
     metrics.wakeups.inc({ source: 'slot' });
@@ -87,7 +90,10 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
     const externalWorkDone = () => {
       if (!slotHeld) return;
       slotHeld = false;
+      const wasLight = slots.isLight(account);
       slots.remove(account);
+      // An account that just became light again may have jobs the last light claim left out: the next one need not wait for a wake-up.
+      if (!wasLight && slots.isLight(account)) lightClaim.wakes = -1;
       wakeForSlot();
     };
     try {
@@ -194,7 +200,7 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
     },
     offer() {
       if (kinds.length === 0) return undefined;
-      const room = stopping ? 0 : Math.max(0, freeSlots() - promisedRoom);
+      const room = stopping ? 0 : Math.max(0, freeSlots());
       promisedRoom += room;
       // An account alone may have every slot; beside others, no more than its share.
       const excluded = slots.holders().length > 1 ? new Set(slots.overShare()) : undefined;
