@@ -1,5 +1,6 @@
 import { lightTransaction } from '../storage/light-transaction.js';
 import { completeHeldJobs, extendHeldLeases, leaseOffer, newLease, type ClaimedJob, type LeaseOffer } from '../storage/queue/index.js';
+import { adoptable, HeldDeliveries } from './delivery-ownership.js';
 import { AccountSlots, LIGHT_ACCOUNT_SLOTS } from './fair-share.js';
 import type { StandaloneJobHandler } from './job-handlers.js';
 import { Wakeup } from './wakeup.js';
@@ -16,17 +17,18 @@ import { claimJobs, recordFailure, type WorkerContext } from './worker-context.j
  *   when its call is over, not when its outcome is committed: held through the group commit (5 ms
  *   of gathering plus the commit, which blocks the thread on SQLite), the connections sat idle
  *   between claims (0 of 8 busy in a fifth of the samples, ~10,000 deliveries/s).
- * - **Drained.** A claim that got fewer jobs than it asked for read an empty queue, unless a
- *   wake-up came meanwhile: then freed slots no longer wake the loop (each claim is a write) and
- *   new work arrives with a wake-up, or the poll.
+ * - **Modes** (`DeliveryLoopMode`): `claiming` while the queue may have due jobs; `drained` once a
+ *   claim got fewer jobs than it asked for and no wake-up came meanwhile (it read an empty queue):
+ *   freed slots then no longer wake the loop (each claim is a write), and new work arrives with a
+ *   wake-up, or the poll; `stopping` claims nothing and offers no room while the jobs in flight go
+ *   on; `stopped` once they are over. Whether the loop is full is not a mode but a count (`slots`).
  * - **Offers.** A transactional batch of this worker may take, in its own transaction, the jobs it
  *   enqueues for this loop (`offer`): up to the free slots not promised to another batch in
  *   flight. They start right after its commit (`adopt`), without a claim. Promised room is not
  *   free to claims either, or the adopted jobs would push the loop past its capacity.
- * - **Leases.** Renewed every JOB_LEASE/3 while the jobs run (`heartbeat`), one renewal at a time,
- *   so that, while renewals keep up, only a dead process's jobs are taken over. A renewal too late
- *   for a lease lets the next claim return a job this process is still running: it is not started
- *   again, its run carries on under the new lease (`startOnce`).
+ * - **Ownership** (delivery-ownership.ts): a job runs here only under the lease its claim or its
+ *   hand-off wrote, once at a time; leases are renewed every JOB_LEASE/3 while the jobs run
+ *   (`heartbeat`), one renewal at a time.
  * - **Fair between accounts** (fair-share.ts; docs/delivery.md, "Fair delivery"). Slots are
  *   counted per account (the job's group). A claim leaves out the accounts holding their share and
  *   takes theirs only when no one else's are due; an offer takes no job of an account over its
@@ -35,16 +37,27 @@ import { claimJobs, recordFailure, type WorkerContext } from './worker-context.j
  *   for jobs that came due by time), so that a delivery of an account with little in flight is
  *   never queued behind another account's calls, even calls that hang until their timeout.
  */
+/** Where the loop is; the transitions allowed are `TRANSITIONS`. */
+export type DeliveryLoopMode = 'claiming' | 'drained' | 'stopping' | 'stopped';
+
+const TRANSITIONS: Record<DeliveryLoopMode, readonly DeliveryLoopMode[]> = {
+  claiming: ['drained', 'stopping'],
+  drained: ['claiming', 'stopping'],
+  stopping: ['stopped'],
+  stopped: [],
+};
+
 export interface DeliveryLoop {
   readonly kinds: readonly string[];
   readonly wake: Wakeup;
+  readonly mode: DeliveryLoopMode;
   /** New jobs were announced: the queue is not drained any more. */
   woken(): void;
   /** Claims and starts due jobs as far as slots allow; returns how many. */
   step(): Promise<number>;
   /** An offer for a batch's transaction (room may be 0: it then only counts what it declined). */
   offer(): LeaseOffer | undefined;
-  /** After the batch: start what it took if it committed, and give the promised room back. */
+  /** After the batch: start what it took if it committed (and its lease has not ended), and give the promised room back. */
   adopt(offer: LeaseOffer | undefined, committed: boolean): void;
   /** Claims nothing more; jobs in flight go on (their leases still renewed). */
   stop(): void;
@@ -55,35 +68,51 @@ export interface DeliveryLoop {
 /** How often, at most, a full loop claims for light accounts when no new job was announced (jobs that came due by time). */
 const LIGHT_CLAIM_INTERVAL_MS = 1000;
 
-export function createDeliveryLoop(context: WorkerContext, options: { kinds: string[]; concurrency: number }): DeliveryLoop {
+export interface DeliveryLoopOptions {
+  kinds: string[];
+  concurrency: number;
+  /** The time leases are written and compared with (default Date.now; tests move it to end leases). */
+  clock?: () => number;
+}
+
+export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoopOptions): DeliveryLoop {
   const { deps, leaseMs, metrics } = context;
   const { kinds, concurrency } = options;
+  const clock = options.clock ?? Date.now;
   const kindSet: ReadonlySet<string> = new Set(kinds);
   const wake = new Wakeup();
   const inFlight = new Set<Promise<void>>();
-  const running = new Map<string, ClaimedJob>();
+  const held = new HeldDeliveries();
   const claimWhenFree = Math.max(1, Math.floor(concurrency / 4));
   const reserve = claimWhenFree;
   const slots = new AccountSlots({ capacity: concurrency, reserve, lightBelow: LIGHT_ACCOUNT_SLOTS });
-  let promisedRoom = 0;
-  let drained = false;
-  let wakes = 0;
-  let lightClaim = { wakes: -1, at: 0 };
-  let stopping = false;
-  let renewing = false;
+  const state = {
+    mode: 'claiming' as DeliveryLoopMode,
+    /** Room promised to batches in flight (offers, not yet adopted). */
+    promisedRoom: 0,
+    /** Wake-ups so far: a claim that began before the last one may have missed its jobs. */
+    wakes: 0,
+    /** The last claim for light accounts: at which wake-up count, when. */
+    lightClaim: { wakes: -1, at: 0 },
+  };
+  const enter = (mode: DeliveryLoopMode) => {
+    if (mode === state.mode) return;
+    if (!TRANSITIONS[state.mode].includes(mode)) throw new Error(`delivery loop: no transition from ${state.mode} to ${mode}`);
+    state.mode = mode;
+  };
+  const accepting = () => state.mode === 'claiming' || state.mode === 'drained';
 
   // Room promised to batches in flight (offers) is not free: a claim that took it too let the
   // adopted jobs push an account past the capacity, and every other account onto the reserve.
-  const freeSlots = () => Math.min(slots.freeInCapacity(), 2 * concurrency - inFlight.size) - promisedRoom;
-  const freeForLight = () => Math.min(slots.freeForLight(), 2 * concurrency - inFlight.size) - promisedRoom;
+  const freeSlots = () => Math.min(slots.freeInCapacity(), 2 * concurrency - inFlight.size) - state.promisedRoom;
+  const freeForLight = () => Math.min(slots.freeForLight(), 2 * concurrency - inFlight.size) - state.promisedRoom;
   const wakeForSlot = () => {
-    if (drained) return;
+    if (state.mode !== 'claiming') return;
     metrics.wakeups.inc({ source: 'slot' });
     wake.signal();
   };
 
   async function run(job: ClaimedJob): Promise<void> {
-    running.set(job.id, job);
     const account = job.groupKey ?? '';
     slots.add(account);
     let slotHeld = true;
@@ -93,7 +122,7 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
       const wasLight = slots.isLight(account);
       slots.remove(account);
       // An account that just became light again may have jobs the last light claim left out: the next one need not wait for a wake-up.
-      if (!wasLight && slots.isLight(account)) lightClaim.wakes = -1;
+      if (!wasLight && slots.isLight(account)) state.lightClaim.wakes = -1;
       wakeForSlot();
     };
     try {
@@ -103,33 +132,15 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
     } catch (error) {
       await recordFailure(context, job, error);
     } finally {
-      running.delete(job.id);
+      held.release(job);
       externalWorkDone();
     }
   }
 
-  /**
-   * Starts the jobs not already running here. A claim can return one that is: its lease ran out
-   * while this process still ran it (a renewal came too late, or a batch's hand-off committed after
-   * the lease it wrote had ended: a stalled event loop, a slow database), so the claim took it back
-   * for this process. One run, not two: the run in flight goes on under the claim's lease, and its
-   * outcome is recorded with it. (The claim still counted a run in the row's `attempts`.) Returns
-   * how many started.
-   */
-  function startOnce(jobs: readonly ClaimedJob[]): number {
-    let reclaimed = 0;
-    for (const job of jobs) {
-      const held = running.get(job.id);
-      if (!held) {
-        start(job);
-        continue;
-      }
-      held.lease = job.lease;
-      held.leaseUntil = job.leaseUntil;
-      reclaimed += 1;
-    }
-    if (reclaimed > 0) context.log.warn({ reclaimed, leaseMs }, 'claimed jobs back whose lease ran out while this process ran them: JOB_LEASE is short for this load');
-    return jobs.length - reclaimed;
+  /** Claims up to `limit` due jobs, none of `excludeGroups` and none this process runs whose lease may have ended. */
+  function claim(limit: number, excludeGroups?: readonly string[]): Promise<ClaimedJob[]> {
+    const now = clock();
+    return claimJobs(context, 'delivery', kinds, limit, { now, excludeIds: held.lapsedBy(now), ...(excludeGroups ? { excludeGroups } : {}) });
   }
 
   /**
@@ -137,12 +148,13 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
    * else's are, the rest of `limit` from anyone (an account alone uses every slot).
    */
   async function claimFairly(limit: number): Promise<ClaimedJob[]> {
-    const wakesBefore = wakes;
+    const wakesBefore = state.wakes;
     const excluded = slots.overShare();
-    const jobs = await claimJobs(context, 'delivery', kinds, limit, excluded);
-    if (excluded.length > 0 && jobs.length < limit) jobs.push(...(await claimJobs(context, 'delivery', kinds, limit - jobs.length)));
-    drained = jobs.length < limit && wakes === wakesBefore;
-    context.log.debug({ asked: limit, got: jobs.length, excluded: excluded.length, slotsUsed: slots.total, inFlight: inFlight.size, drained }, 'claimed');
+    const jobs = await claim(limit, excluded);
+    if (excluded.length > 0 && jobs.length < limit) jobs.push(...(await claim(limit - jobs.length)));
+    // Fewer than asked, with no wake-up meanwhile: the claim read an empty queue.
+    if (accepting()) enter(jobs.length < limit && state.wakes === wakesBefore ? 'drained' : 'claiming');
+    context.log.debug({ asked: limit, got: jobs.length, excluded: excluded.length, slotsUsed: slots.total, inFlight: inFlight.size, mode: state.mode }, 'claimed');
     return jobs;
   }
 
@@ -150,28 +162,33 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
   async function claimForLightAccounts(): Promise<ClaimedJob[]> {
     const room = Math.min(LIGHT_ACCOUNT_SLOTS, freeForLight());
     const now = Date.now();
-    if (room <= 0 || (wakes === lightClaim.wakes && now - lightClaim.at < LIGHT_CLAIM_INTERVAL_MS)) return [];
-    lightClaim = { wakes, at: now };
-    const jobs = await claimJobs(context, 'delivery', kinds, room, slots.notLight());
+    if (room <= 0 || (state.wakes === state.lightClaim.wakes && now - state.lightClaim.at < LIGHT_CLAIM_INTERVAL_MS)) return [];
+    state.lightClaim = { wakes: state.wakes, at: now };
+    const jobs = await claim(room, slots.notLight());
     // As many as asked: there may be more light accounts' jobs, so the next step claims again.
-    if (jobs.length === room) lightClaim.wakes = -1;
+    if (jobs.length === room) state.lightClaim.wakes = -1;
     context.log.debug({ asked: room, got: jobs.length, slotsUsed: slots.total }, 'claimed for light accounts');
     return jobs;
   }
 
-  function start(job: ClaimedJob): void {
-    const promise = run(job).finally(() => {
-      inFlight.delete(promise);
-      wakeForSlot();
-    });
-    inFlight.add(promise);
+  function start(jobs: readonly ClaimedJob[]): number {
+    for (const job of jobs) {
+      held.hold(job);
+      const promise = run(job).finally(() => {
+        inFlight.delete(promise);
+        wakeForSlot();
+      });
+      inFlight.add(promise);
+    }
+    return jobs.length;
   }
 
+  let renewing = false;
   const heartbeat = setInterval(() => {
-    if (running.size === 0) return;
+    if (held.size === 0) return;
     if (renewing) return metrics.leaseRenewals.inc({ outcome: 'skipped' });
     renewing = true;
-    lightTransaction(deps.db, (tx) => extendHeldLeases(tx, [...running.values()], Date.now() + leaseMs), { singleStatement: true })
+    lightTransaction(deps.db, (tx) => extendHeldLeases(tx, held.all(), clock() + leaseMs, clock()), { singleStatement: true })
       .then((renewed) => {
         metrics.leaseRenewals.inc({ outcome: 'ok' });
         metrics.renewedLeases.inc(renewed);
@@ -187,40 +204,50 @@ export function createDeliveryLoop(context: WorkerContext, options: { kinds: str
   return {
     kinds,
     wake,
+    get mode() {
+      return state.mode;
+    },
     woken() {
-      wakes += 1;
-      drained = false;
+      state.wakes += 1;
+      if (state.mode === 'drained') enter('claiming');
       wake.signal();
     },
     async step() {
-      if (kinds.length === 0 || stopping) return 0;
+      if (kinds.length === 0 || !accepting()) return 0;
       const free = freeSlots();
-      if (free > 0 && (free >= claimWhenFree || slots.total === 0)) return startOnce(await claimFairly(free));
-      return startOnce(await claimForLightAccounts());
+      if (free > 0 && (free >= claimWhenFree || slots.total === 0)) return start(await claimFairly(free));
+      return start(await claimForLightAccounts());
     },
     offer() {
       if (kinds.length === 0) return undefined;
-      const room = stopping ? 0 : Math.max(0, freeSlots());
-      promisedRoom += room;
+      const room = accepting() ? Math.max(0, freeSlots()) : 0;
+      state.promisedRoom += room;
       // An account alone may have every slot; beside others, no more than its share.
       const excluded = slots.holders().length > 1 ? new Set(slots.overShare()) : undefined;
-      return leaseOffer(kindSet, { token: newLease(context.workerId), until: Date.now() + leaseMs }, room, excluded);
+      return leaseOffer(kindSet, { token: newLease(context.workerId), until: clock() + leaseMs }, room, excluded);
     },
     adopt(offer, committed) {
       if (!offer) return;
-      promisedRoom -= offer.room + offer.taken.length;
+      state.promisedRoom -= offer.room + offer.taken.length;
       if (!committed) return;
-      // A job a claim already took back (the hand-off's lease had ended by its commit) runs under
-      // the claim's newer lease: not again.
-      for (const job of offer.taken) if (!running.has(job.id)) start(job);
+      const { start: startNow, lapsed } = adoptable(offer, clock());
+      start(startNow);
+      if (lapsed.length > 0) {
+        // A stalled event loop or a slow commit: the hand-off's lease ended before it could start. A claim takes them.
+        context.log.warn({ jobs: lapsed.length, leaseMs }, 'a batch committed after the lease it gave its deliveries had ended: they are left to a claim');
+        this.woken();
+      }
       if (offer.declined > 0) this.woken();
     },
     stop() {
-      stopping = true;
+      if (state.mode === 'claiming' || state.mode === 'drained') enter('stopping');
     },
     async drain() {
       while (inFlight.size > 0) await Promise.all(inFlight);
-      if (stopping) clearInterval(heartbeat);
+      if (state.mode === 'stopping') {
+        clearInterval(heartbeat);
+        enter('stopped');
+      }
     },
   };
 }

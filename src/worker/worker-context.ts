@@ -52,20 +52,19 @@ export async function recordFailure(context: WorkerContext, job: ClaimedJob, err
 
 /**
  * Claims up to `limit` due jobs of `kinds` for one of the loops, leaving out those of
- * `excludeGroups`, and counts the claim. A lease lost in a power failure only lets the job run
- * again: the claim does not wait for the disk.
+ * `excludeGroups` and the ids of `excludeIds` (due at `now`), and counts the claim. A lease lost
+ * in a power failure only lets the job run again: the claim does not wait for the disk.
  */
 export async function claimJobs(
   context: WorkerContext,
   loop: 'transactional' | 'delivery',
   kinds: readonly string[],
   limit: number,
-  excludeGroups: readonly string[] = [],
+  options: { excludeGroups?: readonly string[]; excludeIds?: readonly string[]; now?: number } = {},
 ): Promise<ClaimedJob[]> {
   const { deps } = context;
-  const jobs = await lightTransaction(deps.db, (tx) => claimDueJobs(tx, { workerId: context.workerId, kinds, limit, leaseMs: context.leaseMs, now: Date.now(), excludeGroups }), {
-    singleStatement: true,
-  });
+  const claim = { workerId: context.workerId, kinds, limit, leaseMs: context.leaseMs, now: options.now ?? Date.now(), excludeGroups: options.excludeGroups ?? [], excludeIds: options.excludeIds ?? [] };
+  const jobs = await lightTransaction(deps.db, (tx) => claimDueJobs(tx, claim), { singleStatement: true });
   context.metrics.claims.inc({ loop });
   context.metrics.claimedJobs.inc({ loop }, jobs.length);
   return jobs;

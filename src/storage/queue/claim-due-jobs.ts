@@ -13,6 +13,8 @@ export interface ClaimOptions {
   now?: number;
   /** Groups whose jobs this claim leaves to others (their share of the worker's slots is taken). */
   excludeGroups?: readonly string[];
+  /** Jobs this claim must not return: the claimer's own runs whose lease may have ended (delivery-ownership.ts). */
+  excludeIds?: readonly string[];
 }
 
 /** A lease token unique to one claim (or one batch's hand-off) of this worker: its id and 72 random bits. */
@@ -24,7 +26,8 @@ export function newLease(workerId: string): string {
  * Leases up to `limit` due jobs of the given kinds in one statement: `run_at` moves to the end of
  * the lease (so an abandoned job is simply due again later), `attempts` counts the claim, and
  * `locked_by` gets a token unique to this claim. Which jobs: `dueJobIds` (PostgreSQL skips rows
- * another worker is claiming; SQLite has a single writer), without those of `excludeGroups`.
+ * another worker is claiming; SQLite has a single writer), without those of `excludeGroups` and
+ * `excludeIds`.
  */
 export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise<ClaimedJob[]> {
   if (options.kinds.length === 0 || options.limit <= 0) return [];
@@ -39,7 +42,7 @@ export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise
       attempts: eb('attempts', '+', 1),
       updated_at: now,
     }))
-    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now, dialect: dialectOf(db), excludeGroups: options.excludeGroups })})`)
+    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now, dialect: dialectOf(db), excludeGroups: options.excludeGroups, excludeIds: options.excludeIds })})`)
     .returningAll()
     .execute();
   return rows.map((row) => toClaimedJob(row)).sort(byCreation);

@@ -18,11 +18,22 @@ import type { StorageDialect } from '../dialect.js';
  * reads the ranges of `jobs_pending_group_run_at_idx` between them instead (one part per range, as
  * per kind above), and costs what the other groups have due, not what the excluded ones have. Jobs
  * of no group are in no range: they are left to the plain claim.
+ *
+ * `excludeIds` leaves out jobs by id: the deliveries the claiming process still runs whose lease
+ * may have ended (delivery-ownership.ts). Usually none, and then the statement does not name it.
  */
-export function dueJobIds(options: { kinds: readonly string[]; limit: number; now: number; dialect: StorageDialect; excludeGroups?: readonly string[] | undefined }): RawBuilder<{ id: string }> {
+export function dueJobIds(options: {
+  kinds: readonly string[];
+  limit: number;
+  now: number;
+  dialect: StorageDialect;
+  excludeGroups?: readonly string[] | undefined;
+  excludeIds?: readonly string[] | undefined;
+}): RawBuilder<{ id: string }> {
   const { kinds, limit, now, dialect } = options;
   const ranges = groupRanges(options.excludeGroups ?? []);
-  const parts = kinds.flatMap((kind) => ranges.map((range) => duePart(dialect, kind, range, limit, now)));
+  const notIds = options.excludeIds?.length ? sql` and not ${dialect.inList(sql.ref('id'), dialect.list(options.excludeIds))}` : sql``;
+  const parts = kinds.flatMap((kind) => ranges.map((range) => duePart(dialect, kind, range, limit, now, notIds)));
   if (parts.length === 1) return sql`select id from (${parts[0]!}) due`;
   const names = parts.map((_, i) => sql.raw(`due_${i}`));
   return sql`with ${sql.join(parts.map((part, i) => sql`${names[i]!} as (${part})`))}
@@ -43,7 +54,7 @@ function groupRanges(excluded: readonly string[]): GroupRange[] {
   return [...ranges, { all: false, above: sorted.at(-1)! }];
 }
 
-function duePart(dialect: StorageDialect, kind: string, range: GroupRange, limit: number, now: number): RawBuilder<unknown> {
+function duePart(dialect: StorageDialect, kind: string, range: GroupRange, limit: number, now: number, notIds: RawBuilder<unknown>): RawBuilder<unknown> {
   // Byte order, as groupRanges sorts (and the index is built).
   const key = dialect.byteOrder('group_key');
   const groups = range.all
@@ -51,6 +62,6 @@ function duePart(dialect: StorageDialect, kind: string, range: GroupRange, limit
     : sql`${range.above !== undefined ? sql` and ${key} > ${range.above}` : sql``}${range.below !== undefined ? sql` and ${key} < ${range.below}` : sql``}`;
   // SQLite would rather walk the run_at index (no sort) and step over the excluded groups' rows: told which index to use.
   const table = range.all ? sql.table('jobs') : dialect.tableUsingIndex('jobs', 'jobs_pending_group_run_at_idx');
-  return sql`select id, run_at from ${table} where state = 'pending' and kind = ${kind} and run_at <= cast(${now} as bigint)${groups}
+  return sql`select id, run_at from ${table} where state = 'pending' and kind = ${kind} and run_at <= cast(${now} as bigint)${groups}${notIds}
     order by run_at limit ${limit}${dialect.rowLock({ skipLocked: true })}`;
 }
