@@ -68,7 +68,8 @@ function assertAtMostPerSecond(times: number[], limit: number, what: string): vo
   }
   assert.ok(busiest <= 2 * limit, `${what}: ${busiest} calls in one sliding second, limit ${limit} (tolerance 2 × limit); ${shown()}`);
   const windows = Math.ceil(sorted.length / limit) - 1;
-  assert.ok(sorted.at(-1)! - start >= (windows - 1) * 1000, `${what}: ${sorted.length} calls in ${sorted.at(-1)! - start} ms, at ${limit}/s they need ${windows} windows; ${shown()}`);
+  // The windows are the worker's; arrivals lag their turns by a varying delay, the same room as above.
+  assert.ok(sorted.at(-1)! - start >= (windows - 1) * 1000 - RECEIVE_JITTER_MS, `${what}: ${sorted.length} calls in ${sorted.at(-1)! - start} ms, at ${limit}/s they need ${windows} windows; ${shown()}`);
 }
 
 describe('rate limit turns (pure)', () => {
