@@ -213,14 +213,25 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
   }
 
   /** Waits until allSettled(expected); on timeout the error says what was left, for a flaky run's post-mortem. */
-  async function waitAllSettled(expected: number): Promise<void> {
+  async function waitAllSettled(expected: number, receiver?: PidReceiver): Promise<void> {
     try {
       await eventually(() => allSettled(expected), 300_000, 'every notification to be delivered');
     } catch (error) {
       const notifications = await storage.db.selectFrom('notifications').select(['status', 'last_error', (eb) => eb.fn.countAll<string>().as('n')]).groupBy(['status', 'last_error']).execute();
       const jobs = await storage.db.selectFrom('jobs').select(['kind', 'state', 'attempts', 'last_error', 'run_at', 'locked_by']).limit(20).execute();
+      // The ones left: each attempt's start and error, and whether (when, from which worker) the receiver got their calls.
+      const left = await storage.db.selectFrom('notifications').select(['id', 'attempt_count']).where('status', '=', 'pending').limit(5).execute();
+      const stories = await Promise.all(
+        left.map(async ({ id, attempt_count }) => {
+          const attempts = await storage.db.selectFrom('notification_attempts').select(['attempt', 'started_at', 'latency_ms', 'error']).where('notification_id', '=', id).orderBy('attempt').execute();
+          const calls = receiver?.calls.filter((call) => call.headers['webhook-id'] === id).map((call) => ({ pid: call.pid, at: Math.round(call.at), answeredAt: call.answeredAt && Math.round(call.answeredAt) }));
+          return { id, attempt_count, attempts, received: calls };
+        }),
+      );
       const outputs = services.map((s) => s.output().split('\n').filter((line) => /"level":(40|50|60)/.test(line)).slice(-5).join('\n'));
-      throw new Error(`${(error as Error).message}\nnotifications: ${JSON.stringify(notifications)}\njobs left: ${JSON.stringify(jobs)}\nnow: ${Date.now()}\nwarnings: ${outputs.join('\n')}`);
+      throw new Error(
+        `${(error as Error).message}\nnotifications: ${JSON.stringify(notifications)}\nleft: ${JSON.stringify(stories)} (receiver clock now ${Math.round(performance.now())})\njobs left: ${JSON.stringify(jobs)}\nnow: ${Date.now()}\nwarnings: ${outputs.join('\n')}`,
+      );
     }
   }
 
@@ -267,7 +278,7 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
 
     const requestIds = await sendRequests(apiService.url, account.token, REQUESTS, 50);
     assert.equal(new Set(requestIds).size, REQUESTS);
-    await waitAllSettled(REQUESTS * EVENTS.length);
+    await waitAllSettled(REQUESTS * EVENTS.length, receiver);
 
     const failed = await storage.db.selectFrom('notifications').select('id').where('status', '!=', 'succeeded').execute();
     assert.deepEqual(failed, [], 'every notification succeeded');
@@ -313,7 +324,7 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     receiver.open();
     t.diagnostic(`killed worker pid ${victimPid} with ${inFlightAtKill.size} unanswered deliveries; ${receiver.calls.length} calls so far`);
 
-    await waitAllSettled(earlier + REQUESTS * EVENTS.length);
+    await waitAllSettled(earlier + REQUESTS * EVENTS.length, receiver);
     const failed = await storage.db.selectFrom('notifications').select('id').where('status', '!=', 'succeeded').execute();
     assert.deepEqual(failed, [], 'every notification succeeded');
     const { repeats } = checkCalls(account, receiver.calls, requestIds);
@@ -374,7 +385,7 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     workerPids = survivors.map((w) => w.process.pid!);
     receiver.open();
 
-    await waitAllSettled(earlier + REQUESTS * EVENTS.length);
+    await waitAllSettled(earlier + REQUESTS * EVENTS.length, receiver);
     const failed = await storage.db.selectFrom('notifications').select('id').where('status', '!=', 'succeeded').execute();
     assert.deepEqual(failed, [], 'every notification succeeded');
     checkCalls(account, receiver.calls, requestIds);
