@@ -8,9 +8,8 @@ import { PROCESS_REQUEST_JOB, REGISTER_REQUEST_JOB } from '../src/domain/request
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { openSqliteDatabase } from '../src/storage/sqlite-driver.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
-import { claimDueJobs, type ClaimedJob } from '../src/storage/queue/index.js';
+import { claimDueDeliveries, claimDueJobs, type ClaimedJob } from '../src/storage/queue/index.js';
 import type { Executor } from '../src/storage/database.js';
-import { DELIVER_NOTIFICATION } from '../src/services/schedule-delivery.js';
 import {
   createPgSchema,
   fmt,
@@ -29,12 +28,12 @@ import { startRewards, type BenchOptions, type BenchRow, type Child } from './li
 
 /**
  * Entry "backlog": does a large retry backlog slow the queue down or blow up a worker?
- * (a) Claim cost: a fresh database holds SIZE pending `deliver-notification` jobs, all but DUE of
- *     them due later (a retry backlog: 1 min … 3 h ahead), DUE due now. Time CLAIMS calls of
- *     `claimDueJobs` as the delivery loop makes them (limit 16, autocommit); after each, the jobs
- *     are given back with `releaseJobs` (one transaction, not timed) so every call sees the same
- *     due set. Also timed: the transactional loop's claim (register/process kinds, limit 256),
- *     which finds nothing but has to step over the due delivery jobs. 1,000 vs 1,000,000 pending,
+ * (a) Claim cost: a fresh database holds SIZE pending notifications (each its own delivery job),
+ *     all but DUE of them due later (a retry backlog: 1 min … 3 h ahead), DUE due now. Time CLAIMS
+ *     calls of `claimDueDeliveries` as the delivery loop makes them (limit 16, autocommit); after
+ *     each, they are given back with `releaseJobs` (one transaction, not timed) so every call sees
+ *     the same due set. Also timed: the transactional loop's claim (register/process kinds, limit
+ *     256) on the jobs table, which finds nothing. 1,000 vs 1,000,000 pending,
  *     goal: ratio ≤ 2.
  * (b) Worker memory: `rewards serve --role worker` on that database delivers WORK notifications
  *     (due now, real rows, to the keep-alive receiver) while the backlog waits; VmRSS sampled
@@ -57,7 +56,7 @@ interface Backend {
 interface Database {
   env: Record<string, string>;
   open(): Storage;
-  /** Inserts `future` jobs due later and `due` jobs due now, straight into the jobs table. */
+  /** Inserts `future` notifications due later and `due` due now, straight into the table (each its own delivery job). */
   insertBacklog(future: number, due: number): Promise<void>;
   cleanup(): Promise<void>;
 }
@@ -76,10 +75,10 @@ function sqliteBackend(): Backend {
           const db = openSqliteDatabase(file);
           db.pragma('busy_timeout = 5000');
           db.pragma('synchronous = OFF');
-          const columns = '(id, kind, payload, state, run_at, attempts, max_attempts, dedupe_key, created_at, updated_at)';
-          const row = '(?, ?, ?, ?, ?, 0, 20, ?, ?, ?)';
+          const columns = "(id, account_id, request_id, event, url, payload, status, attempt_count, created_at, updated_at, test, has_waiters, run_at, runs, postponed)";
+          const row = "(?, 'acc_backlog', ?, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 0, ?, ?, 0, 0, ?, 0, 0)";
           const CHUNK = 500;
-          const statement = (n: number) => db.prepare(`insert into jobs ${columns} values ${Array(n).fill(row).join(', ')}`);
+          const statement = (n: number) => db.prepare(`insert into notifications ${columns} values ${Array(n).fill(row).join(', ')}`);
           const full = statement(CHUNK);
           const now = Date.now();
           const total = future + due;
@@ -88,9 +87,8 @@ function sqliteBackend(): Backend {
               const n = Math.min(CHUNK, total - start);
               const values: unknown[] = [];
               for (let i = start; i < start + n; i++) {
-                const notificationId = `msg_backlog_${i}`;
                 const runAt = i < due ? now - 1000 + (i % 1000) : now + FUTURE_FROM_MS + Math.floor(Math.random() * FUTURE_SPREAD_MS);
-                values.push(`job_backlog_${i}`, DELIVER_NOTIFICATION, JSON.stringify({ notificationId }), 'pending', runAt, `deliver:${notificationId}`, now, now);
+                values.push(`msg_backlog_${i}`, `req_backlog_${i}`, now, now, runAt);
               }
               (n === CHUNK ? full : statement(n)).run(...values);
             }
@@ -117,14 +115,13 @@ function postgresBackend(url: string): Backend {
           const now = Date.now();
           // generate_series in one statement; ANALYZE afterwards stands in for autovacuum's autoanalyze.
           await schema.query(
-            `insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, dedupe_key, created_at, updated_at)
-             select 'job_backlog_' || g, $1, json_build_object('notificationId', 'msg_backlog_' || g)::text, 'pending',
-                    case when g <= $3 then $4::bigint - 1000 + (g % 1000) else $4::bigint + $5 + (random() * $6)::bigint end,
-                    0, 20, 'deliver:msg_backlog_' || g, $4::bigint, $4::bigint
-             from generate_series(1, $2::int) g`,
-            [DELIVER_NOTIFICATION, future + due, due, now, FUTURE_FROM_MS, FUTURE_SPREAD_MS],
+            `insert into notifications (id, account_id, request_id, event, url, payload, status, attempt_count, created_at, updated_at, test, has_waiters, run_at, runs, postponed)
+             select 'msg_backlog_' || g, 'acc_backlog', 'req_backlog_' || g, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 0, $3::bigint, $3::bigint, 0, 0,
+                    case when g <= $2 then $3::bigint - 1000 + (g % 1000) else $3::bigint + $4 + (random() * $5)::bigint end, 0, 0
+             from generate_series(1, $1::int) g`,
+            [future + due, due, now, FUTURE_FROM_MS, FUTURE_SPREAD_MS],
           );
-          await schema.query('analyze jobs');
+          await schema.query('analyze notifications');
         },
         cleanup: () => schema.drop(),
       };
@@ -144,12 +141,12 @@ interface Measured {
   workMs: number;
 }
 
-/** Gives claimed jobs back untouched, so the next claim measures the same backlog (the claim is not counted). */
+/** Gives claimed deliveries back untouched, so the next claim measures the same backlog (the claim is not counted). */
 async function releaseJobs(db: Executor, jobs: ClaimedJob[]): Promise<void> {
   if (jobs.length === 0) return;
   await db
-    .updateTable('jobs')
-    .set((eb) => ({ run_at: Date.now(), locked_by: null, locked_at: null, attempts: eb('attempts', '-', 1) }))
+    .updateTable('notifications')
+    .set((eb) => ({ lease: null, lease_until: null, runs: eb('runs', '-', 1) }))
     .where('id', 'in', jobs.map((job) => job.id))
     .execute();
 }
@@ -163,7 +160,7 @@ async function measureClaims(storage: Storage, calls: number): Promise<Pick<Meas
   const otherTimes: number[] = [];
   for (let i = 0; i < calls + 20; i++) {
     let started = performance.now();
-    const jobs = await claimDueJobs(storage.db, { workerId: 'bench', kinds: [DELIVER_NOTIFICATION], limit: CLAIM_LIMIT, leaseMs: 60_000 });
+    const jobs = await claimDueDeliveries(storage.db, { workerId: 'bench', limit: CLAIM_LIMIT, leaseMs: 60_000, now: Date.now(), maxRuns: 20 });
     const claimMs = performance.now() - started;
     if (jobs.length !== CLAIM_LIMIT) throw new Error(`claimed ${jobs.length} of ${CLAIM_LIMIT} due jobs`);
     await storage.db.transaction().execute((tx) => releaseJobs(tx, jobs));

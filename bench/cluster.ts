@@ -10,7 +10,6 @@ import pg from 'pg';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
 import type { NotificationsTable } from '../src/storage/tables/index.js';
-import { enqueueDeliveries } from '../src/services/schedule-delivery.js';
 import { freePort, onCore, REWARDS_BIN, ROOT_DIR, startProcess, token, type Child } from './lib.js';
 
 export interface PgSchema {
@@ -151,7 +150,7 @@ export async function setUpTenant(serviceUrl: string, operator: { client_id: str
   return { accountId: account.id, subscriptionId: subscription._id, callbackUrl: `${receiverUrl}/hook` };
 }
 
-/** Commits `count` pending notifications and their delivery jobs (due now) in one transaction, as the request pipeline would. */
+/** Commits `count` pending notifications (each its own delivery job, due now) in one transaction, as the request pipeline would. */
 export async function preloadNotifications(storage: Storage, tenant: Tenant, count: number, tag = 'bench'): Promise<void> {
   const now = Date.now();
   await storage.db.transaction().execute(async (tx) => {
@@ -161,13 +160,15 @@ export async function preloadNotifications(storage: Storage, tenant: Tenant, cou
         rows.push(newNotificationRow({ accountId: tenant.accountId, requestId: `req_${tag}_${i}`, subscriptionId: tenant.subscriptionId, event: 'registered-requests', url: tenant.callbackUrl, payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }) }, now));
       }
       await insertNotifications(tx, rows);
-      await enqueueDeliveries(
-        tx,
-        rows.map((row) => ({ notificationId: row.id, accountId: row.account_id })),
-        { now },
-      );
     }
   });
+}
+
+/** Work not finished: pending jobs (request registration and processing) and pending notifications (each its own delivery job). */
+export async function unfinishedWork(storage: Storage): Promise<number> {
+  const jobs = await storage.db.selectFrom('jobs').select((eb) => eb.fn.countAll<string>().as('n')).where('state', '=', 'pending').executeTakeFirstOrThrow();
+  const notifications = await storage.db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+  return Number(jobs.n) + Number(notifications.n);
 }
 
 export const fmt = (n: number) => Math.round(n).toLocaleString('en-US');

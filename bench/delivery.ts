@@ -4,8 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
-import { enqueueDeliveries } from '../src/services/schedule-delivery.js';
-import { call, createPgSchema } from './cluster.js';
+import { call, createPgSchema, unfinishedWork } from './cluster.js';
 import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 
 /**
@@ -94,8 +93,7 @@ export async function plainPostLoop(receiverUrl: string, count: number): Promise
 /** Waits until the queue is empty (deliveries recorded, earlier requests processed) so phases do not overlap. */
 async function waitForEmptyQueue(storage: Storage): Promise<void> {
   for (;;) {
-    const left = await storage.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('state', '=', 'pending').executeTakeFirst();
-    if (Number(left?.n ?? 0) === 0) return;
+    if ((await unfinishedWork(storage)) === 0) return;
     await sleep(50);
   }
 }
@@ -156,7 +154,7 @@ export async function setUpTenant(service: Awaited<ReturnType<typeof startReward
   return { accountId: account.id as string, bearer, subscriptionId: subscription._id as string, callbackUrl: `${receiverUrl}/hook` };
 }
 
-/** Commits `count` pending notifications and their delivery jobs, as the request pipeline would. */
+/** Commits `count` pending notifications (each its own delivery job), as the request pipeline would. */
 export async function preload(storage: Storage, tenant: { accountId: string; subscriptionId: string; callbackUrl: string }, count: number, tag = 'bench'): Promise<void> {
   const now = Date.now();
   const rows = Array.from({ length: count }, (_, i) => newNotificationRow({ accountId: tenant.accountId, requestId: `req_${tag}_${i}`, subscriptionId: tenant.subscriptionId, event: 'registered-requests', url: tenant.callbackUrl, payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }) }, now));
@@ -164,11 +162,6 @@ export async function preload(storage: Storage, tenant: { accountId: string; sub
     for (let i = 0; i < rows.length; i += 500) {
       const batch = rows.slice(i, i + 500);
       await insertNotifications(tx, batch);
-      await enqueueDeliveries(
-        tx,
-        batch.map((row) => ({ notificationId: row.id, accountId: row.account_id })),
-        { now },
-      );
     }
   });
 }

@@ -5,9 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
-import { DELIVER_NOTIFICATION, enqueueDeliveries } from '../src/services/schedule-delivery.js';
+import { DELIVER_NOTIFICATION } from '../src/services/schedule-delivery.js';
 import { notifyOtherProcesses } from '../src/storage/queue/index.js';
-import { createPgSchema } from './cluster.js';
+import { createPgSchema, unfinishedWork } from './cluster.js';
 import { percentile, perSecond, plainPostLoop, preload, reset, setUpTenant, waitForCount, type Stats } from './delivery.js';
 import { freePort, ROOT_DIR, startProcess, startRewards, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 import { PEER_SETTINGS, type PeerJob } from './peers/worker.js';
@@ -214,14 +214,12 @@ async function service(url: string, receiverUrl: string): Promise<System> {
       );
       await storage.db.transaction().execute(async (tx) => {
         await insertNotifications(tx, [row]);
-        await enqueueDeliveries(tx, [{ notificationId: row.id, accountId: row.account_id }], { now: Date.now() });
         await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
       });
       return row.id;
     },
     async unfinished() {
-      const left = await storage.db.selectFrom('jobs').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
-      return Number(left.n);
+      return unfinishedWork(storage);
     },
     async stop() {
       await storage.close();

@@ -7,7 +7,6 @@ import { runInNewContext } from 'node:vm';
 import { sql, type RawBuilder } from 'kysely';
 import { recoverNotifications, RECOVERY_BATCH_SIZE } from '../src/services/recover-notifications.js';
 import { createAccount } from '../src/services/accounts.js';
-import { DELIVER_NOTIFICATION } from '../src/services/schedule-delivery.js';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
 import { JobSignals } from '../src/storage/queue/index.js';
@@ -19,14 +18,13 @@ import type { BenchOptions, BenchRow } from './lib.js';
  * Entry "recovery": POST /subscriptions/{id}/recover over a large outage, in process (the
  * service the route calls, `recoverNotifications`, with its batches of 1,000).
  * A fresh database holds TARGET failed notifications of one subscription, completed over the last
- * 24 h (three to a millisecond, so keyset ties straddle pages; every tenth with its failed
- * delivery job, as the job's own exhaustion leaves it), plus noise the call must not touch: 20,000
+ * 24 h (three to a millisecond, so keyset ties straddle pages), plus noise the call must not touch: 20,000
  * failed notifications of another subscription, 10,000 of this one failed three days ago (outside
  * the window), 10,000 delivered ones and 1,000 failed test sends. Measured: the call's wall time
- * (everything back to pending and one delivery job each enqueued and committed; no worker runs,
+ * (everything back to pending and due, committed; no worker runs,
  * nothing is delivered) and the process's peak RSS above its RSS just before the call (sampled
  * every 20 ms, after a full GC), with what the JavaScript heap still holds after the call and
- * another full GC. Checked: the count answered, the jobs enqueued, the noise untouched.
+ * another full GC. Checked: the count answered, each due again, the noise untouched.
  * Baselines, the same call on the same noise: for the time, 1,000 failed notifications (ratio:
  * time per notification, ≈ 1 or below when every page costs the same); for the memory, a tenth of
  * them (ratio ≈ 1 when memory does not grow with the count; under 16 MiB counts as 16 MiB). Each
@@ -91,9 +89,6 @@ function sqliteBackend(): Backend {
               `insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, last_status_code, last_error, created_at, updated_at, completed_at, test)
                values ${Array(n).fill(notification).join(', ')}`,
             );
-          const insertJob = db.prepare(
-            `insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, last_error, dedupe_key, created_at, updated_at) values (?, ?, ?, 'failed', ?, 20, 20, 'exhausted', ?, ?, ?)`,
-          );
           const full = insertNotifications(CHUNK);
           db.transaction(() => {
             let values: unknown[] = [];
@@ -103,14 +98,11 @@ function sqliteBackend(): Backend {
               values = [];
               n = 0;
             };
-            let index = 0;
             for (const [id, subscriptionId, status, completedAt, test] of planRows(plan)) {
               const requestId = `req_${id.slice(4)}`;
               values.push(id, plan.accountId, requestId, subscriptionId, 'registered-requests', 'http://127.0.0.1:9/hook', JSON.stringify({ id: requestId, rewardValue: 10 }), status, status === 'failed' ? 'HTTP 500' : null, completedAt - 60_000, completedAt, completedAt, test);
               n += 1;
               if (n === CHUNK) flush();
-              if (index < plan.failed && index % 10 === 0) insertJob.run(`job_${id}`, DELIVER_NOTIFICATION, JSON.stringify({ notificationId: id }), completedAt, `deliver:${id}`, completedAt, completedAt);
-              index += 1;
             }
             flush();
           })();
@@ -152,11 +144,7 @@ function postgresBackend(url: string): Backend {
             if (batch.length === 20_000) await flush();
           }
           await flush();
-          await sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, last_error, dedupe_key, created_at, updated_at)
-              select 'job_' || id, ${DELIVER_NOTIFICATION}, json_build_object('notificationId', id)::text, 'failed', completed_at, 20, 20, 'exhausted', 'deliver:' || id, completed_at, completed_at
-              from notifications where id like 'msg_rec_%' and substr(id, 9)::int % 10 = 0`.execute(storage.db);
           await sql`analyze notifications`.execute(storage.db);
-          await sql`analyze jobs`.execute(storage.db);
         },
         async cleanup() {
           await storage.close();
@@ -235,15 +223,14 @@ async function measure(backend: Backend, failed: number): Promise<Measured> {
     collectGarbage();
     const heapKeptMiB = (process.memoryUsage().heapUsed - heapBefore) / MiB;
 
-    // Checks: everything taken once, one job each, the noise untouched.
+    // Checks: everything taken once and due again, the noise untouched.
     const count = async (query: RawBuilder<{ n: number | string }>) => Number((await query.execute(db)).rows[0]!.n);
     const pending = await count(sql`select count(*) as n from notifications where subscription_id = 'sub_recovery_target' and status = 'pending'`);
-    const jobs = await count(sql`select count(*) as n from jobs where kind = ${DELIVER_NOTIFICATION} and state = 'pending'`);
-    const failedJobs = await count(sql`select count(*) as n from jobs where state = 'failed'`);
+    const due = await count(sql`select count(*) as n from notifications where subscription_id = 'sub_recovery_target' and status = 'pending' and run_at is not null`);
     const stillFailed = await count(sql`select count(*) as n from notifications where status = 'failed'`);
     const untouched = NOISE.otherSubscription + NOISE.outsideWindow + NOISE.testSends;
-    if (recovered !== failed || pending !== failed || jobs !== failed || failedJobs !== 0 || stillFailed !== untouched) {
-      throw new Error(`recovery [${backend.name}]: answered ${recovered}, ${pending} pending, ${jobs} jobs, ${failedJobs} failed jobs left, ${stillFailed} failed (expected ${failed}, ${failed}, ${failed}, 0, ${untouched})`);
+    if (recovered !== failed || pending !== failed || due !== failed || stillFailed !== untouched) {
+      throw new Error(`recovery [${backend.name}]: answered ${recovered}, ${pending} pending, ${due} due, ${stillFailed} failed (expected ${failed}, ${failed}, ${failed}, ${untouched})`);
     }
     return { recovered, ms, rssBeforeMiB: rssBefore / MiB, peakRssIncreaseMiB: (peak - rssBefore) / MiB, heapKeptMiB, loadMs };
   } finally {
@@ -263,7 +250,7 @@ export async function benchRecovery(options: BenchOptions): Promise<BenchRow[]> 
     const rate = (m: Measured) => (m.recovered / m.ms) * 1000;
     rows.push(
       {
-        entry: `recovery: ${fmt(large)} failed notifications back to pending, one delivery job each, enqueued${quickNote} [${backend.name}]`,
+        entry: `recovery: ${fmt(large)} failed notifications back to pending and due${quickNote} [${backend.name}]`,
         figure: `${(big.ms / 1000).toFixed(2)} s (${fmt(rate(big))}/s, ${Math.ceil(large / RECOVERY_BATCH_SIZE)} transactions; loaded in ${(big.loadMs / 1000).toFixed(1)} s)`,
         baseline: `${fmt(SMALL)}: ${(small.ms / 1000).toFixed(3)} s (${fmt(rate(small))}/s)`,
         // Time per notification, large over small: ≈ 1 when the keyset pages cost the same all the way.

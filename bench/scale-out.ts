@@ -11,6 +11,7 @@ import {
   setUpTenant,
   startReceiver,
   startWorkerProcess,
+  unfinishedWork,
   waitForReceiverCount,
   type ReceiverStats,
   type WorkerProcess,
@@ -65,8 +66,7 @@ export async function benchScaleOut(options: BenchOptions): Promise<BenchRow[]> 
       await waitForReceiverCount(receiver.url, WARMUP, `scale-out warm-up with ${n} workers`);
       // Let the warm-up's attempts be recorded before the measured batch.
       for (;;) {
-        const left = await storage.db.selectFrom('jobs').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
-        if (Number(left.n) === 0) break;
+        if ((await unfinishedWork(storage)) === 0) break;
         await sleep(50);
       }
       await waitForQuietMachine({ postgresUrl: options.postgresUrl });

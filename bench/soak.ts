@@ -72,7 +72,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
         const createdAt = new Map(created.rows.map((row) => [row.id, Number(row.created_at)]));
         const latencies = arrivals.flatMap(([id, at]) => (createdAt.has(id) ? [at - createdAt.get(id)!] : [])).sort((a, b) => a - b);
         const stats = await db.query<{ relname: string; live: string; dead: string }>('select relname, n_live_tup as live, n_dead_tup as dead from pg_stat_user_tables where schemaname = current_schema()');
-        const pending = await db.query<{ n: string }>("select count(*) as n from jobs where state = 'pending'");
+        const pending = await db.query<{ n: string }>("select (select count(*) from jobs where state = 'pending') + (select count(*) from notifications where status = 'pending') as n");
         const row: Minute = {
           minute,
           accepted: load.ok,
@@ -90,7 +90,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
         const t = (name: string) => `${row.tables[name]?.live ?? 0}/${row.tables[name]?.dead ?? 0}`;
         process.stderr.write(
           `  soak minute ${minute}: ${load.ok} accepted (${load.failed} refused), ${arrivals.length} delivered, p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms, ` +
-            `RSS ${row.rssMiB.toFixed(0)} MiB, pending jobs ${row.pendingJobs}, live/dead jobs ${t('jobs')} notifications ${t('notifications')} attempts ${t('notification_attempts')}\n`,
+            `RSS ${row.rssMiB.toFixed(0)} MiB, pending work (jobs and notifications) ${row.pendingJobs}, live/dead jobs ${t('jobs')} notifications ${t('notifications')} attempts ${t('notification_attempts')}\n`,
         );
       }
       // Drain: everything accepted must arrive.
@@ -122,7 +122,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
   const table = rows
     .map((m) => `| ${m.minute} | ${m.accepted} | ${m.delivered} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.rssMiB.toFixed(0)} | ${m.pendingJobs} | ${m.tables.jobs?.dead ?? 0} | ${m.tables.notifications?.live ?? 0} / ${m.tables.notifications?.dead ?? 0} |`)
     .join('\n');
-  process.stderr.write(`\n| minute | requests accepted | notifications delivered | p50 ms | p99 ms | RSS MiB | pending jobs | dead job rows | notifications live / dead |\n|---|---|---|---|---|---|---|---|---|\n${table}\n\n`);
+  process.stderr.write(`\n| minute | requests accepted | notifications delivered | p50 ms | p99 ms | RSS MiB | pending jobs and notifications | dead job rows | notifications live / dead |\n|---|---|---|---|---|---|---|---|---|\n${table}\n\n`);
   const refused = rows.reduce((sum, m) => sum + m.refused, 0);
   return [
     {

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { sql } from 'kysely';
 import type { Db } from './storage/database.js';
+import { DELIVERY_KIND } from './storage/queue/delivery-rows.js';
 
 /** Prometheus metrics of one process, exposed at /metrics (docs/notifications.md, "Metrics"). */
 export interface Metrics {
@@ -48,13 +49,16 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
   // Queue gauges are read from the database at scrape time, so every process reports the same truth.
   new Gauge({
     name: 'rewards_jobs_pending',
-    help: 'Jobs waiting or running, by kind (deliver-notification is the notification queue)',
+    help: 'Jobs waiting or running, by kind (deliver-notification: the notifications scheduled for an attempt)',
     labelNames: ['kind'] as const,
     registers: [registry],
     async collect() {
       const rows = await db.selectFrom('jobs').select(['kind', sql<number | string>`count(*)`.as('n')]).where('state', '=', 'pending').groupBy('kind').execute();
+      // Deliveries are their notification rows (delivery-rows.ts): those scheduled, on the due index.
+      const deliveries = await sql<{ n: number | string }>`select count(*) as n from notifications where status = 'pending' and run_at is not null`.execute(db);
       this.reset();
       for (const row of rows) this.set({ kind: row.kind }, Number(row.n));
+      this.set({ kind: DELIVERY_KIND }, Number(deliveries.rows[0]?.n ?? 0));
     },
   });
   new Gauge({
@@ -73,8 +77,10 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
         )
         select min((select min(run_at) from jobs where state = 'pending' and kind = kinds.kind and run_at <= ${now} and locked_by is null)) as oldest
         from kinds where kind is not null`.execute(db);
-      const oldest = rows[0]?.oldest;
-      this.set(oldest == null ? 0 : (now - Number(oldest)) / 1000);
+      const delivery = await sql<{ oldest: number | string | null }>`select min(run_at) as oldest from notifications
+        where status = 'pending' and run_at is not null and run_at <= ${now} and (lease_until is null or lease_until <= ${now})`.execute(db);
+      const found = [rows[0]?.oldest, delivery.rows[0]?.oldest].filter((at) => at != null).map(Number);
+      this.set(found.length === 0 ? 0 : (now - Math.min(...found)) / 1000);
     },
   });
   new Gauge({

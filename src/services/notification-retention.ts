@@ -2,7 +2,6 @@ import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import { firstIdAt } from '../domain/ids.js';
 import type { Db } from '../storage/database.js';
 import { deleteEndedNotifications } from '../storage/repositories/notification-retention.js';
-import { deliveryJobKey } from './schedule-delivery.js';
 
 const BATCH = 1000;
 
@@ -17,7 +16,7 @@ export async function deleteOldNotifications(db: Db, retentionMs: number, now: n
   const beforeId = firstIdAt('msg', now - retentionMs);
   let total = 0;
   for (;;) {
-    const deleted = await deleteEndedNotifications(db, beforeId, batch, deliveryJobKey);
+    const deleted = await deleteEndedNotifications(db, beforeId, batch);
     total += deleted;
     if (deleted < batch) return total;
     await yieldToOthers();

@@ -1,9 +1,9 @@
 import { conflict, invalid } from '../domain/errors.js';
 import type { Db } from '../storage/database.js';
 import { notifyOtherProcesses, type JobSignals } from '../storage/queue/index.js';
-import { deleteFailedJobsByKey, findFailedPage, lockRecoveryOf, takeFailedNotifications } from '../storage/repositories/notification-recovery.js';
+import { findFailedPage, lockRecoveryOf, takeFailedNotifications } from '../storage/repositories/notification-recovery.js';
 import { findSubscription } from '../storage/repositories/subscriptions.js';
-import { deliveryJobKey, DELIVER_NOTIFICATION, enqueueDeliveries } from './schedule-delivery.js';
+import { DELIVER_NOTIFICATION } from './schedule-delivery.js';
 
 /** The widest window one call may cover. */
 export const MAX_RECOVERY_WINDOW_MS = 30 * 24 * 3_600_000;
@@ -93,12 +93,6 @@ export async function recoverNotifications(
         now,
       );
       if (ids.length === 0) return ids;
-      await deleteFailedJobsByKey(tx, ids.map(deliveryJobKey));
-      await enqueueDeliveries(
-        tx,
-        ids.map((notificationId) => ({ notificationId, accountId })),
-        { now },
-      );
       await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
       return ids;
     });

@@ -1,77 +1,50 @@
 import type { Db, Executor } from '../storage/database.js';
-import { enqueueJobs, notifyOtherProcesses, type JobSignals, type LeaseOffer } from '../storage/queue/index.js';
-import { findNotification, markNotificationPending, releaseWaitingFor, type NotificationRow } from '../storage/repositories/notifications.js';
+import { DELIVERY_KIND, DELIVERY_RUNS_WITHOUT_OUTCOME, handedOff, leasedRow, notifyOtherProcesses, type DeliveryPayload, type JobSignals, type LeaseOffer } from '../storage/queue/index.js';
+import { findNotification, releaseWaitingFor, retryNotificationNow, type NotificationRow } from '../storage/repositories/notifications.js';
+import type { NotificationsTable } from '../storage/tables/index.js';
 
-export const DELIVER_NOTIFICATION = 'deliver-notification';
-
-export interface DeliverNotificationPayload {
-  notificationId: string;
-}
-
-/**
- * The notification counts its delivery attempts (RETRY_MAX_ATTEMPTS decides when it fails); its
- * delivery job's own attempts count the runs that ended without a recorded outcome (the handler
- * threw before or after the call: the database was away, say). After this many such runs the
- * notification ends `failed` (deliver-notification-job.ts, onExhausted) instead of staying pending.
- */
-export const DELIVERY_RUNS_WITHOUT_OUTCOME = 20;
-
-/** At most one delivery job per notification exists at a time (it is deleted when it completes). */
-export const deliveryJobKey = (notificationId: string) => `deliver:${notificationId}`;
+/** The kind the worker knows deliveries by (its handler, its wake-ups); each is a notification row (delivery-rows.ts). */
+export const DELIVER_NOTIFICATION = DELIVERY_KIND;
+export type DeliverNotificationPayload = DeliveryPayload;
+export { DELIVERY_RUNS_WITHOUT_OUTCOME };
 
 /**
- * Inside the caller's transaction: one delivery job per notification, due at its `runAt` (default
- * now), leased to `leaseTo`'s worker as far as it has room for the notification's account. One
- * statement whatever the times.
+ * A batch's hand-off (`leaseTo`): of the notifications it is about to insert, those due now are
+ * leased to its worker as far as the offer has room for their account (what a claim would write),
+ * and started after the commit; the others are left to a claim (`declined`). Returns the rows to
+ * insert.
  */
-export async function enqueueDeliveries(
-  tx: Executor,
-  deliveries: ReadonlyArray<{ notificationId: string; accountId: string; runAt?: number }>,
-  options: { now: number; leaseTo?: LeaseOffer | undefined },
-): Promise<void> {
-  await enqueueJobs(
-    tx,
-    deliveries.map(({ notificationId, accountId, runAt }) => ({
-      kind: DELIVER_NOTIFICATION,
-      payload: { notificationId } satisfies DeliverNotificationPayload,
-      runAt: runAt ?? options.now,
-      dedupeKey: deliveryJobKey(notificationId),
-      maxAttempts: DELIVERY_RUNS_WITHOUT_OUTCOME,
-      // Workers share their delivery slots fairly between accounts (docs/delivery.md, "Fair delivery").
-      groupKey: accountId,
-    })),
-    { now: options.now, ...(options.leaseTo ? { leaseTo: options.leaseTo } : {}) },
-  );
+export function offerDeliveries<Row extends NotificationsTable>(rows: readonly Row[], offer: LeaseOffer | undefined, now: number): Row[] {
+  if (!offer?.kinds.has(DELIVER_NOTIFICATION)) return [...rows];
+  return rows.map((row) => {
+    if (row.run_at === null || row.run_at > now || row.status !== 'pending') return row;
+    if (offer.room <= 0 || offer.excludedGroups.has(row.account_id)) {
+      offer.declined += 1;
+      return row;
+    }
+    offer.room -= 1;
+    const leased = leasedRow(row, offer.lease);
+    offer.taken.push(handedOff(leased, DELIVERY_RUNS_WITHOUT_OUTCOME));
+    return leased;
+  });
 }
 
 /**
  * Notification order (docs/delivery.md, "Order"): in the transaction that ends notifications
  * (succeeded, or failed after their last attempt or without one), after the statement that ended
- * them, the notifications held behind them are released and their delivery jobs enqueued, due now.
- * One statement when nothing waits.
+ * them, the notifications held behind them are released: due now. One statement when nothing waits.
  */
 export async function releaseHeld(tx: Executor, endedIds: readonly string[], now: number): Promise<void> {
-  const released = await releaseWaitingFor(tx, endedIds);
-  if (released.length > 0) await enqueueDeliveries(tx, released, { now });
+  await releaseWaitingFor(tx, endedIds, now);
 }
 
 /**
- * Manual retry: one more attempt now. A waiting delivery job is moved to now; a finished
- * notification gets a new job. An attempt already in flight is left alone (no duplicate).
+ * Manual retry: one more attempt now, for a notification waiting for its next attempt or ended. An
+ * attempt in flight (a lease that has not ended) is left alone: no duplicate.
  */
 export async function scheduleManualRetry(db: Db, signals: JobSignals, notificationId: string, now: number): Promise<NotificationRow> {
   const row = await db.transaction().execute(async (tx) => {
-    const key = deliveryJobKey(notificationId);
-    await tx.deleteFrom('jobs').where('dedupe_key', '=', key).where('state', '=', 'failed').execute();
-    const moved = await tx
-      .updateTable('jobs')
-      .set({ run_at: now, updated_at: now })
-      .where('dedupe_key', '=', key)
-      .where('locked_by', 'is', null)
-      .executeTakeFirst();
-    const notification = await findNotification(tx, notificationId);
-    if (Number(moved.numUpdatedRows) === 0) await enqueueDeliveries(tx, [{ notificationId, accountId: notification!.account_id }], { now });
-    await markNotificationPending(tx, notificationId, now);
+    await retryNotificationNow(tx, notificationId, now);
     await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
     return findNotification(tx, notificationId);
   });

@@ -5,7 +5,7 @@ import { sampleNotificationPayload } from '../domain/notifications/test-sample.j
 import { notifyOtherProcesses, type JobSignals } from '../storage/queue/index.js';
 import { insertNotifications, newNotificationRow, recentTestSendTimes } from '../storage/repositories/notifications.js';
 import { lockSubscription } from '../storage/repositories/subscriptions.js';
-import { DELIVER_NOTIFICATION, enqueueDeliveries } from './schedule-delivery.js';
+import { DELIVER_NOTIFICATION } from './schedule-delivery.js';
 import { checkCallbackDestinations, getSubscription, type SubscriptionsContext } from './subscriptions.js';
 
 /** Test sends per subscription in any window of TEST_SEND_WINDOW_MS; more are a 429 with Retry-After. */
@@ -47,7 +47,6 @@ export async function sendTestNotification(ctx: SubscriptionsContext & { signals
       throw rateLimited(`at most ${TEST_SENDS_PER_WINDOW} test sends a minute per subscription; try again later`, (recent[0]! + TEST_SEND_WINDOW_MS - ctx.now) / 1000);
     }
     await insertNotifications(tx, [row]);
-    await enqueueDeliveries(tx, [{ notificationId: row.id, accountId }], { now: ctx.now });
     await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
     return true;
   });

@@ -73,6 +73,12 @@ export interface StorageDialect {
   lightTransaction<DB, T>(db: Kysely<DB>, fn: (tx: Kysely<DB>) => Promise<T>, options: { singleStatement?: boolean }): Promise<T>;
   /** The schema the connection works in; undefined where there are none (SQLite). */
   currentSchema(db: Kysely<any>): Promise<string | undefined>;
+  /**
+   * Leaves `100 - percent` % of each page of `table` free for updates of its rows (PostgreSQL's
+   * fillfactor: an update that fits on its row's page and changes no indexed column is HOT, no
+   * index entry written); SQLite has no such setting.
+   */
+  setFillFactor(db: Kysely<any>, table: string, percent: number): Promise<void>;
 }
 
 const columnList = (columns: Readonly<Record<string, RecordColumnType>>) => Object.keys(columns);
@@ -107,6 +113,9 @@ export const postgresDialect: StorageDialect = {
   // concurrent flushes; what costs is round trips, so single-statement work runs in autocommit.
   lightTransaction: (db, fn, options) => (options.singleStatement ? fn(db) : db.transaction().execute(fn)),
   currentSchema: async (db) => (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema,
+  setFillFactor: async (db, table, percent) => {
+    await sql`alter table ${sql.table(table)} set (fillfactor = ${sql.lit(percent)})`.execute(db);
+  },
 };
 
 export const sqliteDialect: StorageDialect = {
@@ -148,6 +157,7 @@ export const sqliteDialect: StorageDialect = {
       }
     }),
   currentSchema: async () => undefined,
+  setFillFactor: async () => {},
 };
 
 /** The dialect of a database handle or transaction: the object `openStorage` put in `Storage.dialect`. */

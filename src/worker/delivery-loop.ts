@@ -1,5 +1,5 @@
 import { lightTransaction } from '../storage/light-transaction.js';
-import { completeHeldJobs, extendHeldLeases, leaseOffer, newLease, type ClaimedJob, type LeaseOffer } from '../storage/queue/index.js';
+import { JOBS_TABLE_QUEUE, leaseOffer, newLease, type ClaimedJob, type LeaseOffer, type StandaloneQueue } from '../storage/queue/index.js';
 import { adoptable, HeldDeliveries } from './delivery-ownership.js';
 import { AccountSlots, LIGHT_ACCOUNT_SLOTS } from './fair-share.js';
 import type { StandaloneJobHandler } from './job-handlers.js';
@@ -71,6 +71,8 @@ const LIGHT_CLAIM_INTERVAL_MS = 1000;
 export interface DeliveryLoopOptions {
   kinds: string[];
   concurrency: number;
+  /** Where the jobs live (default: the jobs table; deliveries: their notification rows). */
+  queue?: StandaloneQueue;
   /** The time leases are written and compared with (default Date.now; tests move it to end leases). */
   clock?: () => number;
 }
@@ -79,6 +81,7 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
   const { deps, leaseMs, metrics } = context;
   const { kinds, concurrency } = options;
   const clock = options.clock ?? Date.now;
+  const queue = options.queue ?? JOBS_TABLE_QUEUE;
   const kindSet: ReadonlySet<string> = new Set(kinds);
   const wake = new Wakeup();
   const inFlight = new Set<Promise<void>>();
@@ -128,9 +131,9 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
     try {
       const outcome = await (context.handlers[job.kind] as StandaloneJobHandler).handle(job, context.job, { externalWorkDone });
       // A handler that settled its job itself (completed or rescheduled) has released the lease.
-      if (outcome !== 'settled' && !(await completeHeldJobs(deps.db, [job])).has(job.id)) metrics.leasesLost.inc();
+      if (outcome !== 'settled' && !(await queue.end(deps.db, [job])).has(job.id)) metrics.leasesLost.inc();
     } catch (error) {
-      await recordFailure(context, job, error);
+      await recordFailure(context, job, error, queue);
     } finally {
       held.release(job);
       externalWorkDone();
@@ -140,7 +143,7 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
   /** Claims up to `limit` due jobs, none of `excludeGroups` and none this process runs whose lease may have ended. */
   function claim(limit: number, excludeGroups?: readonly string[]): Promise<ClaimedJob[]> {
     const now = clock();
-    return claimJobs(context, 'delivery', kinds, limit, { now, excludeIds: held.lapsedBy(now), ...(excludeGroups ? { excludeGroups } : {}) });
+    return claimJobs(context, 'delivery', kinds, limit, { now, queue, excludeIds: held.lapsedBy(now), ...(excludeGroups ? { excludeGroups } : {}) });
   }
 
   /**
@@ -188,7 +191,7 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
     if (held.size === 0) return;
     if (renewing) return metrics.leaseRenewals.inc({ outcome: 'skipped' });
     renewing = true;
-    lightTransaction(deps.db, (tx) => extendHeldLeases(tx, held.all(), clock() + leaseMs, clock()), { singleStatement: true })
+    lightTransaction(deps.db, (tx) => queue.renew(tx, held.all(), clock() + leaseMs, clock()), { singleStatement: true })
       .then((renewed) => {
         metrics.leaseRenewals.inc({ outcome: 'ok' });
         metrics.renewedLeases.inc(renewed);

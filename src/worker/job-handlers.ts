@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.js';
 import type { Db, Tx } from '../storage/database.js';
-import type { ClaimedJob, LeaseOffer } from '../storage/queue/index.js';
+import type { ClaimedJob, LeaseOffer, StandaloneQueue } from '../storage/queue/index.js';
 
 /** What a handler may use besides its transaction. */
 export interface JobContext {
@@ -46,6 +46,8 @@ export interface StandaloneJobControl {
  */
 export interface StandaloneJobHandler {
   mode: 'standalone';
+  /** Where its jobs live (default: the jobs table). Every standalone kind of a worker shares one. */
+  queue?: StandaloneQueue;
   /** Resolves 'settled' when the handler completed or rescheduled the job itself. */
   handle(job: ClaimedJob, ctx: JobContext, control: StandaloneJobControl): Promise<void | 'settled'>;
   onExhausted?(tx: Tx, job: ClaimedJob, error: unknown, ctx: JobContext): Promise<void>;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createQueueMetrics } from '../metrics.js';
 import { dialectOf } from '../storage/dialect.js';
-import { listenForJobs } from '../storage/queue/index.js';
+import { JOBS_TABLE_QUEUE, listenForJobs } from '../storage/queue/index.js';
 import { createDeliveryLoop } from './delivery-loop.js';
 import type { JobContext, JobHandlers } from './job-handlers.js';
 import { createTransactionalBatch } from './transactional-loop.js';
@@ -75,7 +75,9 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   const pollMs = options.pollIntervalMs ?? 1000;
   let stopping = false;
 
-  const deliveries = createDeliveryLoop(context, { kinds: kindsOf('standalone'), concurrency: options.concurrency ?? 256 });
+  const queues = new Set(Object.values(options.handlers).flatMap((handler) => (handler.mode === 'standalone' ? [handler.queue ?? JOBS_TABLE_QUEUE] : [])));
+  if (queues.size > 1) throw new Error(`the standalone job kinds of one worker live in one queue, not ${[...queues].map((queue) => queue.name).join(' and ')}`);
+  const deliveries = createDeliveryLoop(context, { kinds: kindsOf('standalone'), concurrency: options.concurrency ?? 256, queue: [...queues][0] ?? JOBS_TABLE_QUEUE });
   const runBatch = createTransactionalBatch(context, { kinds: transactionalKinds, batchSize, deliveries });
   const batchWakes = Array.from({ length: dialect.concurrentWriters ? Math.max(1, options.transactionalLoops ?? 2) : 1 }, () => new Wakeup());
 

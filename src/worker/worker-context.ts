@@ -3,7 +3,7 @@ import type { Logger } from '../logger.js';
 import type { QueueMetrics } from '../metrics.js';
 import type { Db } from '../storage/database.js';
 import { lightTransaction } from '../storage/light-transaction.js';
-import { claimDueJobs, failHeldJob, type ClaimedJob, type JobSignals } from '../storage/queue/index.js';
+import { claimDueJobs, JOBS_TABLE_QUEUE, type ClaimedJob, type JobSignals, type StandaloneQueue } from '../storage/queue/index.js';
 import type { JobContext, JobHandlers } from './job-handlers.js';
 
 export interface JobWorkerDeps {
@@ -32,11 +32,14 @@ export interface WorkerContext {
   job: JobContext;
 }
 
-/** Records a failed attempt under the job's lease; after its last one the handler's onExhausted runs in the same transaction. */
-export async function recordFailure(context: WorkerContext, job: ClaimedJob, error: unknown): Promise<void> {
+/**
+ * Records a failed run under the job's lease, in `queue` (where the job lives); after its last
+ * one the handler's onExhausted runs in the same transaction.
+ */
+export async function recordFailure(context: WorkerContext, job: ClaimedJob, error: unknown, queue: StandaloneQueue = JOBS_TABLE_QUEUE): Promise<void> {
   try {
     await context.deps.db.transaction().execute(async (tx) => {
-      const state = await failHeldJob(tx, job, error);
+      const state = await queue.fail(tx, job, error, Date.now());
       if (state === 'lost') {
         context.metrics.leasesLost.inc();
         return context.log.warn({ jobId: job.id }, 'lease lost before the failure was recorded');
@@ -60,11 +63,12 @@ export async function claimJobs(
   loop: 'transactional' | 'delivery',
   kinds: readonly string[],
   limit: number,
-  options: { excludeGroups?: readonly string[]; excludeIds?: readonly string[]; now?: number } = {},
+  options: { excludeGroups?: readonly string[]; excludeIds?: readonly string[]; now?: number; queue?: StandaloneQueue } = {},
 ): Promise<ClaimedJob[]> {
   const { deps } = context;
   const claim = { workerId: context.workerId, kinds, limit, leaseMs: context.leaseMs, now: options.now ?? Date.now(), excludeGroups: options.excludeGroups ?? [], excludeIds: options.excludeIds ?? [] };
-  const jobs = await lightTransaction(deps.db, (tx) => claimDueJobs(tx, claim), { singleStatement: true });
+  const queue = options.queue;
+  const jobs = await lightTransaction(deps.db, (tx) => (queue ? queue.claim(tx, claim) : claimDueJobs(tx, claim)), { singleStatement: true });
   context.metrics.claims.inc({ loop });
   context.metrics.claimedJobs.inc({ loop }, jobs.length);
   return jobs;

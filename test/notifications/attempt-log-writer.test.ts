@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { claimDueJobs } from '../../src/storage/queue/index.js';
+import { claimDueDeliveries } from '../../src/storage/queue/index.js';
 import { findNotification, insertNotifications, listAttempts, newNotificationRow } from '../../src/storage/repositories/notifications.js';
 import { notificationJobHandlers } from '../../src/worker/notifications/deliver-notification-job.js';
 import { ANSWER_NOT_STORED, AttemptLogWriter, type AttemptSettlement } from '../../src/worker/notifications/attempt-log-writer.js';
-import { DELIVER_NOTIFICATION, enqueueDeliveries } from '../../src/services/schedule-delivery.js';
+import { DELIVER_NOTIFICATION } from '../../src/services/schedule-delivery.js';
 import { testDialects } from '../support/databases.js';
 import { startTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -21,47 +21,53 @@ for (const dialect of testDialects()) {
     });
     after(() => t.close());
 
-    /** `count` pending notifications with their delivery jobs, claimed by one worker. */
+    /** `count` pending notifications (each its own delivery job), claimed by one worker. */
     async function claimed(count: number) {
       const client = await t.createClientAccount();
       const now = Date.now();
       const rows = Array.from({ length: count }, (_, i) =>
         newNotificationRow({ accountId: client.accountId, requestId: `req_${i}`, subscriptionId: null, event: 'registered-requests', url: 'http://127.0.0.1:9/hook', payload: '{}' }, now),
       );
-      await t.deps.db.transaction().execute(async (tx) => {
-        await insertNotifications(tx, rows);
-        await enqueueDeliveries(tx, rows.map((row) => ({ notificationId: row.id, accountId: row.account_id })), { now });
-      });
-      const jobs = await claimDueJobs(t.deps.db, { workerId: 'w-test', kinds: [DELIVER_NOTIFICATION], limit: count, leaseMs: 60_000 });
+      await insertNotifications(t.deps.db, rows);
+      const jobs = await claimDueDeliveries(t.deps.db, { workerId: 'w-test', limit: count, leaseMs: 60_000, now: Date.now(), maxRuns: 20 });
       assert.equal(jobs.length, count);
       return jobs.map((job) => ({ job, notificationId: (job.payload as { notificationId: string }).notificationId }));
     }
 
-    const settlement = (job: AttemptSettlement['job'], notificationId: string, responseBody: string): AttemptSettlement => ({
+    const settlement = (job: AttemptSettlement['job'], notificationId: string, responseBody: string, url = 'http://127.0.0.1:9/hook'): AttemptSettlement => ({
       job,
       accountId: job.groupKey!,
-      attempt: { notification_id: notificationId, attempt: 1, started_at: Date.now(), url: 'http://127.0.0.1:9/hook', status_code: 500, latency_ms: 3, response_body: responseBody, error: 'callback answered HTTP 500', outcome: 'retry' },
+      attempt: { notification_id: notificationId, attempt: 1, started_at: Date.now(), url, status_code: 500, latency_ms: 3, response_body: responseBody, error: 'callback answered HTTP 500', outcome: 'retry' },
       status: 'pending',
       nextAttemptAt: Date.now() + 60_000,
       now: Date.now(),
       countsFor: null,
     });
 
-    it('an attempt the database refuses is rejected alone; the others of its commit are recorded', async () => {
-      const [good, other, gone] = await claimed(3);
-      // An attempt of a notification that no longer exists: refused by the foreign key, with or without its answer.
+    it('an attempt the database refuses is rejected alone; the others of its commit are recorded, and one whose notification is gone is not', async () => {
+      const [good, other, refused, gone] = await claimed(4);
+      // An attempt the database refuses with or without its answer: a NUL in its URL (PostgreSQL's
+      // text refuses it; on SQLite a trigger does).
+      if (dialect === 'sqlite') {
+        await sql.raw(`create trigger refuse_nul_url before insert on notification_attempts when instr(new.url, char(0)) > 0 begin select raise(abort, 'refused'); end`).execute(t.deps.db);
+      }
       await t.deps.db.deleteFrom('notifications').where('id', '=', gone!.notificationId).execute();
       const writer = new AttemptLogWriter(t.deps.db);
       const outcomes = await Promise.allSettled([
         writer.settle(settlement(good!.job, good!.notificationId, 'boom')),
-        writer.settle(settlement(gone!.job, gone!.notificationId, 'boom')),
+        writer.settle(settlement(refused!.job, refused!.notificationId, 'boom', 'http://127.0.0.1:9/\u0000')),
         writer.settle(settlement(other!.job, other!.notificationId, 'boom')),
+        writer.settle(settlement(gone!.job, gone!.notificationId, 'boom')),
       ]);
-      assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+      assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      assert.deepEqual(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : 'rejected')), [true, 'rejected', true, false], 'the one whose notification is gone is not recorded');
       for (const { notificationId } of [good!, other!]) {
         const attempts = await listAttempts(t.deps.db, notificationId);
         assert.deepEqual(attempts.map((a) => [a.attempt, a.response_body]), [[1, 'boom']]);
       }
+      const unsettled = (await findNotification(t.deps.db, refused!.notificationId))!;
+      assert.deepEqual([unsettled.attempt_count, unsettled.lease], [0, refused!.job.lease], 'the refused one is still held, to be run again after its lease');
+      if (dialect === 'sqlite') await sql.raw('drop trigger refuse_nul_url').execute(t.deps.db);
     });
 
     it('an answer the database refuses is left out, and its attempt is recorded without it', async () => {
@@ -81,7 +87,7 @@ for (const dialect of testDialects()) {
       assert.equal(attempt!.outcome, 'retry');
     });
 
-    it("a notification's next attempt is its delivery job's run_at: shown while it waits, null in flight and once done", async () => {
+    it("a notification's next attempt is its run_at: shown while it waits, null in flight and once done", async () => {
       const [entry] = await claimed(1);
       assert.equal((await findNotification(t.deps.db, entry!.notificationId))!.next_attempt_at, null, 'in flight');
       const retryAt = Date.now() + 60_000;
@@ -90,7 +96,7 @@ for (const dialect of testDialects()) {
       assert.deepEqual([waiting.status, waiting.attempt_count, waiting.next_attempt_at], ['pending', 1, retryAt]);
     });
 
-    it('a delivery job whose runs keep ending without an outcome fails its notification at the last run', async () => {
+    it('a delivery whose runs keep ending without an outcome fails its notification at the last run', async () => {
       const [entry] = await claimed(1);
       const handler = notificationJobHandlers(t.deps)[DELIVER_NOTIFICATION]!;
       await t.deps.db.transaction().execute((tx) => handler.onExhausted!(tx, entry!.job, new Error('database unreachable'), { db: t.deps.db, log: t.deps.log, clock: Date.now, workerId: 'w-test' }));

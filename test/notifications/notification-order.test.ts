@@ -172,7 +172,7 @@ for (const dialect of testDialects()) {
         const row = (event: 'registered-requests' | 'processed-requests') =>
           newNotificationRow({ accountId: client.accountId, requestId, subscriptionId: null, event, url, payload: '{}' }, now);
         const stillHeld = async (id: string) => (await db.selectFrom('notifications').select('waits_for').where('id', '=', id).executeTakeFirstOrThrow()).waits_for;
-        const jobOf = async (id: string) => db.selectFrom('jobs').select('id').where('dedupe_key', '=', `deliver:${id}`).executeTakeFirst();
+        const dueAt = async (id: string) => (await db.selectFrom('notifications').select('run_at').where('id', '=', id).executeTakeFirstOrThrow()).run_at;
 
         // The registered notification ends first (not yet committed): processing waits on its lock, then sees it ended.
         const first = row('registered-requests');
@@ -206,11 +206,11 @@ for (const dialect of testDialects()) {
         await ended;
         await ending2.commit();
         assert.equal(await stillHeld(held.id), null, 'released');
-        assert.ok((await jobOf(held.id)) || (await db.selectFrom('notifications').select('attempt_count').where('id', '=', held.id).executeTakeFirstOrThrow()).attempt_count > 0, 'its delivery job was enqueued');
+        assert.equal(Number(await dueAt(held.id)), now, 'and due now');
 
         // The attempt log's path: the statement ending the registered notification waits for the
         // holder's commit, then answers its has_waiters flag, so the release runs.
-        const third = row('registered-requests');
+        const third = { ...row('registered-requests'), lease: 'w-test:third', lease_until: now + 60_000 };
         await insertNotifications(db, [third]);
         const processing3 = await openTransaction(db);
         const waitsFor3 = (await findPendingRegistered(processing3.tx, [{ requestId, url }])).get(`${requestId}\u0000${url}`)!;
@@ -220,11 +220,11 @@ for (const dialect of testDialects()) {
         await insertNotifications(processing3.tx, [held3]);
         const ending3 = await openTransaction(db);
         const attempt = { notification_id: third.id, attempt: 1, started_at: now, url, status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const };
-        const waited = recordAttempts(ending3.tx, [{ attempt, status: 'succeeded', now }]);
+        const waited = recordAttempts(ending3.tx, [{ attempt, lease: third.lease!, status: 'succeeded', nextAttemptAt: null, now }]);
         await new Promise((resolve) => setTimeout(resolve, 200));
         await processing3.commit();
-        assert.deepEqual([...(await waited)], [third.id], 'the ending statement saw the flag the holder committed');
-        await releaseHeld(ending3.tx, [...(await waited)], now);
+        assert.deepEqual([...(await waited).waitedFor], [third.id], 'the ending statement saw the flag the holder committed');
+        await releaseHeld(ending3.tx, [...(await waited).waitedFor], now);
         await ending3.commit();
         assert.equal(await stillHeld(held3.id), null, 'released');
       });

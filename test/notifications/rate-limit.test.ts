@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { createDeps, type Deps } from '../../src/deps.js';
-import { WAITING_FOR_RATE_LIMIT } from '../../src/services/rate-limit.js';
 import { countRateWindowTurns } from '../../src/storage/repositories/rate-windows.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { turnTime } from '../../src/worker/notifications/rate-limiter.js';
@@ -193,8 +192,8 @@ for (const dialect of testDialects()) {
           assert.equal(n.attemptCount, 0, 'waiting for a turn uses no attempt');
           assert.equal(n.lastError, null);
         }
-        const jobs = await t.deps.db.selectFrom('jobs').select(['attempts', 'locked_by', 'last_error']).where('dedupe_key', '=', `deliver:${waiting[0].id}`).execute();
-        assert.deepEqual(jobs, [{ attempts: 0, locked_by: null, last_error: WAITING_FOR_RATE_LIMIT }], 'its job waits unlocked, without a counted run');
+        const rows = await t.deps.db.selectFrom('notifications').select(['runs', 'lease', 'postponed']).where('id', '=', waiting[0].id).execute();
+        assert.deepEqual(rows, [{ runs: 0, lease: null, postponed: 1 }], 'it waits unleased, without a counted run, marked as waiting for its turn');
         const detail = await api(t.url, 'GET', `/v2/notifications/${waiting[0].id}`, { token });
         assert.deepEqual(detail.body.attempts, []);
 

@@ -1,10 +1,9 @@
 // NOTIFICATION_RETENTION (docs/notifications.md, "Retention"): the worker deletes ended
-// notifications older than the retention, with their attempts and dead delivery jobs, in batches;
+// notifications older than the retention, with their attempts, in batches;
 // pending ones are kept however old, and so is everything newer.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { deleteOldNotifications } from '../../src/services/notification-retention.js';
-import { deliveryJobKey, enqueueDeliveries } from '../../src/services/schedule-delivery.js';
 import { insertNotifications, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../src/storage/tables/index.js';
 import { purgeExpired } from '../../src/worker/start-worker.js';
@@ -24,36 +23,31 @@ for (const dialect of testDialects()) {
     /** A notification created `ageDays` ago, ended as `status` with one attempt (pending: none). */
     const notification = async (accountId: string, ageDays: number, status: NotificationStatus) => {
       const at = Date.now() - ageDays * DAY;
-      const row = newNotificationRow({ accountId, requestId: `req_${ageDays}_${status}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, at);
+      // Ended ones as their last attempt left them, under the lease it ran under.
+      const lease = status === 'pending' ? null : 'w-test:retention';
+      const row = { ...newNotificationRow({ accountId, requestId: `req_${ageDays}_${status}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, at), lease };
       await insertNotifications(t.deps.db, [row]);
-      if (status === 'pending') {
-        await enqueueDeliveries(t.deps.db, [{ notificationId: row.id, accountId }], { now: at });
-      } else {
-        const attempt = { notification_id: row.id, attempt: 1, started_at: at, url: row.url, status_code: status === 'succeeded' ? 204 : 500, latency_ms: 3, response_body: null, error: null, outcome: status };
-        await recordAttempts(t.deps.db, [{ attempt, status, now: at }]);
+      if (lease !== null) {
+        const attempt = { notification_id: row.id, attempt: 1, started_at: at, url: row.url, status_code: status === 'succeeded' ? 204 : 500, latency_ms: 3, response_body: null, error: null, outcome: status as 'succeeded' | 'failed' };
+        await recordAttempts(t.deps.db, [{ attempt, lease, status, nextAttemptAt: null, now: at }]);
       }
       return row.id;
     };
     const exists = async (id: string) => (await t.deps.db.selectFrom('notifications').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
     const attempts = async (id: string) => (await t.deps.db.selectFrom('notification_attempts').select('attempt').where('notification_id', '=', id).execute()).length;
 
-    it('deletes ended notifications past the retention with their attempts and dead jobs, in batches; keeps pending and newer ones', async () => {
+    it('deletes ended notifications past the retention with their attempts, in batches; keeps pending and newer ones', async () => {
       const { accountId } = await t.createClientAccount();
       const old = [await notification(accountId, 120, 'succeeded'), await notification(accountId, 100, 'failed'), await notification(accountId, 95, 'succeeded'), await notification(accountId, 91, 'failed'), await notification(accountId, 91, 'succeeded')];
       const oldPending = await notification(accountId, 100, 'pending');
       const recent = [await notification(accountId, 89, 'succeeded'), await notification(accountId, 1, 'failed')];
-      // A dead letter: the delivery job of an old failed notification, left failed.
-      await enqueueDeliveries(t.deps.db, [{ notificationId: old[1]!, accountId }], { now: Date.now() });
-      await t.deps.db.updateTable('jobs').set({ state: 'failed' }).where('dedupe_key', '=', deliveryJobKey(old[1]!)).execute();
 
       assert.equal(await deleteOldNotifications(t.deps.db, 90 * DAY, Date.now(), 2), old.length, 'three batches of 2, 2 and 1');
       for (const id of old) {
         assert.equal(await exists(id), false, `${id} deleted`);
         assert.equal(await attempts(id), 0, `${id}'s attempts deleted`);
       }
-      assert.equal(await t.deps.db.selectFrom('jobs').select('id').where('dedupe_key', '=', deliveryJobKey(old[1]!)).executeTakeFirst(), undefined, 'its dead job deleted');
       assert.equal(await exists(oldPending), true, 'a pending notification is kept however old');
-      assert.ok(await t.deps.db.selectFrom('jobs').select('id').where('dedupe_key', '=', deliveryJobKey(oldPending)).executeTakeFirst(), 'with its delivery job');
       for (const id of recent) {
         assert.equal(await exists(id), true, `${id} kept`);
         assert.equal(await attempts(id), 1);

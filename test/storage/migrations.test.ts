@@ -21,7 +21,7 @@ for (const dialect of testDialects()) {
       return openStorage(postgresUrl(), { schema: schema.schema, poolSize: 2 });
     }
 
-    it("007: a notification's schedule moves to its delivery job; 008: it is not a test send; existing rows and jobs are kept", async () => {
+    it("007: a notification's schedule moves to its delivery job; 008: it is not a test send; … 016: the delivery jobs move back into the rows; existing rows and jobs are kept", async () => {
       const storage = await olderDatabase();
       cleanups.unshift(() => storage.close());
       await migrateTo(storage.db, '006_jobs_kind_index');
@@ -66,12 +66,43 @@ for (const dialect of testDialects()) {
       await sql`insert into accounts (id, name, is_operator, active, created_at) values ('acc_off', 'off', 0, 0, 1000)`.execute(storage.db);
       await sql`insert into oauth_clients (client_id, account_id, scopes, secret_hash, active, created_at, updated_at)
                 values ('cli_off', 'acc_1', 'events:read', 'x', 0, 1000, 1000), ('cli_on', 'acc_1', 'events:read', 'y', 1, 1000, 1000)`.execute(storage.db);
-      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['014_token_revocations', '015_readiness_probe']);
+      assert.deepEqual((await migrateTo(storage.db, '015_readiness_probe')).applied, ['014_token_revocations', '015_readiness_probe']);
       const revocations = (await sql<Record<string, unknown>>`select kind, subject_id, refused, issued_before, expires_at from token_revocations order by kind`.execute(storage.db)).rows;
       assert.deepEqual(revocations.map((row) => ({ ...row })), [
         { kind: 'account', subject_id: 'acc_off', refused: 'deactivated', issued_before: null, expires_at: null },
         { kind: 'client', subject_id: 'cli_off', refused: 'deactivated', issued_before: null, expires_at: null },
       ]);
+
+      // 016: the delivery jobs move into their notification rows. A live database: a delivery due
+      // later after two runs, one waiting for its rate-limit turn, one leased to a worker, one held
+      // behind another (no job), one ended with its dead job; a registration job stays a job.
+      const notification = (id: string, status: string, waitsFor: string | null = null) =>
+        sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, test, waits_for, has_waiters)
+            values (${id}, 'acc_1', 'req_1', 'sub_old', 'registered-requests', 'https://example.com/hook', '{}', ${status}, 0, 1000, 1000, 0, ${waitsFor}, 0)`.execute(storage.db);
+      const job = (id: string, notificationId: string, state: string, runAt: number, attempts: number, lastError: string | null = null, lockedBy: string | null = null) =>
+        sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, dedupe_key, group_key, last_error, locked_by, created_at, updated_at)
+            values (${id}, 'deliver-notification', ${JSON.stringify({ notificationId })}, ${state}, ${runAt}, ${attempts}, 20, ${`deliver:${notificationId}`}, 'acc_1', ${lastError}, ${lockedBy}, 1000, 1000)`.execute(storage.db);
+      await notification('msg_limited', 'pending');
+      await notification('msg_leased', 'pending');
+      await notification('msg_held', 'pending', 'msg_old');
+      await notification('msg_dead', 'failed');
+      await job('job_limited', 'msg_limited', 'pending', 7000, 0, 'waiting for its turn under the subscription rateLimit');
+      await job('job_leased', 'msg_leased', 'pending', 8000, 1, null, 'w-gone:abc');
+      await job('job_dead', 'msg_dead', 'failed', 3000, 20, 'database unreachable');
+      await sql`update jobs set run_at = 6000, attempts = 2 where id = 'job_old'`.execute(storage.db);
+      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['016_deliveries_in_notification_rows']);
+      const rows = (await sql<Record<string, unknown>>`select id, status, run_at, runs, postponed, lease, lease_until from notifications order by id`.execute(storage.db)).rows;
+      assert.deepEqual(
+        rows.map((row) => ({ ...row, run_at: row.run_at === null ? null : Number(row.run_at), lease_until: row.lease_until === null ? null : Number(row.lease_until) })),
+        [
+          { id: 'msg_dead', status: 'failed', run_at: null, runs: 0, postponed: 0, lease: null, lease_until: null },
+          { id: 'msg_held', status: 'pending', run_at: null, runs: 0, postponed: 0, lease: null, lease_until: null },
+          { id: 'msg_leased', status: 'pending', run_at: 8000, runs: 1, postponed: 0, lease: null, lease_until: null },
+          { id: 'msg_limited', status: 'pending', run_at: 7000, runs: 0, postponed: 1, lease: null, lease_until: null },
+          { id: 'msg_old', status: 'pending', run_at: 6000, runs: 2, postponed: 0, lease: null, lease_until: null },
+        ],
+      );
+      assert.deepEqual((await sql<{ id: string }>`select id from jobs order by id`.execute(storage.db)).rows.map((row) => row.id), ['job_register'], 'only the registration job is left');
     });
   });
 }

@@ -15,6 +15,7 @@ import * as m012 from './012_notification_waiters.js';
 import * as m013 from './013_delivery_fairness.js';
 import * as m014 from './014_token_revocations.js';
 import * as m015 from './015_readiness_probe.js';
+import * as m016 from './016_deliveries_in_notification_rows.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -36,6 +37,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '013_delivery_fairness': m013,
   '014_token_revocations': m014,
   '015_readiness_probe': m015,
+  '016_deliveries_in_notification_rows': m016,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -30,10 +30,36 @@ export function dueJobIds(options: {
   excludeGroups?: readonly string[] | undefined;
   excludeIds?: readonly string[] | undefined;
 }): RawBuilder<{ id: string }> {
-  const { kinds, limit, now, dialect } = options;
+  return dueIds({
+    ...options,
+    table: 'jobs',
+    groupColumn: 'group_key',
+    groupIndex: 'jobs_pending_group_run_at_idx',
+    parts: options.kinds.map((kind) => sql<boolean>`state = 'pending' and kind = ${kind}`),
+  });
+}
+
+/** Where due rows are read from: one table, its group column and the index of (group, run_at), and the predicate of each part. */
+export interface DueSource {
+  table: string;
+  groupColumn: string;
+  groupIndex: string;
+  /** One part per predicate (each a range of a partial index: written as the index's predicate, literally, so both planners use it). */
+  parts: readonly RawBuilder<boolean>[];
+}
+
+/**
+ * The ids of up to `limit` due rows of `source`, oldest `run_at` first, read as `dueJobIds` says:
+ * each part on its own index range (locked `SKIP LOCKED` on PostgreSQL), merged in `run_at`
+ * order; the ranges between `excludeGroups`; none of `excludeIds`.
+ */
+export function dueIds(
+  options: DueSource & { limit: number; now: number; dialect: StorageDialect; excludeGroups?: readonly string[] | undefined; excludeIds?: readonly string[] | undefined },
+): RawBuilder<{ id: string }> {
+  const { limit, dialect } = options;
   const ranges = groupRanges(options.excludeGroups ?? []);
   const notIds = options.excludeIds?.length ? sql` and not ${dialect.inList(sql.ref('id'), dialect.list(options.excludeIds))}` : sql``;
-  const parts = kinds.flatMap((kind) => ranges.map((range) => duePart(dialect, kind, range, limit, now, notIds)));
+  const parts = options.parts.flatMap((predicate) => ranges.map((range) => duePart(options, predicate, range, notIds)));
   if (parts.length === 1) return sql`select id from (${parts[0]!}) due`;
   const names = parts.map((_, i) => sql.raw(`due_${i}`));
   return sql`with ${sql.join(parts.map((part, i) => sql`${names[i]!} as (${part})`))}
@@ -54,14 +80,20 @@ function groupRanges(excluded: readonly string[]): GroupRange[] {
   return [...ranges, { all: false, above: sorted.at(-1)! }];
 }
 
-function duePart(dialect: StorageDialect, kind: string, range: GroupRange, limit: number, now: number, notIds: RawBuilder<unknown>): RawBuilder<unknown> {
+function duePart(
+  source: DueSource & { limit: number; now: number; dialect: StorageDialect },
+  predicate: RawBuilder<boolean>,
+  range: GroupRange,
+  notIds: RawBuilder<unknown>,
+): RawBuilder<unknown> {
+  const { dialect, limit, now } = source;
   // Byte order, as groupRanges sorts (and the index is built).
-  const key = dialect.byteOrder('group_key');
+  const key = dialect.byteOrder(source.groupColumn);
   const groups = range.all
     ? sql``
     : sql`${range.above !== undefined ? sql` and ${key} > ${range.above}` : sql``}${range.below !== undefined ? sql` and ${key} < ${range.below}` : sql``}`;
   // SQLite would rather walk the run_at index (no sort) and step over the excluded groups' rows: told which index to use.
-  const table = range.all ? sql.table('jobs') : dialect.tableUsingIndex('jobs', 'jobs_pending_group_run_at_idx');
-  return sql`select id, run_at from ${table} where state = 'pending' and kind = ${kind} and run_at <= cast(${now} as bigint)${groups}${notIds}
+  const table = range.all ? sql.table(source.table) : dialect.tableUsingIndex(source.table, source.groupIndex);
+  return sql`select id, run_at from ${table} where ${predicate} and run_at <= cast(${now} as bigint)${groups}${notIds}
     order by run_at limit ${limit}${dialect.rowLock({ skipLocked: true })}`;
 }

@@ -52,7 +52,8 @@ export function findFailedPage(
  */
 const takeFailed = precompiled<[string | string[], number, number, number], { id: string }>(
   (db, ids, since, until, now) =>
-    sql<{ id: string }>`update notifications set status = 'pending', completed_at = null, updated_at = cast(${now} as bigint)
+    sql<{ id: string }>`update notifications set status = 'pending', completed_at = null, updated_at = cast(${now} as bigint),
+            run_at = cast(${now} as bigint), runs = 0, lease = null, lease_until = null
           where ${dialectOf(db).inList(sql.ref('id'), ids)}
             and status = 'failed' and completed_at >= cast(${since} as bigint) and completed_at < cast(${until} as bigint)
           returning id`,
@@ -75,13 +76,4 @@ export async function lockRecoveryOf(tx: Executor, subscriptionId: string): Prom
 export async function takeFailedNotifications(db: Executor, ids: string[], window: { since: number; until: number }, now: number): Promise<string[]> {
   if (ids.length === 0) return [];
   return (await takeFailed(db, dialectOf(db).list(ids), window.since, window.until, now)).map((row) => row.id);
-}
-
-/** Deletes the failed delivery jobs under `keys` (dedupe keys): so new ones can be enqueued under them (recovery), or with their notifications (retention). */
-const deleteFailedJobs = precompiled<[string | string[]], unknown>(
-  (db, keys) => sql`delete from jobs where state = 'failed' and ${dialectOf(db).inList(sql.ref('dedupe_key'), keys)}`,
-);
-
-export async function deleteFailedJobsByKey(db: Executor, dedupeKeys: readonly string[]): Promise<void> {
-  if (dedupeKeys.length > 0) await deleteFailedJobs(db, dialectOf(db).list(dedupeKeys));
 }

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from '../database.js';
 import { precompiled } from '../precompiled.js';
-import { deleteFailedJobsByKey } from './notification-recovery.js';
 
 /**
  * NOTIFICATION_RETENTION (docs/notifications.md, "Retention"): the ended notifications (succeeded
@@ -16,12 +15,6 @@ const deleteEnded = precompiled<[string, number], { id: string }>(
 );
 
 /** One batch, in one transaction: returns how many notifications it deleted (fewer than `limit`: nothing older is left). */
-export async function deleteEndedNotifications(db: Executor, beforeId: string, limit: number, deliveryKey: (id: string) => string): Promise<number> {
-  const run = async (tx: Executor) => {
-    const gone = await deleteEnded(tx, beforeId, limit);
-    // The delivery jobs left failed (dead letters) of the notifications now gone.
-    await deleteFailedJobsByKey(tx, gone.map((row) => deliveryKey(row.id)));
-    return gone.length;
-  };
-  return db.isTransaction ? run(db) : db.transaction().execute(run);
+export async function deleteEndedNotifications(db: Executor, beforeId: string, limit: number): Promise<number> {
+  return (await deleteEnded(db, beforeId, limit)).length;
 }

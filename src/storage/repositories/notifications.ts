@@ -5,7 +5,7 @@ import { dialectOf, type RecordColumnType } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
 import type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
 
-/** A notification with, from its delivery job, when its next attempt is due (null: none scheduled, or one in flight). */
+/** A notification with when its next attempt is due (null: none scheduled, or one in flight). */
 export type NotificationRow = NotificationsTable & { next_attempt_at: number | null };
 export type NotificationAttemptRow = NotificationAttemptsTable;
 
@@ -13,13 +13,12 @@ export async function insertNotifications(db: Executor, rows: NotificationsTable
   if (rows.length > 0) await db.insertInto('notifications').values(rows).execute();
 }
 
-/** Notifications with the schedule of their delivery job (one job per notification, found by its dedupe key). */
+/** Notifications with their next attempt's time: the row's schedule while no attempt holds it. */
 function withSchedule(db: Executor) {
   return db
     .selectFrom('notifications')
-    .leftJoin('jobs', (join) => join.onRef('jobs.dedupe_key', '=', sql<string>`'deliver:' || notifications.id`))
     .selectAll('notifications')
-    .select(sql<number | null>`case when notifications.status = 'pending' and jobs.state = 'pending' and jobs.locked_by is null then jobs.run_at end`.as('next_attempt_at'));
+    .select(sql<number | null>`case when notifications.status = 'pending' and notifications.lease is null then notifications.run_at end`.as('next_attempt_at'));
 }
 
 export async function findNotification(db: Executor, id: string, accountId?: string): Promise<NotificationRow | undefined> {
@@ -53,10 +52,14 @@ export async function listAttempts(db: Executor, notificationId: string): Promis
   return db.selectFrom('notification_attempts').selectAll().where('notification_id', '=', notificationId).orderBy('attempt').execute();
 }
 
-/** One finished attempt and the state its notification moves to. */
+/** One finished attempt, the lease it was made under, and the state its notification moves to. */
 export interface AttemptOutcome {
   attempt: NotificationAttemptsTable;
+  /** The lease its delivery was held under (delivery-ownership.ts): the outcome is written only while it still is. */
+  lease: string;
   status: NotificationStatus;
+  /** When the next attempt is due (a retry), or null. */
+  nextAttemptAt: number | null;
   now: number;
 }
 
@@ -77,40 +80,57 @@ const insertAttempts = precompiled(
   (db, rows: string) => sql`insert into notification_attempts (${attemptColumns}) select ${attemptColumns} from ${dialectOf(db).records(rows, 'a', ATTEMPT_COLUMNS)}`,
 );
 
+/** The settle of a delivery: its outcome, its next attempt's time, and the lease let go; only where the lease is still the one it ran under. */
 const moveNotificationsOn = precompiled(
   (db, rows: string) =>
     sql<{ id: string; has_waiters: number }>`update notifications as n set status = m.status, attempt_count = m.attempt_count,
-            last_status_code = m.last_status_code, last_error = m.last_error, updated_at = m.updated_at, completed_at = m.completed_at
-          from ${dialectOf(db).records(rows, 'm', { notification_id: 'text', status: 'text', attempt_count: 'int', last_status_code: 'int', last_error: 'text', updated_at: 'bigint', completed_at: 'bigint' })}
-          where n.id = m.notification_id returning id, has_waiters`,
+            last_status_code = m.last_status_code, last_error = m.last_error, updated_at = m.updated_at, completed_at = m.completed_at,
+            run_at = m.next_run_at, lease = null, lease_until = null, postponed = 0, runs = 0
+          from ${dialectOf(db).records(rows, 'm', {
+            notification_id: 'text',
+            held_lease: 'text',
+            status: 'text',
+            attempt_count: 'int',
+            last_status_code: 'int',
+            last_error: 'text',
+            updated_at: 'bigint',
+            completed_at: 'bigint',
+            next_run_at: 'bigint',
+          })}
+          where n.id = m.notification_id and n.lease = m.held_lease returning id, has_waiters`,
 );
 
 /**
- * Logs finished attempts and moves their notifications on, in the caller's transaction: two
- * statements for the whole batch, each one fixed SQL text with the rows as one JSON parameter
- * (built per batch with Kysely, every batch size was a new text to compile and prepare).
- * Answers the notifications moved on that something is held behind (`has_waiters`, docs/delivery.md
- * "Order"), as the statement that moved them saw them: on PostgreSQL a transaction holding one
- * concurrently had it locked, so this statement waited for its commit and returns its flag.
+ * Settles finished attempts, in the caller's transaction: each notification still held under the
+ * attempt's lease moves on (its outcome, its next attempt's time, its lease let go) and its
+ * attempt is logged; an attempt whose delivery another worker took over writes nothing (rule 4 of
+ * delivery-ownership.ts). Two statements for the whole batch, each one fixed SQL text with the rows
+ * as one JSON parameter. Answers the ids settled, and those of them that something is held behind
+ * (`has_waiters`, docs/delivery.md "Order") as the statement saw them: on PostgreSQL a
+ * transaction holding one concurrently had it locked, so this statement waited for its commit.
  */
-export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): Promise<Set<string>> {
-  if (outcomes.length === 0) return new Set();
-  await insertAttempts(db, JSON.stringify(outcomes.map(({ attempt }) => attempt)));
+export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): Promise<{ settled: Set<string>; waitedFor: Set<string> }> {
+  if (outcomes.length === 0) return { settled: new Set(), waitedFor: new Set() };
   const moved = await moveNotificationsOn(
     db,
     JSON.stringify(
-      outcomes.map(({ attempt, status, now }) => ({
+      outcomes.map(({ attempt, lease, status, nextAttemptAt, now }) => ({
         notification_id: attempt.notification_id,
+        held_lease: lease,
         status,
         attempt_count: attempt.attempt,
         last_status_code: attempt.status_code,
         last_error: attempt.error,
         updated_at: now,
         completed_at: status === 'pending' ? null : now,
+        next_run_at: status === 'pending' ? nextAttemptAt : null,
       })),
     ),
   );
-  return new Set(moved.filter((row) => Number(row.has_waiters) === 1).map((row) => row.id));
+  const settled = new Set(moved.map((row) => row.id));
+  const logged = outcomes.filter(({ attempt }) => settled.has(attempt.notification_id)).map(({ attempt }) => attempt);
+  if (logged.length > 0) await insertAttempts(db, JSON.stringify(logged));
+  return { settled, waitedFor: new Set(moved.filter((row) => Number(row.has_waiters) === 1).map((row) => row.id)) };
 }
 
 /** Notification order: the registered notifications that processed ones are being held behind (their rows are locked by the caller on PostgreSQL). */
@@ -140,12 +160,21 @@ export function findNotificationsForDelivery(db: Executor, ids: readonly string[
 
 /** Ends a pending notification as failed without an attempt (its delivery could not be run). */
 export async function markNotificationFailed(db: Executor, id: string, error: string, at: number): Promise<void> {
-  await db.updateTable('notifications').set({ status: 'failed', last_error: error, updated_at: at, completed_at: at }).where('id', '=', id).where('status', '=', 'pending').execute();
+  await db.updateTable('notifications').set({ status: 'failed', last_error: error, updated_at: at, completed_at: at, run_at: null }).where('id', '=', id).where('status', '=', 'pending').execute();
 }
 
-/** A manual retry puts a finished notification back in the queue for one more attempt (a held one is sent now: it waits no more). */
-export async function markNotificationPending(db: Executor, id: string, at: number): Promise<void> {
-  await db.updateTable('notifications').set({ status: 'pending', updated_at: at, completed_at: null, waits_for: null }).where('id', '=', id).execute();
+/**
+ * A manual retry: the notification is due now for one more attempt, whether it waits for its next
+ * one, is held (it waits no more), or ended. One in flight (under a lease that has not ended) is
+ * left as it is.
+ */
+export async function retryNotificationNow(db: Executor, id: string, at: number): Promise<void> {
+  await db
+    .updateTable('notifications')
+    .set({ status: 'pending', completed_at: null, waits_for: null, run_at: at, runs: 0, postponed: 0, lease: null, lease_until: null, updated_at: at })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('lease', 'is', null), eb('lease_until', '<=', at)]))
+    .execute();
 }
 
 /**
@@ -176,24 +205,23 @@ export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{
   return found;
 }
 
-const releaseWaiting = precompiled<[string | string[]], { id: string; account_id: string; status: NotificationStatus }>(
-  (db, ids) =>
-    sql<{ id: string; account_id: string; status: NotificationStatus }>`update notifications set waits_for = null
-          where waits_for is not null and ${dialectOf(db).inList(sql.ref('waits_for'), ids)} returning id, account_id, status`,
+const releaseWaiting = precompiled<[string | string[], number], { id: string }>(
+  (db, ids, now) =>
+    sql<{ id: string }>`update notifications set waits_for = null, run_at = case when status = 'pending' then cast(${now} as bigint) else run_at end
+          where waits_for is not null and ${dialectOf(db).inList(sql.ref('waits_for'), ids)} returning id`,
 );
 
 /**
- * Notifications that ended (succeeded, or failed for good): the ones held for them wait no more.
- * Answers the released ones still pending, whose delivery jobs the caller enqueues in the same
- * transaction. One statement for the batch, on the partial index of waiting notifications.
+ * Notifications that ended (succeeded, or failed for good): the ones held for them wait no more,
+ * and those still pending are due `now`. One statement for the batch, on the partial index of
+ * waiting notifications. Answers the ids released.
  */
-export async function releaseWaitingFor(db: Executor, endedIds: readonly string[]): Promise<Array<{ notificationId: string; accountId: string }>> {
+export async function releaseWaitingFor(db: Executor, endedIds: readonly string[], now: number): Promise<string[]> {
   if (endedIds.length === 0) return [];
-  const result = await releaseWaiting(db, dialectOf(db).list(endedIds));
-  return result.filter((row) => row.status === 'pending').map((row) => ({ notificationId: row.id, accountId: row.account_id }));
+  return (await releaseWaiting(db, dialectOf(db).list(endedIds), now)).map((row) => row.id);
 }
 
-/** A new notification, pending and due now; its id (`msg_…`) becomes the `webhook-id`. */
+/** A new notification, pending and due now (its own delivery job); its id (`msg_…`) becomes the `webhook-id`. */
 export function newNotificationRow(
   input: { accountId: string; requestId: string; subscriptionId: string | null; event: NotificationsTable['event']; url: string; payload: string; test?: boolean },
   now: number,
@@ -216,6 +244,11 @@ export function newNotificationRow(
     test: input.test ? 1 : 0,
     waits_for: null,
     has_waiters: 0,
+    run_at: now,
+    lease: null,
+    lease_until: null,
+    runs: 0,
+    postponed: 0,
   };
 }
 

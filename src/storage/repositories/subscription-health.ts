@@ -157,7 +157,7 @@ export async function disableSubscription(
   if (!disabled) return undefined;
   const failed = await db
     .updateTable('notifications')
-    .set({ status: 'failed', last_error: `not sent: the subscription was switched off: ${reason}`, updated_at: now, completed_at: now })
+    .set({ status: 'failed', last_error: `not sent: the subscription was switched off: ${reason}`, updated_at: now, completed_at: now, run_at: null })
     .where('subscription_id', '=', subscriptionId)
     .where('status', '=', 'pending')
     .where('test', '=', 0)

@@ -13,7 +13,7 @@ export interface NotificationsTable {
   /** The exact body sent, JSON text. */
   payload: string;
   status: NotificationStatus;
-  /** Attempts made so far. When the next one is due is its delivery job's `run_at` (the one schedule). */
+  /** Attempts made so far. */
   attempt_count: number;
   last_status_code: number | null;
   last_error: string | null;
@@ -26,6 +26,15 @@ export interface NotificationsTable {
   waits_for: string | null;
   /** 1 on a `registered-requests` notification that a processed one was held behind: ending it releases them. */
   has_waiters: number;
+  /** When its next attempt is due; null once it ended, and while it is held (`waits_for`). The row is its own delivery job. */
+  run_at: number | null;
+  /** The token of the claim or hand-off that holds its delivery, and when that lease ends (worker/delivery-ownership.ts). */
+  lease: string | null;
+  lease_until: number | null;
+  /** Runs of its delivery that ended without an outcome (DELIVERY_RUNS_WITHOUT_OUTCOME). */
+  runs: number;
+  /** 1 while its delivery waits for its turn under the subscription's rateLimit (lifting the limit finds it). */
+  postponed: number;
 }
 
 export interface NotificationAttemptsTable {

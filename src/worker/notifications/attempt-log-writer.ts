@@ -1,15 +1,14 @@
 import { Batcher } from '../../batcher.js';
 import type { Db } from '../../storage/database.js';
 import { lightTransaction } from '../../storage/light-transaction.js';
-import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js';
+import type { ClaimedJob } from '../../storage/queue/index.js';
 import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../storage/tables/index.js';
-import { enqueueDeliveries, releaseHeld } from '../../services/schedule-delivery.js';
+import { releaseHeld } from '../../services/schedule-delivery.js';
 import { recordEndpointHealth, type DisabledSubscription } from '../../services/endpoint-health.js';
 
 export interface AttemptSettlement {
   job: ClaimedJob;
-  /** The notification's account: its next attempt's job is its. */
   accountId: string;
   attempt: NotificationAttemptRow;
   status: NotificationStatus;
@@ -32,9 +31,9 @@ export interface AttemptLogOptions {
 export const ANSWER_NOT_STORED = 'the answer could not be stored; the attempt is logged without it';
 
 /**
- * Group commit of finished attempts (a Batcher, 5 ms of gathering). Each attempt must complete its
- * job, log itself, move its notification on and maybe enqueue the next attempt, atomically and
- * under the job's lease. One transaction per attempt cost an fsync (~1.1 ms on this machine's
+ * Group commit of finished attempts (a Batcher, 5 ms of gathering). Each attempt must log itself
+ * and move its notification on (its outcome, or its next attempt's time), atomically and under the
+ * lease its delivery ran under. One transaction per attempt cost an fsync (~1.1 ms on this machine's
  * SQLite) per delivery and made delivery CPU-bound at ~200/s; attempts finishing together now
  * share one transaction. A commit blocks the event loop (SQLite), so nothing joins a batch while
  * one is written: the 5 ms let the attempts finishing meanwhile share the next commit. It delays
@@ -81,21 +80,20 @@ export class AttemptLogWriter {
   }
 
   /**
-   * One transaction: completes the jobs still held, logs their attempts, schedules their retries,
-   * and adds the attempts to their subscriptions' health rollup (last: its rows are the ones other
-   * writers may wait for, so they are held for the commit only). Returns the held job ids.
+   * One transaction: settles the deliveries still held (their outcome, their next attempt's time,
+   * their lease let go) and logs their attempts, releases what was held behind the ones that
+   * ended, and adds the attempts to their subscriptions' health rollup (last: its rows are the ones
+   * other writers may wait for, so they are held for the commit only). Returns the held ids.
    */
   #write(settlements: AttemptSettlement[]): Promise<{ held: Set<string>; disabled: DisabledSubscription[] }> {
     return lightTransaction(this.db, async (tx) => {
-      const heldIds = await completeHeldJobs(tx, settlements.map((settlement) => settlement.job));
-      const recorded = settlements.filter((settlement) => heldIds.has(settlement.job.id));
       // One time for the whole group commit, so that the same outcome is one UPDATE.
-      const now = Math.max(...recorded.map((settlement) => settlement.now));
-      const waitedFor = await recordAttempts(tx, recorded.map((settlement) => ({ ...settlement, now })));
-      const retries = recorded.flatMap((settlement) =>
-        settlement.nextAttemptAt === null ? [] : [{ notificationId: settlement.attempt.notification_id, accountId: settlement.accountId, runAt: settlement.nextAttemptAt }],
+      const now = Math.max(...settlements.map((settlement) => settlement.now));
+      const { settled, waitedFor } = await recordAttempts(
+        tx,
+        settlements.map(({ job, attempt, status, nextAttemptAt }) => ({ attempt, lease: job.lease, status, nextAttemptAt, now })),
       );
-      await enqueueDeliveries(tx, retries, { now: settlements[0]!.now });
+      const recorded = settlements.filter((settlement) => settled.has(settlement.job.id));
       // Notifications held behind the ones that ended here go out now (docs/delivery.md, "Order");
       // only ended ones flagged `has_waiters` can have any, so usually there is no statement to run.
       const ended = recorded.flatMap((settlement) => (settlement.status !== 'pending' && waitedFor.has(settlement.attempt.notification_id) ? [settlement.attempt.notification_id] : []));
@@ -106,7 +104,7 @@ export class AttemptLogWriter {
           : [{ subscriptionId: countsFor, at: attempt.started_at, outcome: attempt.outcome, latencyMs: attempt.latency_ms, statusCode: attempt.status_code, error: attempt.error }],
       );
       const disabled = await recordEndpointHealth(tx, counted, { now, disableAfterMs: this.options.disableAfterMs ?? 0 });
-      return { held: heldIds, disabled };
+      return { held: settled, disabled };
     });
   }
 }

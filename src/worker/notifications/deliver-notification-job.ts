@@ -3,7 +3,7 @@ import type { Deps } from '../../deps.js';
 import { decideAfterAttempt } from '../../domain/notifications/retry-policy.js';
 import { loadDeliveryTarget, type DeliveryTarget } from '../../services/delivery-targets.js';
 import { loadSigningSecrets } from '../../services/signing-secrets.js';
-import { completeHeldJobs, type ClaimedJob } from '../../storage/queue/index.js';
+import { DELIVERY_ROWS_QUEUE, endHeldDeliveries, type ClaimedJob } from '../../storage/queue/index.js';
 import { findNotificationsForDelivery, markNotificationFailed, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
 import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
@@ -112,7 +112,7 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
   const row = await context.notifications.load(job.payload.notificationId);
   if (!row || row.status !== 'pending') {
     // Nothing to send (already delivered, or gone): the job is done, whoever holds it now.
-    await completeHeldJobs(deps.db, [job]);
+    await endHeldDeliveries(deps.db, [job]);
     return 'settled';
   }
   const startedAt = deps.clock();
@@ -178,6 +178,7 @@ export function notificationJobHandlers(deps: Deps): JobHandlers {
   return {
     [DELIVER_NOTIFICATION]: {
       mode: 'standalone',
+      queue: DELIVERY_ROWS_QUEUE,
       handle: (job, _ctx, control) => deliverNotification(context, job as ClaimedJob<DeliverNotificationPayload>, control),
       // DELIVERY_RUNS_WITHOUT_OUTCOME runs ended without an outcome: the notification fails instead of waiting forever.
       onExhausted: async (tx, job, error, ctx) => {

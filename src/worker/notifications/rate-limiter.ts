@@ -1,8 +1,7 @@
 import { Batcher } from '../../batcher.js';
-import { WAITING_FOR_RATE_LIMIT } from '../../services/rate-limit.js';
 import type { Db } from '../../storage/database.js';
 import { lightTransaction } from '../../storage/light-transaction.js';
-import { postponeHeldJobs, type ClaimedJob, type Postponement } from '../../storage/queue/index.js';
+import { postponeDeliveries, type ClaimedJob } from '../../storage/queue/index.js';
 import { countRateWindowTurns } from '../../storage/repositories/rate-windows.js';
 
 /** The rate limit's window: `rateLimit` deliveries per calendar second of the worker's clock. */
@@ -65,7 +64,7 @@ export class RateLimiter {
 
     // This batch holds the last `count` turns of each window, in the order the deliveries asked.
     const nextPosition = new Map([...windows].map(([id, window]) => [id, window.granted - counts.get(id)! + 1]));
-    const postponements: Postponement[] = [];
+    const postponements: Array<{ job: ClaimedJob; runAt: number }> = [];
     const turns = requests.map((request): Turn => {
       const window = windows.get(request.subscriptionId);
       // Deleted meanwhile: the delivery goes on and finds out.
@@ -79,7 +78,7 @@ export class RateLimiter {
     });
     if (postponements.length === 0) return turns;
 
-    const held = await lightTransaction(this.db, (tx) => postponeHeldJobs(tx, postponements, { note: WAITING_FOR_RATE_LIMIT, now: this.clock() }), { singleStatement: true });
+    const held = await lightTransaction(this.db, (tx) => postponeDeliveries(tx, postponements), { singleStatement: true });
     return turns.map((turn, i) => (turn === 'postponed' && !held.has(requests[i]!.job.id) ? 'lost' : turn));
   }
 }

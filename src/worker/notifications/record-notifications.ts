@@ -5,7 +5,7 @@ import type { Tx } from '../../storage/database.js';
 import type { NotificationsTable } from '../../storage/tables/index.js';
 import { findPendingRegistered, insertNotifications, markHasWaiters, newNotificationRow } from '../../storage/repositories/notifications.js';
 import { listSubscriptionsForEvent, type SubscriptionRoute } from '../../storage/repositories/subscriptions.js';
-import { enqueueDeliveries } from '../../services/schedule-delivery.js';
+import { offerDeliveries } from '../../services/schedule-delivery.js';
 
 export function notificationEventOf(outcome: RequestOutcome): NotificationEvent {
   return outcome.kind === 'processed' ? 'processed-requests' : 'registered-requests';
@@ -32,8 +32,8 @@ const INSERT_CHUNK = 500;
 
 /**
  * The notification hook of the request pipeline: inside the transaction that registers, rejects
- * or processes a batch of requests, it routes each outcome and writes one notification and one
- * delivery job per target, with one multi-row insert each. Both commit with the state change or
+ * or processes a batch of requests, it routes each outcome and writes one notification per target
+ * (each its own delivery job), with one multi-row insert. Both commit with the state change or
  * not at all (the transactional outbox). The deliveries go to the batch's lease offer: this worker
  * starts what it took right after the commit, and wakes the others for the rest.
  */
@@ -68,12 +68,9 @@ export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder
       }
     }
     await holdBehindRegistered(tx, rows);
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      const chunk = rows.slice(i, i + INSERT_CHUNK);
-      await insertNotifications(tx, chunk);
-      const due = chunk.filter((row) => row.waits_for === null);
-      await enqueueDeliveries(tx, due.map((row) => ({ notificationId: row.id, accountId: row.account_id })), { now, leaseTo: batch?.leaseTo });
-    }
+    // Each row is its own delivery job, due now unless held; those the batch's worker has room for are leased to it.
+    const offered = offerDeliveries(rows, batch?.leaseTo, now);
+    for (let i = 0; i < offered.length; i += INSERT_CHUNK) await insertNotifications(tx, offered.slice(i, i + INSERT_CHUNK));
   };
 }
 
@@ -93,7 +90,11 @@ async function holdBehindRegistered(tx: Tx, rows: NotificationsTable[]): Promise
   const inBatch = new Map<string, string>();
   for (const row of rows) if (row.event === 'registered-requests' && !inBatch.has(key(row))) inBatch.set(key(row), row.id);
   const pending = await findPendingRegistered(tx, processed.map((row) => ({ requestId: row.request_id, url: row.url })));
-  for (const row of processed) row.waits_for = pending.get(key(row)) ?? inBatch.get(key(row)) ?? null;
+  for (const row of processed) {
+    row.waits_for = pending.get(key(row)) ?? inBatch.get(key(row)) ?? null;
+    // Held: not due until the notification it waits for ends.
+    if (row.waits_for !== null) row.run_at = null;
+  }
   // The registered notifications waited for are flagged, so that the statement ending them says so.
   const waitedFor = new Set(processed.flatMap((row) => (row.waits_for === null ? [] : [row.waits_for])));
   for (const row of rows) if (waitedFor.delete(row.id)) row.has_waiters = 1;
