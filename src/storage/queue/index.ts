@@ -1,8 +1,10 @@
 /**
- * The durable job queue, one file per operation (docs/requests.md, "Job queue"). A job is owned
- * either by a written lease (claimDueJobs, or enqueueJobs with leaseTo) or by the transaction
- * that took it (takeDueJobs); every operation on an owned job checks that it is still held and
- * says what happened when it was not.
+ * The durable job queue (docs/requests.md, "Job queue"): the jobs table, one file per operation,
+ * and the deliveries, which are their notification rows (delivery-rows.ts); the standalone loop
+ * reaches either through one surface (standalone-queue.ts). A job is owned either by a written
+ * lease (a claim, or a batch's hand-off with leaseTo) or by the transaction that took it
+ * (takeDueJobs, jobs table only); every operation on an owned job checks that it is still held
+ * and says what happened when it was not.
  */
 export { enqueueJobs, leaseOffer, type EnqueueOptions, type LeaseOffer, type NewJob } from './enqueue-jobs.js';
 export { claimDueJobs, newLease, type ClaimOptions } from './claim-due-jobs.js';

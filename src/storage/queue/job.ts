@@ -16,7 +16,7 @@ export interface Job<Payload = unknown> {
 
 /**
  * A job this worker holds, in one of two ways, both said by `lease`:
- * - a lease token written in the row (`claimDueJobs`, or `enqueueJobs` with `leaseTo`), unique to
+ * - a lease token written in the row (a claim, or a batch's hand-off with `leaseTo`), unique to
  *   that claim: only its holder can complete, fail or renew it, until `leaseUntil`;
  * - TRANSACTION_LEASE: the open transaction that took it (`takeDueJobs`) holds it, and nothing is
  *   written: it is completed in that transaction or not at all.
