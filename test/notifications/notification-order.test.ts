@@ -169,10 +169,16 @@ for (const dialect of testDialects()) {
         const db = t.deps.db;
         const url = 'http://127.0.0.1:9/race';
         const now = Date.now();
-        const row = (event: 'registered-requests' | 'processed-requests') =>
-          newNotificationRow({ accountId: client.accountId, requestId, subscriptionId: null, event, url, payload: '{}' }, now);
+        // Written by hand and not due (this file's worker must not take them meanwhile): the transactions below play the workers.
+        const row = (event: 'registered-requests' | 'processed-requests') => ({
+          ...newNotificationRow({ accountId: client.accountId, requestId, subscriptionId: null, event, url, payload: '{}' }, now),
+          run_at: null,
+        });
         const stillHeld = async (id: string) => (await db.selectFrom('notifications').select('waits_for').where('id', '=', id).executeTakeFirstOrThrow()).waits_for;
-        const dueAt = async (id: string) => (await db.selectFrom('notifications').select('run_at').where('id', '=', id).executeTakeFirstOrThrow()).run_at;
+        const dueOrTried = async (id: string) => {
+          const found = await db.selectFrom('notifications').select(['run_at', 'attempt_count']).where('id', '=', id).executeTakeFirstOrThrow();
+          return Number(found.run_at) === now || found.attempt_count > 0;
+        };
 
         // The registered notification ends first (not yet committed): processing waits on its lock, then sees it ended.
         const first = row('registered-requests');
@@ -206,7 +212,7 @@ for (const dialect of testDialects()) {
         await ended;
         await ending2.commit();
         assert.equal(await stillHeld(held.id), null, 'released');
-        assert.equal(Number(await dueAt(held.id)), now, 'and due now');
+        assert.ok(await dueOrTried(held.id), 'and due now (or already tried by the worker)');
 
         // The attempt log's path: the statement ending the registered notification waits for the
         // holder's commit, then answers its has_waiters flag, so the release runs.
