@@ -213,7 +213,12 @@ for (const dialect of testDialects()) {
       const failed = await eventually(async () => {
         const log = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${sub._id}`, { token })).body.data as any[];
         return log.length === 3 && log.every((n) => n.status === 'failed') && log;
-      }, 20_000, 'three failed notifications');
+      }, 20_000, 'three failed notifications').catch(async (error: Error) => {
+        // Where each stood: its schedule, its lease, its attempts (a CI run once timed out here).
+        const rows = await t.deps.db.selectFrom('notifications').select(['id', 'status', 'attempt_count', 'run_at', 'lease', 'lease_until', 'runs', 'last_error']).where('subscription_id', '=', sub._id).execute();
+        const attempts = await t.deps.db.selectFrom('notification_attempts').select(['notification_id', 'attempt', 'started_at', 'latency_ms', 'status_code', 'error']).where('notification_id', 'in', rows.length ? rows.map((row) => row.id) : ['-']).execute();
+        throw new Error(`${error.message} at ${Date.now()}; notifications ${JSON.stringify(rows)}; attempts ${JSON.stringify(attempts)}; receiver calls ${flaky.requests.length}`);
+      });
 
       const page = await open(`/console/deliveries?subscriptionId=${sub._id}&status=failed`);
       await signIn(page, client);
