@@ -40,9 +40,10 @@ export interface StandaloneJobControl {
 
 /**
  * A handler with effects outside the database (an HTTP call): it runs alone, outside any
- * transaction, with up to `concurrency` jobs in flight. It may settle its job itself with
- * completeHeldJobs / failHeldJob(…, { retryAt }) inside its own transaction; if it returns without doing
- * so the worker completes the job, and if it throws the worker records a failed attempt.
+ * transaction, with up to `concurrency` jobs in flight. It may settle its job itself, under its
+ * lease, in its queue (`queue`: a delivery's outcome is written by the attempt log); if it returns
+ * without doing so the worker ends the job (`StandaloneQueue.end`), and if it throws the worker
+ * records a failed run (`StandaloneQueue.fail`).
  */
 export interface StandaloneJobHandler {
   mode: 'standalone';
