@@ -99,6 +99,19 @@ for (const dialect of testDialects()) {
     });
 
     if (dialect === 'postgres') {
+      it('on PostgreSQL a claim leases at most its limit whatever the plan: the due rows are read once', async () => {
+        for (let i = 0; i < 20; i++) await notification(`many${i}`, 'acc_1', NOW - 100 + i);
+        // The plan CI once got for a small table: a nested loop that ran the due rows' locking
+        // subquery again for each notification, each run locking the next rows (all 20 leased).
+        const claimed = await t.deps.db.transaction().execute(async (tx) => {
+          for (const setting of ['enable_hashjoin', 'enable_mergejoin', 'enable_material', 'enable_hashagg', 'enable_sort']) await sql.raw(`set local ${setting} = off`).execute(tx);
+          return claimDueDeliveries(tx, { workerId: 'w-a', limit: 6, leaseMs: LEASE_MS, now: NOW, maxRuns: 20 });
+        });
+        assert.deepEqual(claimed.map((job) => job.id).sort(), ['msg_many0', 'msg_many1', 'msg_many2', 'msg_many3', 'msg_many4', 'msg_many5']);
+        const leased = await t.deps.db.selectFrom('notifications').select('id').where('lease', 'is not', null).execute();
+        assert.equal(leased.length, 6, 'only the claimed rows carry a lease');
+      });
+
       it('on PostgreSQL a claim and a renewal are HOT updates: no index entry written', async () => {
         await sql`vacuum notifications`.execute(t.deps.db);
         for (let i = 0; i < 20; i++) await notification(`hot${i}`, 'acc_1', NOW - 100 + i);

@@ -14,7 +14,7 @@ import {
   type EnqueueOptions,
   type NewJob,
 } from '../../src/storage/queue/index.js';
-import { dueJobIds } from '../../src/storage/queue/due-jobs.js';
+import { dueJobs } from '../../src/storage/queue/due-jobs.js';
 import { dialectOf } from '../../src/storage/dialect.js';
 import type { Executor } from '../../src/storage/database.js';
 
@@ -221,6 +221,20 @@ for (const dialect of testDialects()) {
       assert.equal(new Set(ids).size, 240);
     });
 
+    if (dialect === 'postgres') {
+      it('a claim leases at most its limit whatever plan PostgreSQL picks: the due jobs are read once', async () => {
+        await enqueueJobs(t.deps.db, Array.from({ length: 20 }, (_, i) => ({ kind: 'test', payload: i, runAt: i })));
+        // A nested loop that runs a locking `id in (…)` subquery again per row leases every due job
+        // (delivery-rows.test.ts has the same for the notification rows).
+        const claimed = await t.deps.db.transaction().execute(async (tx) => {
+          for (const setting of ['enable_hashjoin', 'enable_mergejoin', 'enable_material', 'enable_hashagg', 'enable_sort']) await sql.raw(`set local ${setting} = off`).execute(tx);
+          return claimDueJobs(tx, { workerId: 'w', kinds: ['test'], limit: 6, leaseMs: 60_000, now: 1_000 });
+        });
+        assert.deepEqual(claimed.map((job) => job.payload), [0, 1, 2, 3, 4, 5]);
+        assert.equal((await t.deps.db.selectFrom('jobs').select('id').where('locked_by', 'is not', null).execute()).length, 6);
+      });
+    }
+
     it('takeDueJobs holds due jobs for the transaction that completes them, writing no lease', async () => {
       await enqueueJobs(t.deps.db, [
         { kind: 'test', payload: 2, runAt: 200 },
@@ -265,13 +279,13 @@ for (const dialect of testDialects()) {
           union all select 'job_other_' || i, 'other', '{}', 'pending', ${now}::bigint - 3600000 + i, 0, 5, ${now}::bigint, ${now}::bigint from generate_series(1, 50000) i`.execute(t.deps.db);
         await sql`analyze jobs`.execute(t.deps.db);
       }
-      // The plan of the very subquery the claim and the batch lock use.
+      // The plan of the very `with` clause the claim and the batch lock use.
       for (const kinds of [['test'], ['test', 'another']]) {
-        const due = dueJobIds({ kinds, limit: 10, now, dialect: dialectOf(t.deps.db) });
+        const due = dueJobs({ kinds, limit: 10, now, dialect: dialectOf(t.deps.db) });
         const plan =
           dialect === 'sqlite'
-            ? (await sql<{ detail: string }>`explain query plan ${due}`.execute(t.deps.db)).rows.map((r) => r.detail)
-            : (await sql<{ 'QUERY PLAN': string }>`explain ${due}`.execute(t.deps.db)).rows.map((r) => r['QUERY PLAN']);
+            ? (await sql<{ detail: string }>`explain query plan ${due} select id from due`.execute(t.deps.db)).rows.map((r) => r.detail)
+            : (await sql<{ 'QUERY PLAN': string }>`explain ${due} select id from due`.execute(t.deps.db)).rows.map((r) => r['QUERY PLAN']);
         assert.match(plan.join('\n'), /jobs_pending_kind_run_at_idx/, `kinds ${kinds.join(', ')}: ${plan.join(' | ')}`);
       }
       await enqueueJob(t.deps.db, { kind: 'test', payload: 'due', runAt: now - 1 });
@@ -310,12 +324,12 @@ for (const dialect of testDialects()) {
         await sql`analyze jobs`.execute(t.deps.db);
       }
       await enqueueJobs(t.deps.db, [{ kind: 'test', payload: 'light', runAt: now - 1, groupKey: 'acc_light' }]);
-      const due = dueJobIds({ kinds: ['test'], limit: 10, now, dialect: dialectOf(t.deps.db), excludeGroups: ['acc_big'] });
+      const due = dueJobs({ kinds: ['test'], limit: 10, now, dialect: dialectOf(t.deps.db), excludeGroups: ['acc_big'] });
       if (dialect === 'sqlite') {
-        const plan = (await sql<{ detail: string }>`explain query plan ${due}`.execute(t.deps.db)).rows.map((r) => r.detail).join(' | ');
+        const plan = (await sql<{ detail: string }>`explain query plan ${due} select id from due`.execute(t.deps.db)).rows.map((r) => r.detail).join(' | ');
         assert.match(plan, /jobs_pending_group_run_at_idx \(kind=\? AND group_key[<>]\?\)/, plan);
       } else {
-        const [plan] = (await sql<{ 'QUERY PLAN': unknown }>`explain (analyze, format json) ${due}`.execute(t.deps.db)).rows.map((r) => r['QUERY PLAN']);
+        const [plan] = (await sql<{ 'QUERY PLAN': unknown }>`explain (analyze, format json) ${due} select id from due`.execute(t.deps.db)).rows.map((r) => r['QUERY PLAN']);
         const text = JSON.stringify(plan);
         assert.match(text, /jobs_pending_group_run_at_idx/, text);
         const read = [...text.matchAll(/"Actual Rows":(\d+)/g)].reduce((max, m) => Math.max(max, Number(m[1])), 0);

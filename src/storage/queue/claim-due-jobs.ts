@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { dialectOf } from '../dialect.js';
 import type { Executor } from '../database.js';
-import { dueJobIds } from './due-jobs.js';
+import { dueJobs } from './due-jobs.js';
+import type { JobsTable } from '../tables/index.js';
 import { byCreation, toClaimedJob, type ClaimedJob } from './job.js';
 
 export interface ClaimOptions {
@@ -25,7 +26,7 @@ export function newLease(workerId: string): string {
 /**
  * Leases up to `limit` due jobs of the given kinds in one statement: `run_at` moves to the end of
  * the lease (so an abandoned job is simply due again later), `attempts` counts the claim, and
- * `locked_by` gets a token unique to this claim. Which jobs: `dueJobIds` (PostgreSQL skips rows
+ * `locked_by` gets a token unique to this claim. Which jobs: `dueJobs` (PostgreSQL skips rows
  * another worker is claiming; SQLite has a single writer), without those of `excludeGroups` and
  * `excludeIds`.
  */
@@ -33,17 +34,8 @@ export async function claimDueJobs(db: Executor, options: ClaimOptions): Promise
   if (options.kinds.length === 0 || options.limit <= 0) return [];
   const now = options.now ?? Date.now();
   const lease = newLease(options.workerId);
-  const rows = await db
-    .updateTable('jobs')
-    .set((eb) => ({
-      locked_by: lease,
-      locked_at: now,
-      run_at: now + options.leaseMs,
-      attempts: eb('attempts', '+', 1),
-      updated_at: now,
-    }))
-    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now, dialect: dialectOf(db), excludeGroups: options.excludeGroups, excludeIds: options.excludeIds })})`)
-    .returningAll()
-    .execute();
+  const due = dueJobs({ kinds: options.kinds, limit: options.limit, now, dialect: dialectOf(db), excludeGroups: options.excludeGroups, excludeIds: options.excludeIds });
+  const { rows } = await sql<JobsTable>`${due} update jobs set locked_by = ${lease}, locked_at = ${now}, run_at = ${now + options.leaseMs}, attempts = attempts + 1, updated_at = ${now}
+      where id in (select id from due) returning *`.execute(db);
   return rows.map((row) => toClaimedJob(row)).sort(byCreation);
 }

@@ -4,7 +4,7 @@ import { dialectOf } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
 import type { NotificationsTable } from '../tables/index.js';
 import { newLease } from './claim-due-jobs.js';
-import { dueIds } from './due-jobs.js';
+import { dueWith } from './due-jobs.js';
 import { byCreation, retryDelayMs, type ClaimedJob } from './job.js';
 
 /**
@@ -64,7 +64,7 @@ const dueDelivery = (now: number) => sql<boolean>`status = 'pending' and run_at 
 export async function claimDueDeliveries(db: Executor, claim: DeliveryClaim): Promise<ClaimedJob<DeliveryPayload>[]> {
   if (claim.limit <= 0) return [];
   const lease = newLease(claim.workerId);
-  const ids = dueIds({
+  const due = dueWith({
     table: 'notifications',
     groupColumn: 'account_id',
     groupIndex: 'notifications_due_account_idx',
@@ -75,8 +75,8 @@ export async function claimDueDeliveries(db: Executor, claim: DeliveryClaim): Pr
     excludeGroups: claim.excludeGroups,
     excludeIds: claim.excludeIds,
   });
-  const rows = await sql<DeliveryRow>`update notifications set lease = ${lease}, lease_until = cast(${claim.now + claim.leaseMs} as bigint), runs = runs + 1
-      where id in (${ids}) returning id, account_id, run_at, runs, lease, lease_until, created_at`.execute(db);
+  const rows = await sql<DeliveryRow>`${due} update notifications set lease = ${lease}, lease_until = cast(${claim.now + claim.leaseMs} as bigint), runs = runs + 1
+      where id in (select id from due) returning id, account_id, run_at, runs, lease, lease_until, created_at`.execute(db);
   return rows.rows.map((row) => toDelivery(row, claim.maxRuns)).sort(byCreation);
 }
 

@@ -2,8 +2,8 @@ import { sql, type RawBuilder } from 'kysely';
 import type { StorageDialect } from '../dialect.js';
 
 /**
- * The ids of up to `limit` due pending jobs of `kinds`, oldest `run_at` first, as a subquery for
- * the claim (`claimDueJobs`) and the batch's take (`takeDueJobs`).
+ * Up to `limit` due pending jobs of `kinds`, oldest `run_at` first, as the `with` clause of the
+ * claim (`claimDueJobs`) and the batch's take (`takeDueJobs`): see `dueWith`.
  *
  * Each kind is read from its own range of `jobs_pending_kind_run_at_idx`: one part per kind, each
  * taking its rows for the transaction (`rowLock`: on PostgreSQL `FOR UPDATE SKIP LOCKED`, so other
@@ -22,15 +22,15 @@ import type { StorageDialect } from '../dialect.js';
  * `excludeIds` leaves out jobs by id: the deliveries the claiming process still runs whose lease
  * may have ended (delivery-ownership.ts). Usually none, and then the statement does not name it.
  */
-export function dueJobIds(options: {
+export function dueJobs(options: {
   kinds: readonly string[];
   limit: number;
   now: number;
   dialect: StorageDialect;
   excludeGroups?: readonly string[] | undefined;
   excludeIds?: readonly string[] | undefined;
-}): RawBuilder<{ id: string }> {
-  return dueIds({
+}): RawBuilder<unknown> {
+  return dueWith({
     ...options,
     table: 'jobs',
     groupColumn: 'group_key',
@@ -49,24 +49,31 @@ export interface DueSource {
 }
 
 /**
- * The ids of up to `limit` due rows of `source`, oldest `run_at` first, read as `dueJobIds` says:
- * each part on its own index range (locked `SKIP LOCKED` on PostgreSQL), merged in `run_at`
- * order; the ranges between `excludeGroups`; none of `excludeIds`.
+ * Up to `limit` due rows of `source`, oldest `run_at` first, read as `dueJobs` says: each part on
+ * its own index range (locked `SKIP LOCKED` on PostgreSQL), merged in `run_at` order; the ranges
+ * between `excludeGroups`; none of `excludeIds`.
+ *
+ * It is a `with` clause naming them `due` (columns `id`, `run_at`), to start the statement that
+ * leases or reads them: `${dueWith(…)} update … where id in (select id from due)`. `due` is
+ * MATERIALIZED, read once per statement. As a subquery (`where id in (select … limit n for update
+ * skip locked)`) PostgreSQL may plan a nested loop that runs it again for every row it compares, and
+ * each run skips the rows the statement has already updated and locks the next ones: a claim of 6
+ * leased all 20 due rows (test/storage/delivery-rows.test.ts forces that plan).
  */
-export function dueIds(
+export function dueWith(
   options: DueSource & { limit: number; now: number; dialect: StorageDialect; excludeGroups?: readonly string[] | undefined; excludeIds?: readonly string[] | undefined },
-): RawBuilder<{ id: string }> {
+): RawBuilder<unknown> {
   const { limit, dialect } = options;
   const ranges = groupRanges(options.excludeGroups ?? []);
   const notIds = options.excludeIds?.length ? sql` and not ${dialect.inList(sql.ref('id'), dialect.list(options.excludeIds))}` : sql``;
   const parts = options.parts.flatMap((predicate) => ranges.map((range) => duePart(options, predicate, range, notIds)));
-  if (parts.length === 1) return sql`select id from (${parts[0]!}) due`;
+  if (parts.length === 1) return sql`with due as materialized (${parts[0]!})`;
   const names = parts.map((_, i) => sql.raw(`due_${i}`));
-  return sql`with ${sql.join(parts.map((part, i) => sql`${names[i]!} as (${part})`))}
-    select id from (${sql.join(
+  return sql`with ${sql.join(parts.map((part, i) => sql`${names[i]!} as (${part})`))},
+    due as materialized (select id, run_at from (${sql.join(
       names.map((name) => sql`select id, run_at from ${name}`),
       sql` union all `,
-    )}) due order by run_at limit ${limit}`;
+    )}) merged order by run_at limit ${limit})`;
 }
 
 /** A range of group keys, bounds excluded; undefined bounds are open. `all`: no group condition at all. */

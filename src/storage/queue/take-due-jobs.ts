@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { dialectOf } from '../dialect.js';
 import type { Tx } from '../database.js';
-import { dueJobIds } from './due-jobs.js';
+import type { JobsTable } from '../tables/index.js';
+import { dueJobs } from './due-jobs.js';
 import { byCreation, toClaimedJob, TRANSACTION_LEASE, type ClaimedJob } from './job.js';
 
 /**
@@ -17,10 +18,7 @@ export async function takeDueJobs(tx: Tx, options: { kinds: readonly string[]; l
   if (options.kinds.length === 0 || options.limit <= 0) return [];
   const dialect = dialectOf(tx);
   await dialect.holdWriteLock(tx);
-  const rows = await tx
-    .selectFrom('jobs')
-    .selectAll()
-    .where(sql<boolean>`id in (${dueJobIds({ kinds: options.kinds, limit: options.limit, now: options.now, dialect })})`)
-    .execute();
+  const due = dueJobs({ kinds: options.kinds, limit: options.limit, now: options.now, dialect });
+  const { rows } = await sql<JobsTable>`${due} select * from jobs where id in (select id from due)`.execute(tx);
   return rows.map((row) => toClaimedJob(row, TRANSACTION_LEASE)).sort(byCreation);
 }
