@@ -33,15 +33,35 @@ if (!process.env.TEST_POSTGRES_URL && wanted.includes('postgres')) {
   console.log('PostgreSQL tests SKIPPED: set TEST_POSTGRES_URL=postgres://user:pass@127.0.0.1:5432/db to run them (.ci/run does).');
 }
 
-/** Drops the per-test schemas (t_ + 12 hex) left by earlier or finished runs. */
-async function dropTestSchemas() {
+// This run's id in its test schemas' names (test/support/databases.ts): t_ + 6 hex digits of this
+// process's id + 6 random ones.
+const runId = (process.pid % 0x1000000).toString(16).padStart(6, '0');
+
+/** Whether the process that ran the test run `id` is still running (000000: schemas made outside a run). */
+function runAlive(id) {
+  const pid = Number.parseInt(id, 16);
+  if (pid === 0 || pid === process.pid) return pid === process.pid;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}
+
+/**
+ * Drops the per-test schemas (t_ + 12 hex) of this run (`own`), or of runs no longer running
+ * (left by a run that was killed): never those of a run going on beside this one on the same database.
+ */
+async function dropTestSchemas(own) {
   if (!process.env.TEST_POSTGRES_URL || !dialects.includes('postgres')) return;
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: process.env.TEST_POSTGRES_URL });
   await client.connect();
   try {
     const { rows } = await client.query("select nspname from pg_namespace where nspname ~ '^t_[0-9a-f]{12}$'");
-    for (const { nspname } of rows) await client.query(`drop schema if exists ${nspname} cascade`);
+    const doomed = rows.map((row) => row.nspname).filter((name) => (own ? name.slice(2, 8) === runId : !runAlive(name.slice(2, 8))));
+    for (const name of doomed) await client.query(`drop schema if exists ${name} cascade`);
   } finally {
     await client.end();
   }
@@ -64,15 +84,15 @@ const concurrency = Number(process.env.TEST_CONCURRENCY ?? 4);
 const perFile = process.env.TEST_ISOLATION === 'file' || files.length <= 1;
 const bundles = perFile ? { entries: files, cleanup: () => {} } : bundle(files, concurrency);
 
-await dropTestSchemas();
+await dropTestSchemas(false);
 const result = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries],
-  { stdio: 'inherit', cwd: root, env: process.env },
+  { stdio: 'inherit', cwd: root, env: { ...process.env, TEST_RUN_ID: runId } },
 );
 bundles.cleanup();
 if (!process.env.TEST_POSTGRES_URL && wanted.includes('postgres')) {
   console.log('\nNote: PostgreSQL tests were SKIPPED (TEST_POSTGRES_URL not set); only SQLite was tested.');
 }
-await dropTestSchemas();
+await dropTestSchemas(true);
 process.exit(result.status ?? 1);

@@ -23,7 +23,10 @@ export function postgresUrl(): string {
 
 /** A fresh PostgreSQL schema, so concurrent test files never see each other's rows. */
 export async function createPostgresSchema(): Promise<{ schema: string; drop(): Promise<void> }> {
-  const schema = `t_${randomBytes(6).toString('hex')}`;
+  // t_ + the test run's id (scripts/run-tests.mjs: its process id) + 6 random hex digits: a run
+  // drops its own schemas, and only those of runs that are gone, never a concurrent run's.
+  const run = (process.env.TEST_RUN_ID ?? '000000').slice(0, 6).padStart(6, '0');
+  const schema = `t_${run}${randomBytes(3).toString('hex')}`;
   const client = new pg.Client({ connectionString: postgresUrl() });
   await client.connect();
   try {
