@@ -16,6 +16,7 @@ import { benchStats } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchSoak } from './soak.js';
 import { benchNoisyNeighbour } from './noisy-neighbour.js';
+import { benchRetention } from './retention.js';
 import { pinLoadGenerator, PINNING, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
 /** `pinned`: this process (the load generator) on core 0 and the servers it starts on core 1 (see lib.ts). */
@@ -33,6 +34,8 @@ const ENTRIES: Entry[] = [
   { name: 'peers', pinned: false, run: benchPeers },
   // Half an hour: only when named (`--only soak`).
   { name: 'soak', pinned: false, run: benchSoak, onlyWhenNamed: true },
+  // An hour with 10,000,000 notifications: only when named (`--only retention`).
+  { name: 'retention', pinned: false, run: benchRetention, onlyWhenNamed: true },
 ];
 
 const args = process.argv.slice(2);

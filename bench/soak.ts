@@ -31,6 +31,8 @@ interface Minute {
   rssMiB: number;
   tables: Record<string, { live: number; dead: number }>;
   pendingJobs: number;
+  /** Partitions of the delivery log (the periods, the rows from before migration 017, the default). */
+  partitions: number;
 }
 
 const TABLES = ['jobs', 'notifications', 'notification_attempts', 'requests'];
@@ -71,7 +73,13 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
         const created = await db.query<{ id: string; created_at: string }>('select id, created_at from notifications where id = any($1::text[])', [arrivals.map(([id]) => id)]);
         const createdAt = new Map(created.rows.map((row) => [row.id, Number(row.created_at)]));
         const latencies = arrivals.flatMap(([id, at]) => (createdAt.has(id) ? [at - createdAt.get(id)!] : [])).sort((a, b) => a - b);
-        const stats = await db.query<{ relname: string; live: string; dead: string }>('select relname, n_live_tup as live, n_dead_tup as dead from pg_stat_user_tables where schemaname = current_schema()');
+        // A partition counts for its table (the delivery log is partitioned by period).
+        const stats = await db.query<{ relname: string; live: string; dead: string }>(
+          `select coalesce(p.relname, c.relname) as relname, sum(s.n_live_tup) as live, sum(s.n_dead_tup) as dead
+             from pg_stat_user_tables s join pg_class c on c.oid = s.relid left join pg_inherits i on i.inhrelid = s.relid left join pg_class p on p.oid = i.inhparent
+            where s.schemaname = current_schema() group by 1`,
+        );
+        const partitions = await db.query<{ n: string }>("select count(*) as n from pg_inherits where inhparent = 'notifications'::regclass");
         const pending = await db.query<{ n: string }>("select (select count(*) from jobs where state = 'pending') + (select count(*) from notifications where status = 'pending') as n");
         const row: Minute = {
           minute,
@@ -83,6 +91,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
           rssMiB: rssMiB(service.process.pid!),
           tables: Object.fromEntries(stats.rows.filter((r) => TABLES.includes(r.relname)).map((r) => [r.relname, { live: Number(r.live), dead: Number(r.dead) }])),
           pendingJobs: Number(pending.rows[0]!.n),
+          partitions: Number(partitions.rows[0]!.n),
         };
         rows.push(row);
         totalAccepted += load.ok;
@@ -90,7 +99,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
         const t = (name: string) => `${row.tables[name]?.live ?? 0}/${row.tables[name]?.dead ?? 0}`;
         process.stderr.write(
           `  soak minute ${minute}: ${load.ok} accepted (${load.failed} refused), ${arrivals.length} delivered, p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms, ` +
-            `RSS ${row.rssMiB.toFixed(0)} MiB, pending work (jobs and notifications) ${row.pendingJobs}, live/dead jobs ${t('jobs')} notifications ${t('notifications')} attempts ${t('notification_attempts')}\n`,
+            `RSS ${row.rssMiB.toFixed(0)} MiB, pending work (jobs and notifications) ${row.pendingJobs}, live/dead jobs ${t('jobs')} notifications ${t('notifications')} attempts ${t('notification_attempts')}, ${row.partitions} partitions\n`,
         );
       }
       // Drain: everything accepted must arrive.

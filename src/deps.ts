@@ -18,6 +18,7 @@ import { DatabaseReadiness } from './services/database-readiness.js';
 import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
 import { ensurePrivateDirectory, restrictFile, type FileModeLog } from './storage/private-files.js';
+import { ensureLogPartitions, logPeriodMs } from './storage/log-partitions.js';
 import { migrateToLatest } from './storage/migrations/index.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { OutboundDelivery } from './worker/outbound/outbound-config.js';
@@ -90,7 +91,11 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
   const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), ...options, log });
   try {
     const box = new SecretBox(resolveSecretKey(config, log), config.secretKeyPrevious);
-    if (options.prepare !== false) await migrateToLatest(storage.db);
+    if (options.prepare !== false) {
+      await migrateToLatest(storage.db);
+      // The delivery log's partitions for now and the next period (PostgreSQL); the worker keeps them ahead.
+      await ensureLogPartitions(storage.db, { now: clock(), periodMs: logPeriodMs(config.notificationRetentionMs) });
+    }
     const keys = new KeyStore(storage.db, box, clock);
     if (options.prepare !== false) await keys.ensureSigningKey();
     const tokens = new AccessTokens(keys, config.publicUrl, config.tokenTtlMs, clock);

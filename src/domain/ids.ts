@@ -83,3 +83,17 @@ function timePart(ms: number): string {
   }
   return out;
 }
+
+/** The millisecond an id was made at (its first 10 characters after the prefix); undefined when they are not an id's time. */
+export function idTime(id: string): number | undefined {
+  const start = id.indexOf('_') + 1;
+  const part = id.slice(start, start + 10);
+  if (start === 0 || part.length !== 10) return undefined;
+  let time = 0;
+  for (const char of part) {
+    const digit = ALPHABET.indexOf(char);
+    if (digit < 0) return undefined;
+    time = time * 32 + digit;
+  }
+  return time;
+}

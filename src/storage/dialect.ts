@@ -21,7 +21,8 @@ export type RecordColumnType = 'text' | 'int' | 'bigint';
  *   advisory locks, NOTIFY); SQLite has one writer at a time, so the same guarantees need nothing,
  *   except taking the write lock first where a transaction reads what it is about to change.
  * - **Bookkeeping commits** (`lightTransaction`): what durability each one needs costs differently.
- * - **A few types and index hints** for migrations and the claim.
+ * - **A few types and index hints** for migrations and the claim, and whether the delivery log is
+ *   partitioned (retention drops whole periods of it) or not (retention deletes rows).
  */
 export interface StorageDialect {
   readonly name: 'sqlite' | 'postgres';
@@ -33,6 +34,11 @@ export interface StorageDialect {
   readonly epochMs: 'bigint' | 'integer';
   /** Column type and whether to mark it autoincrement, for a growing integer primary key. */
   readonly serialKey: { type: 'bigserial' | 'integer'; autoIncrement: boolean };
+  /**
+   * Whether the delivery log (`notifications`, `notification_attempts`) is partitioned by period
+   * of creation, and retention drops whole periods (PostgreSQL, log-partitions.ts); SQLite deletes rows.
+   */
+  readonly partitionedLog: boolean;
 
   /**
    * The parameter value of a list of strings, for `inList`. PostgreSQL plans `= any($1::text[])`
@@ -89,6 +95,7 @@ export const postgresDialect: StorageDialect = {
   jobBatchSize: 512,
   epochMs: 'bigint',
   serialKey: { type: 'bigserial', autoIncrement: false },
+  partitionedLog: true,
   list: (values) => [...values],
   inList: (expression, list) => sql<boolean>`${expression} = any(${list}::text[])`,
   records: (json, alias, columns) =>
@@ -124,6 +131,7 @@ export const sqliteDialect: StorageDialect = {
   jobBatchSize: 256,
   epochMs: 'integer',
   serialKey: { type: 'integer', autoIncrement: true },
+  partitionedLog: false,
   list: (values) => JSON.stringify(values),
   inList: (expression, list) => sql<boolean>`${expression} in (select value from json_each(${list}))`,
   records: (json, alias, columns) =>

@@ -3,6 +3,7 @@ import { STATS_RETENTION_MS } from '../domain/notifications/endpoint-health.js';
 import { deleteExpiredIdempotencyKeys } from '../storage/repositories/idempotency-keys.js';
 import { deleteStatsBefore } from '../storage/repositories/subscription-health.js';
 import { deleteOldNotifications } from '../services/notification-retention.js';
+import { ensureLogPartitions, logMaintenanceIntervalMs, logPeriodMs } from '../storage/log-partitions.js';
 import { startJobWorker, type JobWorker, type JobWorkerOptions } from './job-worker.js';
 import { buildJobHandlers, type BuildHandlersOptions } from './registry.js';
 
@@ -25,8 +26,6 @@ export function startWorker(deps: Deps, overrides: WorkerOverrides = {}): JobWor
   );
 }
 
-const PURGE_INTERVAL_MS = 10 * 60_000;
-
 /**
  * Deletes what has outlived its use: expired Idempotency-Keys, endpoint-health buckets older than
  * the longest stats window, and ended notifications older than NOTIFICATION_RETENTION.
@@ -36,19 +35,32 @@ export async function purgeExpired(deps: Deps): Promise<void> {
   await deleteExpiredIdempotencyKeys(deps.db, now).catch((error) => deps.log.warn({ err: error }, 'idempotency key purge failed'));
   await deleteStatsBefore(deps.db, now - STATS_RETENTION_MS).catch((error) => deps.log.warn({ err: error }, 'endpoint health purge failed'));
   await deleteOldNotifications(deps.db, deps.config.notificationRetentionMs, now)
-    .then((deleted) => deleted > 0 && deps.log.info({ deleted }, 'notifications past NOTIFICATION_RETENTION deleted'))
+    .then(({ deleted, dropped, busy }) => {
+      if (deleted > 0 || dropped.length > 0) deps.log.info({ deleted, dropped }, 'notifications past NOTIFICATION_RETENTION deleted');
+      if (busy.length > 0) deps.log.warn({ partitions: busy }, 'delivery log partitions past NOTIFICATION_RETENTION left for the next purge: their locks were not granted in time');
+    })
     .catch((error) => deps.log.warn({ err: error }, 'notification retention purge failed'));
 }
 
-/** BACKGROUND_TASKS entry: the job worker plus, every ten minutes, purgeExpired. */
+/** Makes the delivery log's partitions of the coming periods (PostgreSQL; storage/log-partitions.ts). */
+export async function ensureLogPeriods(deps: Deps): Promise<void> {
+  await ensureLogPartitions(deps.db, { now: deps.clock(), periodMs: logPeriodMs(deps.config.notificationRetentionMs) })
+    .then((made) => made.length > 0 && deps.log.info({ partitions: made }, 'delivery log partitions made'))
+    .catch((error) => deps.log.warn({ err: error }, 'making the delivery log partitions failed'));
+}
+
+/**
+ * BACKGROUND_TASKS entry: the job worker plus its maintenance, twice per period of the delivery
+ * log and at least every ten minutes: the coming periods' partitions, then purgeExpired.
+ */
 export async function startJobWorkerTask(deps: Deps): Promise<{ stop(): Promise<void> }> {
   const worker = startWorker(deps);
-  const purge = setInterval(() => void purgeExpired(deps), PURGE_INTERVAL_MS);
-  purge.unref();
+  const maintain = setInterval(() => void ensureLogPeriods(deps).then(() => purgeExpired(deps)), logMaintenanceIntervalMs(deps.config.notificationRetentionMs));
+  maintain.unref();
   deps.log.info({ workerId: worker.workerId }, 'job worker started');
   return {
     async stop() {
-      clearInterval(purge);
+      clearInterval(maintain);
       await worker.stop();
     },
   };

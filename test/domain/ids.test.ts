@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it, test } from 'node:test';
-import { firstIdAt, newId } from '../../src/domain/ids.js';
+import { firstIdAt, idTime, newId } from '../../src/domain/ids.js';
 
 describe('newId', () => {
   const timePart = (id: string) => id.split('_')[1]!.slice(0, 10);
@@ -33,4 +33,14 @@ test('firstIdAt: every id made before the time sorts below it, every id made at 
   for (const t of [at - 86_400_000, at - 1]) assert.ok(newId('msg', t) < boundary, `an id of ${t}`);
   for (const t of [at, at + 1, at + 86_400_000]) assert.ok(newId('msg', t) >= boundary, `an id of ${t}`);
   assert.equal(boundary.length, newId('msg', at).length);
+});
+
+test('idTime: the millisecond an id was made at, read back; undefined for what is not an id', () => {
+  for (const at of [0, 1, Date.UTC(2026, 10, 26, 12, 34, 56, 789), 2 ** 48 - 1]) {
+    assert.equal(idTime(newId('msg', at)), at);
+    assert.equal(idTime(firstIdAt('msg', at)), at);
+  }
+  assert.equal(idTime('msg_one'), undefined);
+  assert.equal(idTime('msg_000000000u0000000000000000'), undefined, 'u is not in the alphabet');
+  assert.equal(idTime('nounderscore0000000000'), undefined);
 });

@@ -42,7 +42,7 @@ for (const dialect of testDialects()) {
       const oldPending = await notification(accountId, 100, 'pending');
       const recent = [await notification(accountId, 89, 'succeeded'), await notification(accountId, 1, 'failed')];
 
-      assert.equal(await deleteOldNotifications(t.deps.db, 90 * DAY, Date.now(), 2), old.length, 'three batches of 2, 2 and 1');
+      assert.equal((await deleteOldNotifications(t.deps.db, 90 * DAY, Date.now(), 2)).deleted, old.length, 'three batches of 2, 2 and 1');
       for (const id of old) {
         assert.equal(await exists(id), false, `${id} deleted`);
         assert.equal(await attempts(id), 0, `${id}'s attempts deleted`);
@@ -52,7 +52,7 @@ for (const dialect of testDialects()) {
         assert.equal(await exists(id), true, `${id} kept`);
         assert.equal(await attempts(id), 1);
       }
-      assert.equal(await deleteOldNotifications(t.deps.db, 90 * DAY, Date.now()), 0, 'nothing left to delete');
+      assert.equal((await deleteOldNotifications(t.deps.db, 90 * DAY, Date.now())).deleted, 0, 'nothing left to delete');
     });
 
     it("the worker's purge applies NOTIFICATION_RETENTION; 0 keeps everything", async () => {

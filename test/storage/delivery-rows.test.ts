@@ -122,7 +122,7 @@ for (const dialect of testDialects()) {
           t.deps.db.connection().execute(async (connection) => {
             await sql`select pg_stat_force_next_flush()`.execute(connection);
             return connection.transaction().execute(async (tx) => {
-              const counts = async () => (await sql<{ upd: string; hot: string }>`select n_tup_upd as upd, n_tup_hot_upd as hot from pg_stat_xact_user_tables where relid = 'notifications'::regclass`.execute(tx)).rows[0]!;
+              const counts = async () => (await sql<{ upd: string; hot: string }>`select coalesce(sum(n_tup_upd), 0) as upd, coalesce(sum(n_tup_hot_upd), 0) as hot from pg_stat_xact_user_tables where relid in (select inhrelid from pg_inherits where inhparent = 'notifications'::regclass)`.execute(tx)).rows[0]!;
               const before = await counts();
               const result = await work(tx);
               const after = await counts();

@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { openStorage, type Storage } from '../../src/storage/database.js';
+import { newId } from '../../src/domain/ids.js';
 import { migrateTo, migrateToLatest } from '../../src/storage/migrations/index.js';
+import { claimDueDeliveries } from '../../src/storage/queue/delivery-rows.js';
 import { createPostgresSchema, postgresUrl, testDialects } from '../support/databases.js';
 
 for (const dialect of testDialects()) {
@@ -90,7 +92,7 @@ for (const dialect of testDialects()) {
       await job('job_leased', 'msg_leased', 'pending', 8000, 1, null, 'w-gone:abc');
       await job('job_dead', 'msg_dead', 'failed', 3000, 20, 'database unreachable');
       await sql`update jobs set run_at = 6000, attempts = 2 where id = 'job_old'`.execute(storage.db);
-      assert.deepEqual((await migrateToLatest(storage.db)).applied, ['016_deliveries_in_notification_rows']);
+      assert.deepEqual((await migrateTo(storage.db, '016_deliveries_in_notification_rows')).applied, ['016_deliveries_in_notification_rows']);
       const rows = (await sql<Record<string, unknown>>`select id, status, run_at, runs, postponed, lease, lease_until from notifications order by id`.execute(storage.db)).rows;
       assert.deepEqual(
         rows.map((row) => ({ ...row, run_at: row.run_at === null ? null : Number(row.run_at), lease_until: row.lease_until === null ? null : Number(row.lease_until) })),
@@ -103,6 +105,51 @@ for (const dialect of testDialects()) {
         ],
       );
       assert.deepEqual((await sql<{ id: string }>`select id from jobs order by id`.execute(storage.db)).rows.map((row) => row.id), ['job_register'], 'only the registration job is left');
+
+      // 017: on PostgreSQL the delivery log becomes partitioned by period; the rows stay where
+      // they are (the old table is the partition of every id made before), those whose id is not
+      // a time go to the default partition; a due delivery is claimed as before; SQLite is unchanged.
+      const timed = newId('msg', Date.UTC(2026, 0, 1));
+      await notification(timed, 'succeeded');
+      const attempt = (id: string, n: number) =>
+        sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, outcome) values (${id}, ${n}, 1000, 'https://example.com/hook', 200, 5, 'succeeded')`.execute(storage.db);
+      await attempt(timed, 1);
+      await attempt('msg_old', 1);
+      const everything = async () => ({
+        notifications: (await sql<Record<string, unknown>>`select * from notifications order by id`.execute(storage.db)).rows,
+        attempts: (await sql<Record<string, unknown>>`select * from notification_attempts order by notification_id, attempt`.execute(storage.db)).rows,
+      });
+      const before017 = await everything();
+      assert.deepEqual((await migrateTo(storage.db, '017_partitioned_delivery_log')).applied, ['017_partitioned_delivery_log']);
+      assert.deepEqual(await everything(), before017, 'every row kept, unchanged');
+      const claimed = await claimDueDeliveries(storage.db as never, { workerId: 'w', limit: 10, leaseMs: 60_000, now: 7500, maxRuns: 20 });
+      assert.deepEqual(claimed.map((job) => job.id), ['msg_limited', 'msg_old']);
+      if (dialect === 'postgres') {
+        const where = async (table: string) =>
+          (await sql<{ id: string; partition: string }>`select ${sql.ref(table === 'notifications' ? 'id' : 'notification_id')} as id, tableoid::regclass::text as partition from ${sql.table(table)} order by 1`.execute(storage.db)).rows.map((row) => `${row.id} ${row.partition}`);
+        assert.deepEqual(await where('notifications'), [`${timed} notifications_legacy`, ...['msg_dead', 'msg_held', 'msg_leased', 'msg_limited', 'msg_old'].map((id) => `${id} notifications_default`)]);
+        assert.deepEqual(await where('notification_attempts'), [`${timed} notification_attempts_legacy`, 'msg_old notification_attempts_default']);
+        const indexes = (await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'notifications' and schemaname = current_schema() order by 1`.execute(storage.db)).rows.map((row) => row.name);
+        assert.deepEqual(indexes, [
+          'notifications_account_idx',
+          'notifications_due_account_idx',
+          'notifications_due_idx',
+          'notifications_pkey',
+          'notifications_request_idx',
+          'notifications_subscription_failed_idx',
+          'notifications_subscription_pending_idx',
+          'notifications_test_sends_idx',
+          'notifications_waits_for_idx',
+        ]);
+        await assert.rejects(notification(timed, 'pending'), /duplicate key/, 'the primary key holds across partitions');
+        // And back: plain tables with the same rows and the attempts' foreign key.
+        const before = await everything();
+        await migrateTo(storage.db, '016_deliveries_in_notification_rows');
+        assert.deepEqual(await everything(), before);
+        const kinds = (await sql<{ relkind: string }>`select relkind from pg_class where relname = 'notifications' and relnamespace = current_schema()::regnamespace`.execute(storage.db)).rows;
+        assert.deepEqual(kinds.map((row) => row.relkind), ['r']);
+        await assert.rejects(attempt('msg_nowhere', 1), /foreign key/);
+      }
     });
   });
 }
