@@ -251,7 +251,12 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
   before(async () => {
     if (!dialectAvailable) return;
     child = await childEnvironment('postgres');
-    env = { ...child.env, LOG_LEVEL: 'warn', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', PUBLIC_URL: 'http://127.0.0.1:8080' };
+    // CALLBACK_TIMEOUT well above the default 10 s: the receiver runs in this test process, which
+    // shares two cores with the other test processes, three workers, the API and PostgreSQL. On a
+    // loaded CI machine it once read calls 14–19 s after they were sent; each such call timed out,
+    // waited RETRY_INTERVAL (3 h) and failed the test, which is about sharing and exactly-once,
+    // not about slow receivers.
+    env = { ...child.env, LOG_LEVEL: 'warn', CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true', PUBLIC_URL: 'http://127.0.0.1:8080', CALLBACK_TIMEOUT: '60s' };
     apiService = await startChildService(env, ['--role', 'api']);
     services.push(apiService);
     storage = openStorage(env.DATABASE_URL!, { poolSize: 2 });

@@ -25,6 +25,12 @@ for (const dialect of testDialects()) {
     });
     beforeEach(async () => {
       await t.deps.db.deleteFrom('notifications').execute();
+      await sql`delete from subscriptions`.execute(t.deps.db);
+      await sql`delete from accounts where id = 'acc_1'`.execute(t.deps.db);
+      // A subscription limited to one delivery a second (what the rate limiter's postponements are judged under).
+      await sql`insert into accounts (id, name, is_operator, active, created_at) values ('acc_1', 'acc_1', 0, 1, ${NOW})`.execute(t.deps.db);
+      await sql`insert into subscriptions (id, account_id, event, description, active, experiences, callback_url, callback_authorization_encrypted, callback_custom_headers, created_at, updated_at, rate_limit)
+                values ('sub_limited', 'acc_1', 'registered-request', '', 1, '[]', 'https://example.com/hook', null, '{}', ${NOW}, ${NOW}, 1)`.execute(t.deps.db);
     });
     after(() => t.close());
 
@@ -70,20 +76,36 @@ for (const dialect of testDialects()) {
     });
 
     it("every holder's write is conditional on its lease: renew, end, fail and postpone write nothing once another holds it", async () => {
-      await notification('one', 'acc_1', NOW - 1);
+      await notification('one', 'acc_1', NOW - 1, { subscription_id: 'sub_limited' });
       const [mine] = await claim();
       const stale = { ...mine!, lease: 'w-a:stale' };
       assert.equal(await renewDeliveryLeases(t.deps.db, [stale], NOW + 2 * LEASE_MS), 0);
       assert.deepEqual(await endHeldDeliveries(t.deps.db, [stale]), new Set());
       assert.equal(await failDeliveryRun(t.deps.db, stale, { now: NOW }), 'lost');
-      assert.deepEqual(await postponeDeliveries(t.deps.db, [{ job: stale, runAt: NOW + 500 }]), new Set());
+      assert.deepEqual(await postponeDeliveries(t.deps.db, [{ job: stale, runAt: NOW + 500, limit: 1 }], NOW), new Set());
       assert.deepEqual({ lease: (await row('msg_one')).lease }, { lease: mine!.lease });
 
       assert.equal(await renewDeliveryLeases(t.deps.db, [mine!], NOW + 2 * LEASE_MS), 1);
       assert.equal(mine!.leaseUntil, NOW + 2 * LEASE_MS);
-      assert.deepEqual(await postponeDeliveries(t.deps.db, [{ job: mine!, runAt: NOW + 500 }]), new Set(['msg_one']));
+      assert.deepEqual(await postponeDeliveries(t.deps.db, [{ job: mine!, runAt: NOW + 500, limit: 1 }], NOW), new Set(['msg_one']));
       const postponed = await row('msg_one');
       assert.deepEqual({ run_at: Number(postponed.run_at), lease: postponed.lease, runs: postponed.runs, postponed: postponed.postponed }, { run_at: NOW + 500, lease: null, runs: 0, postponed: 1 });
+    });
+
+    it("a postponement judged under a limit its subscription no longer has makes the delivery due now instead: a lift between a delivery's read and its postponement does not keep the old pace", async () => {
+      await notification('kept', 'acc_1', NOW - 2, { subscription_id: 'sub_limited' });
+      await notification('lifted', 'acc_1', NOW - 1, { subscription_id: 'sub_limited' });
+      const [kept, lifted] = await claim();
+      // Judged under 1 per second; the subscription still has it for the first, not any more for the second.
+      assert.deepEqual(await postponeDeliveries(t.deps.db, [{ job: kept!, runAt: NOW + 2_000, limit: 1 }], NOW), new Set(['msg_kept']));
+      await sql`update subscriptions set rate_limit = null where id = 'sub_limited'`.execute(t.deps.db);
+      assert.deepEqual(await postponeDeliveries(t.deps.db, [{ job: lifted!, runAt: NOW + 3_000, limit: 1 }], NOW), new Set(['msg_lifted']), 'still given back by its holder');
+      const state = async (id: string) => {
+        const stored = await row(id);
+        return { run_at: Number(stored.run_at), lease: stored.lease, runs: stored.runs, postponed: stored.postponed };
+      };
+      assert.deepEqual(await state('msg_kept'), { run_at: NOW + 2_000, lease: null, runs: 0, postponed: 1 });
+      assert.deepEqual(await state('msg_lifted'), { run_at: NOW, lease: null, runs: 0, postponed: 0 }, 'due now, to ask again under no limit');
     });
 
     it('a run without an outcome is due again after the retry delay, and after the last run it is no longer scheduled', async () => {

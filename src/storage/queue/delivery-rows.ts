@@ -138,19 +138,29 @@ export async function failDeliveryRun(db: Executor, job: ClaimedJob, options: { 
 
 /**
  * Gives deliveries back unrun, due again at their `runAt` (their turn under a rate limit): the
- * claim's run no longer counts, and the row says it waits for its turn. Returns the ids still held.
+ * claim's run no longer counts, and the row says it waits for its turn. Each was judged under the
+ * subscription's rateLimit `limit`: one whose subscription has another limit now (lifted or
+ * changed since the delivery read it) is due `now` instead, not marked, and asks again under the
+ * new one; a postponement written after the change would otherwise keep the old pace, since the
+ * change only releases the deliveries no worker holds (services/rate-limit.ts). Returns the ids
+ * still held.
  */
-const postponeHeld = precompiled<[postponed: string], { id: string }>(
-  (db, postponed) =>
-    sql<{ id: string }>`update notifications as n set run_at = p.due_at, lease = null, lease_until = null, postponed = 1,
+const postponeHeld = precompiled<[postponed: string, now: number], { id: string }>((db, postponed, now) => {
+  const sameLimit = sql`coalesce((select s.rate_limit from subscriptions s where s.id = n.subscription_id), 0) = p.rate_limit`;
+  return sql<{ id: string }>`update notifications as n set run_at = case when ${sameLimit} then p.due_at else cast(${now} as bigint) end,
+          postponed = case when ${sameLimit} then 1 else 0 end, lease = null, lease_until = null,
           runs = case when n.runs > 0 then n.runs - 1 else 0 end
-        from ${dialectOf(db).records(postponed, 'p', { held_id: 'text', held_lease: 'text', due_at: 'bigint' })}
-        where n.id = p.held_id and n.lease = p.held_lease returning id`,
-);
+        from ${dialectOf(db).records(postponed, 'p', { held_id: 'text', held_lease: 'text', due_at: 'bigint', rate_limit: 'int' })}
+        where n.id = p.held_id and n.lease = p.held_lease returning id`;
+});
 
-export async function postponeDeliveries(db: Executor, postponements: ReadonlyArray<{ job: ClaimedJob; runAt: number }>): Promise<Set<string>> {
+export async function postponeDeliveries(db: Executor, postponements: ReadonlyArray<{ job: ClaimedJob; runAt: number; limit: number }>, now: number): Promise<Set<string>> {
   if (postponements.length === 0) return new Set();
-  const rows = await postponeHeld(db, JSON.stringify(postponements.map(({ job, runAt }) => ({ held_id: job.id, held_lease: job.lease, due_at: Math.round(runAt) }))));
+  const rows = await postponeHeld(
+    db,
+    JSON.stringify(postponements.map(({ job, runAt, limit }) => ({ held_id: job.id, held_lease: job.lease, due_at: Math.round(runAt), rate_limit: limit }))),
+    now,
+  );
   return new Set(rows.map((row) => row.id));
 }
 

@@ -64,7 +64,7 @@ export class RateLimiter {
 
     // This batch holds the last `count` turns of each window, in the order the deliveries asked.
     const nextPosition = new Map([...windows].map(([id, window]) => [id, window.granted - counts.get(id)! + 1]));
-    const postponements: Array<{ job: ClaimedJob; runAt: number }> = [];
+    const postponements: Array<{ job: ClaimedJob; runAt: number; limit: number }> = [];
     const turns = requests.map((request): Turn => {
       const window = windows.get(request.subscriptionId);
       // Deleted meanwhile: the delivery goes on and finds out.
@@ -73,12 +73,12 @@ export class RateLimiter {
       nextPosition.set(request.subscriptionId, position + 1);
       const runAt = turnTime(window.windowStart, position, request.limit);
       if (runAt === undefined || request.test) return 'now';
-      postponements.push({ job: request.job, runAt });
+      postponements.push({ job: request.job, runAt, limit: request.limit });
       return 'postponed';
     });
     if (postponements.length === 0) return turns;
 
-    const held = await lightTransaction(this.db, (tx) => postponeDeliveries(tx, postponements), { singleStatement: true });
+    const held = await lightTransaction(this.db, (tx) => postponeDeliveries(tx, postponements, now), { singleStatement: true });
     return turns.map((turn, i) => (turn === 'postponed' && !held.has(requests[i]!.job.id) ? 'lost' : turn));
   }
 }
