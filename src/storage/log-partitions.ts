@@ -149,8 +149,11 @@ export async function dropExpiredLogPartitions(db: Db, beforeId: string): Promis
   const busy: string[] = [];
   for (const partition of partitions.filter((p) => p.to !== null && p.to <= beforeId)) {
     const gone = await change(db, async (tx) => {
-      // Locked first: a retry cannot make one of its notifications pending between the look and the drop.
-      await sql`lock table ${sql.table(partition.name)} in access exclusive mode`.execute(tx);
+      // Dropping a partition locks its parent: both parents first (ONLY: not every partition), in
+      // one order, so that this cannot deadlock with a statement on a parent that waits for the
+      // partition; and for the milliseconds this takes no retry can make one of its notifications
+      // pending between the look and the drop.
+      await sql`lock table only ${sql.table(PARENTS.notifications)}, only ${sql.table(PARENTS.attempts)} in access exclusive mode`.execute(tx);
       const { rows } = await sql<{ pending: boolean }>`select exists (select 1 from ${sql.table(partition.name)} where status = 'pending') as pending`.execute(tx);
       if (rows[0]?.pending) return false;
       await sql`drop table ${sql.table(attemptsPartitionOf(partition.name))}, ${sql.table(partition.name)}`.execute(tx);

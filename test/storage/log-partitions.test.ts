@@ -155,13 +155,16 @@ for (const dialect of testDialects()) {
         await held;
       });
       await started;
-      const began = Date.now();
-      const blocked = await dropExpiredLogPartitions(t.deps.db, cutoff);
-      assert.deepEqual({ busy: blocked.busy, dropped: blocked.dropped.includes(p40) }, { busy: [p40], dropped: false });
-      assert.ok(Date.now() - began < 5_000);
-      assert.ok((await names()).includes(p40));
-      release();
-      await reader;
+      try {
+        const began = Date.now();
+        const blocked = await dropExpiredLogPartitions(t.deps.db, cutoff);
+        assert.deepEqual({ busy: blocked.busy, dropped: blocked.dropped.includes(p40) }, { busy: [p40], dropped: false });
+        assert.ok(Date.now() - began < 5_000);
+        assert.ok((await names()).includes(p40));
+      } finally {
+        release();
+        await reader;
+      }
       assert.deepEqual((await dropExpiredLogPartitions(t.deps.db, cutoff)).dropped.includes(p40), true);
     });
   });
