@@ -93,8 +93,12 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     const box = new SecretBox(resolveSecretKey(config, log), config.secretKeyPrevious);
     if (options.prepare !== false) {
       await migrateToLatest(storage.db);
-      // The delivery log's partitions for now and the next period (PostgreSQL); the worker keeps them ahead.
-      await ensureLogPartitions(storage.db, { now: clock(), periodMs: logPeriodMs(config.notificationRetentionMs) });
+      // The delivery log's partitions for now and the next period (PostgreSQL); the worker keeps
+      // them ahead. Not a reason to refuse to start: without them notifications go to the default
+      // partition, and the worker tries again.
+      await ensureLogPartitions(storage.db, { now: clock(), periodMs: logPeriodMs(config.notificationRetentionMs) }).catch((error: unknown) =>
+        log.warn({ err: error }, 'making the delivery log partitions failed; the worker tries again'),
+      );
     }
     const keys = new KeyStore(storage.db, box, clock);
     if (options.prepare !== false) await keys.ensureSigningKey();

@@ -83,11 +83,15 @@ function compareBound(a: string | null, b: string | null, unbounded: -1 | 1): nu
   return a < b ? -1 : 1;
 }
 
-/** One change to the partitions: a transaction that waits at most LOCK_TIMEOUT for its locks, one process at a time. */
+/**
+ * One change to the partitions: one process at a time per schema (it waits for the other's change,
+ * itself bounded), then a transaction that waits at most LOCK_TIMEOUT for each table lock.
+ */
 async function change<T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> {
   return db.transaction().execute(async (tx) => {
+    const schema = await dialectOf(tx).currentSchema(tx);
+    await dialectOf(tx).serialize(tx, `rewards:log-partitions:${schema ?? ''}`);
     await sql`select set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute(tx);
-    await dialectOf(tx).serialize(tx, 'rewards:log-partitions');
     return work(tx as unknown as Db);
   });
 }
