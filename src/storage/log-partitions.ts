@@ -72,14 +72,14 @@ export async function listLogPartitions(db: Db): Promise<LogPartition[]> {
     if (!match) throw new Error(`partition ${name} of notifications has bounds this service did not make: ${bound}`);
     return { name, from: match[2] ?? null, to: match[4] ?? null, isDefault: false };
   });
-  return partitions.sort((a, b) => Number(a.isDefault) - Number(b.isDefault) || compareBound(a.from, b.from, -1));
+  return partitions.sort((a, b) => Number(a.isDefault) - Number(b.isDefault) || compareFrom(a.from, b.from));
 }
 
-/** Compares bounds; a null one is `unbounded` (-1: below everything, +1: above). */
-function compareBound(a: string | null, b: string | null, unbounded: -1 | 1): number {
+/** Compares lower bounds; null (MINVALUE) is below every other. */
+function compareFrom(a: string | null, b: string | null): number {
   if (a === b) return 0;
-  if (a === null) return unbounded;
-  if (b === null) return -unbounded;
+  if (a === null) return -1;
+  if (b === null) return 1;
   return a < b ? -1 : 1;
 }
 
