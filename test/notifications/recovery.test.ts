@@ -70,7 +70,16 @@ for (const dialect of testDialects()) {
       const failed = await eventually(async () => {
         const fresh = (await notificationsOf(tn)).filter((n) => !before.has(n.id));
         return fresh.length === count && fresh.every((n) => n.status === 'failed') && fresh;
-      }, 20_000, `${count} failed notifications`);
+      }, 20_000, `${count} failed notifications`).catch(async (error: Error) => {
+        // Where each one stood, so that a run that times out says why.
+        const rows = await t.deps.db
+          .selectFrom('notifications')
+          .select(['id', 'status', 'attempt_count', 'run_at', 'lease', 'lease_until', 'runs', 'waits_for', 'created_at'])
+          .where('subscription_id', '=', tn.subscription._id)
+          .where('status', '!=', 'failed')
+          .execute();
+        throw new Error(`${error.message}\nnot failed yet (now ${Date.now()}): ${JSON.stringify(rows)}\nreceiver calls: ${tn.receiver.requests.length}`);
+      });
       for (const n of failed) assert.equal(n.attemptCount, 2);
       return failed.map((n) => n.id as string);
     };
