@@ -16,6 +16,8 @@ export interface Config {
   databaseUrl: string;
   /** DATABASE_LISTEN_URL: undefined (LISTEN through DATABASE_URL), a direct postgres:// URL, or 'off' (poll). */
   databaseListenUrl: string | undefined;
+  /** DATABASE_PREPARED_STATEMENTS: the hot statements as named prepared statements (PostgreSQL; off behind a pooler in transaction mode before PgBouncer 1.21). */
+  databasePreparedStatements: boolean;
   /** Directory for the embedded database, the generated secret key and operator credentials. */
   dataDir: string;
   publicUrl: string;
@@ -121,8 +123,8 @@ export function loadConfig(env: Env = process.env): Config {
     return ms;
   };
   const boolean = (raw: string) => {
-    if (/^(true|1|yes)$/i.test(raw)) return true;
-    if (/^(false|0|no)$/i.test(raw)) return false;
+    if (/^(true|1|yes|on)$/i.test(raw)) return true;
+    if (/^(false|0|no|off)$/i.test(raw)) return false;
     throw new Error(`expected true or false, got "${raw}"`);
   };
 
@@ -160,6 +162,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     databaseUrl,
     databaseListenUrl,
+    databasePreparedStatements: read('DATABASE_PREPARED_STATEMENTS', true, boolean),
     dataDir,
     publicUrl,
     tokenTtlMs: read('TOKEN_TTL', 3_600_000, duration(1000)),

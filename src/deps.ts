@@ -88,7 +88,7 @@ export function createLogger(config: Config, destination?: { write(line: string)
 export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {
   const clock = options.clock ?? Date.now;
   const log = options.log ?? createLogger(config);
-  const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), ...options, log });
+  const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), preparedStatements: config.databasePreparedStatements, ...options, log });
   try {
     const box = new SecretBox(resolveSecretKey(config, log), config.secretKeyPrevious);
     if (options.prepare !== false) {

@@ -60,6 +60,14 @@ describe('configuration from the environment', () => {
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://x' }), /DATABASE_URL/);
   });
 
+  it('DATABASE_PREPARED_STATEMENTS: on by default; off (or false) turns it off; anything else is refused', () => {
+    assert.equal(loadConfig({}).databasePreparedStatements, true);
+    assert.equal(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'off' }).databasePreparedStatements, false);
+    assert.equal(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'false' }).databasePreparedStatements, false);
+    assert.equal(loadConfig({ DATABASE_PREPARED_STATEMENTS: 'on' }).databasePreparedStatements, true);
+    assert.throws(() => loadConfig({ DATABASE_PREPARED_STATEMENTS: 'sometimes' }), /DATABASE_PREPARED_STATEMENTS/);
+  });
+
   it('DATABASE_LISTEN_URL: unset, a direct postgres:// URL, or off', () => {
     assert.equal(loadConfig({}).databaseListenUrl, undefined);
     assert.equal(loadConfig({ DATABASE_LISTEN_URL: 'off' }).databaseListenUrl, 'off');

@@ -52,6 +52,8 @@ describe('behind PgBouncer in transaction mode: 1 API and 2 worker processes [po
       LOG_LEVEL: 'warn',
       CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
       PUBLIC_URL: 'http://127.0.0.1:8080',
+      // PgBouncer 1.18 (Debian 12) in transaction mode cannot hold prepared statements.
+      DATABASE_PREPARED_STATEMENTS: 'off',
     };
   });
 

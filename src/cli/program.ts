@@ -85,7 +85,7 @@ export function buildProgram(io: CliIo): Command {
     .description('bring the database schema up to date')
     .action(async () => {
       const config = loadConfig(io.env);
-      const storage = openStorage(config.databaseUrl, { log: createLogger(config, { write: io.err }) });
+      const storage = openStorage(config.databaseUrl, { log: createLogger(config, { write: io.err }), preparedStatements: config.databasePreparedStatements });
       try {
         io.out(`${JSON.stringify(await migrateToLatest(storage.db))}\n`);
       } finally {

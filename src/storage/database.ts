@@ -2,6 +2,7 @@ import pg from 'pg';
 import { Kysely, SqliteDialect, type Transaction } from 'kysely';
 import { postgresDialect, sqliteDialect, SQLITE_DURABLE_SYNCHRONOUS, type StorageDialect } from './dialect.js';
 import { ServicePostgresDialect } from './postgres-dialect.js';
+import { usePreparedStatements } from './prepared-statements.js';
 import { openSqliteDatabase, type SqliteDatabase } from './sqlite-driver.js';
 import type { Database } from './tables/index.js';
 import { prepareSqliteFiles, restrictSqliteCompanions, type FileModeLog } from './private-files.js';
@@ -71,6 +72,8 @@ export interface StorageOptions {
   listenUrl?: string;
   /** Where a SQLite file or directory found open to other users is reported (private-files.ts). */
   log?: FileModeLog;
+  /** PostgreSQL: the hot statements as named prepared statements (default true; prepared-statements.ts). */
+  preparedStatements?: boolean;
 }
 
 export function openStorage(databaseUrl: string, options: StorageOptions = {}): Storage {
@@ -91,6 +94,7 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     return { db, dialect: sqliteDialect, file: path === ':memory:' ? undefined : path, pool: undefined, close: () => db.destroy() };
   }
   const pool = postgresPool(databaseUrl, options.poolSize ?? 10, options.schema);
+  if (options.preparedStatements !== false) pool.on('connect', (client) => usePreparedStatements(client));
   const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool }) });
   if (options.listenUrl === 'off') return { db, dialect: postgresDialect, pool: undefined, close: () => db.destroy() };
   if (!options.listenUrl) return { db, dialect: postgresDialect, pool, close: () => db.destroy() };

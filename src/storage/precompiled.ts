@@ -1,5 +1,6 @@
 import { CompiledQuery, type Compilable, type RawBuilder } from 'kysely';
 import type { Db, Executor } from './database.js';
+import { prepareStatement } from './prepared-statements.js';
 
 /** Stands for the i-th argument while the query is built; never reaches the database. */
 const placeholder = (index: number) => `\u0000precompiled-parameter-${index}\u0000`;
@@ -30,6 +31,8 @@ export function precompiled<Args extends unknown[], Row>(build: (db: Db, ...args
       if (used.size !== args.length) throw new Error(`precompiled query uses ${used.size} of its ${args.length} arguments: ${query.sql}`);
       compiled = { sql: query.sql, slots };
       byDialect.set(adapter, compiled);
+      // Its text is fixed: on PostgreSQL it runs as a named prepared statement (prepared-statements.ts).
+      prepareStatement(query.sql);
     }
     const parameters = compiled.slots.map((slot) => ('argument' in slot ? args[slot.argument] : slot.value));
     const result = await db.executeQuery<Row>(CompiledQuery.raw(compiled.sql, parameters));
