@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { newId } from '../src/domain/ids.js';
 import { deleteOldNotifications } from '../src/services/notification-retention.js';
 import { ensureLogPartitions, listLogPartitions } from '../src/storage/log-partitions.js';
@@ -19,7 +20,9 @@ import { waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js'
  *   was made: the purge deletes them row by row, 1,000 per transaction, as it does on SQLite and
  *   did on PostgreSQL before migration 017.
  * Each on a fresh schema, loaded the same way (in ULID order, 20,000 rows a statement), then
- * VACUUM ANALYZE and a CHECKPOINT, so neither run pays for the load. Checked: nothing is left.
+ * VACUUM ANALYZE and a CHECKPOINT, so neither run pays for the load. Also measured: the longest a
+ * reader of the whole log (a statement on every partition's due index, every 20 ms, on a
+ * connection of its own) waited during the purge. Checked: nothing is left.
  */
 
 const PERIOD = 86_400_000;
@@ -28,7 +31,7 @@ const CHUNK = 20_000;
 
 export async function benchRetention(options: BenchOptions): Promise<BenchRow[]> {
   const count = options.quick ? 1_000_000 : 10_000_000;
-  const entry = (what: string) => `retention: ${what} of ${fmt(count)} ended notifications with their attempts [postgres]`;
+  const entry = (what: string) => `retention, ${fmt(count)} ended notifications with their attempts: ${what} [postgres]`;
   if (!options.postgresUrl) return [{ entry: entry('drop vs delete'), figure: 'skipped: set BENCH_POSTGRES_URL', baseline: '—', ratio: NaN }];
   // The periods a day ahead, so the schema's own current period (made at migration) is not among them.
   const start = (Math.floor(Date.now() / PERIOD) + 2) * PERIOD;
@@ -43,10 +46,11 @@ export async function benchRetention(options: BenchOptions): Promise<BenchRow[]>
   return [
     row('time', drop.ms, remove.ms, (ms) => `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 0)} s`),
     row('WAL', drop.walBytes, remove.walBytes, (bytes) => `${fmt(Math.round(bytes / 1_048_576))} MiB`),
+    row('longest wait of a reader of the log', drop.stallMs, remove.stallMs, (ms) => `${ms.toFixed(0)} ms`),
   ];
 }
 
-async function measure(url: string, count: number, start: number, periods: boolean): Promise<{ ms: number; walBytes: number }> {
+async function measure(url: string, count: number, start: number, periods: boolean): Promise<{ ms: number; walBytes: number; stallMs: number }> {
   const schema = await createPgSchema(url);
   const storage = schema.open(4);
   try {
@@ -61,21 +65,53 @@ async function measure(url: string, count: number, start: number, periods: boole
     const now = start + PERIODS * PERIOD + retention;
     const lsn = async () => (await schema.query('select pg_current_wal_lsn()::text as lsn')).rows[0].lsn as string;
     const before = await lsn();
+    const probe = startProbe(schema);
     const began = performance.now();
     const result = await deleteOldNotifications(storage.db, retention, now);
     const ms = performance.now() - began;
+    const stallMs = await probe.stop();
     const after = await lsn();
     const walBytes = Number((await schema.query('select pg_wal_lsn_diff($1, $2) as bytes', [after, before])).rows[0].bytes);
     const left = Number((await schema.query('select count(*) as n from notifications')).rows[0].n) + Number((await schema.query('select count(*) as n from notification_attempts')).rows[0].n);
     if (left !== 0) throw new Error(`retention left ${left} rows`);
     process.stderr.write(
-      `  retention ${periods ? 'drop' : 'delete'}: ${(ms / 1000).toFixed(1)} s, ${(walBytes / 1_048_576).toFixed(0)} MiB WAL (${result.dropped.length} partitions dropped, ${fmt(result.deleted)} rows deleted; partitions now ${(await listLogPartitions(storage.db)).length})\n`,
+      `  retention ${periods ? 'drop' : 'delete'}: ${(ms / 1000).toFixed(1)} s, ${(walBytes / 1_048_576).toFixed(0)} MiB WAL, a reader waited ${stallMs.toFixed(0)} ms at most (${result.dropped.length} partitions dropped, ${fmt(result.deleted)} rows deleted; partitions now ${(await listLogPartitions(storage.db)).length})\n`,
     );
-    return { ms, walBytes };
+    return { ms, walBytes, stallMs };
   } finally {
     await storage.close();
     await schema.drop();
   }
+}
+
+/**
+ * A reader of the whole log beside the purge, as the delivery loop's claim is one: every 20 ms a
+ * statement that reads each partition's due index. Returns, when stopped, its longest run.
+ */
+function startProbe(schema: PgSchema): { stop(): Promise<number> } {
+  let running = true;
+  let longest = 0;
+  const loop = (async () => {
+    const client = new pg.Client({ connectionString: schema.databaseUrl });
+    await client.connect();
+    try {
+      while (running) {
+        const began = performance.now();
+        await client.query("select count(*) from notifications where status = 'pending' and run_at is not null and run_at < 0");
+        longest = Math.max(longest, performance.now() - began);
+        await sleep(20);
+      }
+    } finally {
+      await client.end();
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return longest;
+    },
+  };
 }
 
 /** COUNT ended notifications spread evenly over the periods from `start`, each with its attempt, in id order. */

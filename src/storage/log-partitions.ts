@@ -132,6 +132,16 @@ export async function ensureLogPartitions(db: Db, options: { now: number; period
   }
 }
 
+/** A table of a period or of migration 017's legacy rows, attached or not. */
+const PERIOD_TABLE = /^(notifications|notification_attempts)_(p\d{8}t\d{6}|legacy)$/;
+
+/** Drops the periods' tables detached but not dropped (a process that stopped between the two). */
+async function dropDetached(db: Db): Promise<void> {
+  const { rows } = await sql<{ name: string }>`select c.relname as name from pg_class c
+      where c.relnamespace = current_schema()::regnamespace and c.relkind = 'r' and not c.relispartition`.execute(db);
+  for (const { name } of rows.filter((row) => PERIOD_TABLE.test(row.name))) await sql`drop table if exists ${sql.table(name)}`.execute(db);
+}
+
 /** Whether the default partition holds notifications or attempts of [from, to). */
 async function defaultHolds(tx: Db, from: string, to: string): Promise<boolean> {
   const { rows } = await sql<{ held: boolean }>`select exists (select 1 from ${sql.table(`${PARENTS.notifications}_${DEFAULT_NAME}`)} where id >= ${from} and id < ${to})
@@ -148,27 +158,34 @@ async function defaultHolds(tx: Db, from: string, to: string): Promise<boolean> 
  */
 export async function dropExpiredLogPartitions(db: Db, beforeId: string): Promise<{ dropped: string[]; busy: string[]; rowsBelow: string }> {
   if (!dialectOf(db).partitionedLog) return { dropped: [], busy: [], rowsBelow: beforeId };
+  await dropDetached(db);
   const partitions = (await listLogPartitions(db)).filter((p) => !p.isDefault);
   const dropped: string[] = [];
   const busy: string[] = [];
   for (const partition of partitions.filter((p) => p.to !== null && p.to <= beforeId)) {
-    const gone = await change(db, async (tx) => {
-      // Dropping a partition locks its parent: both parents first (ONLY: not every partition), in
+    const detached = await change(db, async (tx) => {
+      // Detaching a partition locks its parent: both parents first (ONLY: not every partition), in
       // one order, so that this cannot deadlock with a statement on a parent that waits for the
-      // partition; and for the milliseconds this takes no retry can make one of its notifications
-      // pending between the look and the drop.
+      // partition; and while they are held no retry can make one of its notifications pending
+      // between the look and the detach. Only catalog rows change: milliseconds.
       await sql`lock table only ${sql.table(PARENTS.notifications)}, only ${sql.table(PARENTS.attempts)} in access exclusive mode`.execute(tx);
       const { rows } = await sql<{ pending: boolean }>`select exists (select 1 from ${sql.table(partition.name)} where status = 'pending') as pending`.execute(tx);
       if (rows[0]?.pending) return false;
-      await sql`drop table ${sql.table(attemptsPartitionOf(partition.name))}, ${sql.table(partition.name)}`.execute(tx);
+      await sql`alter table ${sql.table(PARENTS.attempts)} detach partition ${sql.table(attemptsPartitionOf(partition.name))}`.execute(tx);
+      await sql`alter table ${sql.table(PARENTS.notifications)} detach partition ${sql.table(partition.name)}`.execute(tx);
       return true;
     }).catch((error: unknown) => {
       // A lock not granted within LOCK_TIMEOUT: the next tick tries again.
       if ((error as { code?: unknown }).code === LOCK_NOT_AVAILABLE) return 'busy' as const;
       throw error;
     });
-    if (gone === 'busy') busy.push(partition.name);
-    else if (gone) dropped.push(partition.name);
+    if (detached === 'busy') busy.push(partition.name);
+    else if (detached) {
+      // Then dropped on their own: deleting a period's files (gigabytes, seconds) happens at the
+      // commit of the drop, with its locks held, and no reader waits for these tables any more.
+      await sql`drop table ${sql.table(attemptsPartitionOf(partition.name))}, ${sql.table(partition.name)}`.execute(db);
+      dropped.push(partition.name);
+    }
   }
   // Row by row, never into a period that is not wholly expired: it goes whole later. The partition
   // unbounded below (an upgraded database's notifications from before migration 017) is not a

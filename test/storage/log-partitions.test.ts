@@ -140,6 +140,17 @@ for (const dialect of testDialects()) {
       assert.ok((await deleteOldNotifications(t.deps.db, retention, now)).dropped.includes(p31!), 'dropped once nothing in it is pending');
     });
 
+    it('a period detached but not dropped (its process stopped in between) is dropped by the next purge', async () => {
+      await ensureLogPartitions(t.deps.db, { now: at(50) + 1_000, periodMs: PERIOD, aheadMs: 0 });
+      const p50 = (await listLogPartitions(t.deps.db)).find((p) => p.from === firstIdAt('msg', at(50)))!.name;
+      await sql`alter table notification_attempts detach partition ${sql.table(p50.replace('notifications', 'notification_attempts'))}`.execute(t.deps.db);
+      await sql`alter table notifications detach partition ${sql.table(p50)}`.execute(t.deps.db);
+      const tables = async () => (await sql<{ name: string }>`select relname as name from pg_class where relnamespace = current_schema()::regnamespace and relname like ${`%${p50.slice('notifications'.length)}`}`.execute(t.deps.db)).rows.length;
+      assert.equal(await tables(), 2);
+      await dropExpiredLogPartitions(t.deps.db, firstIdAt('msg', at(0)));
+      assert.equal(await tables(), 0);
+    });
+
     it('a drop that cannot take its locks in time gives up without holding anyone up, and succeeds on the next tick', async () => {
       await ensureLogPartitions(t.deps.db, { now: at(40) + 1_000, periodMs: PERIOD, aheadMs: 0 });
       const p40 = (await listLogPartitions(t.deps.db)).find((p) => p.from === firstIdAt('msg', at(40)))!.name;
