@@ -17,6 +17,7 @@ import { benchPeers } from './peers.js';
 import { benchSoak } from './soak.js';
 import { benchNoisyNeighbour } from './noisy-neighbour.js';
 import { benchRetention } from './retention.js';
+import { benchStatements } from './statements.js';
 import { pinLoadGenerator, PINNING, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
 /** `pinned`: this process (the load generator) on core 0 and the servers it starts on core 1 (see lib.ts). */
@@ -27,6 +28,7 @@ const ENTRIES: Entry[] = [
   { name: 'ingest', pinned: true, run: benchIngest },
   { name: 'delivery', pinned: false, run: benchDelivery },
   { name: 'backlog', pinned: false, run: benchBacklog },
+  { name: 'statements', pinned: false, run: benchStatements },
   { name: 'scale-out', pinned: false, run: benchScaleOut },
   { name: 'recovery', pinned: false, run: benchRecovery },
   { name: 'stats', pinned: false, run: benchStats },
