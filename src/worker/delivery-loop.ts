@@ -91,7 +91,7 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
   const slots = new AccountSlots({ capacity: concurrency, reserve, lightBelow: LIGHT_ACCOUNT_SLOTS });
   const state = {
     mode: 'claiming' as DeliveryLoopMode,
-    /** Room promised to batches in flight (offers, not yet adopted). */
+    /** Room promised to batches in flight (offers, not yet adopted) and to the claim in flight. */
     promisedRoom: 0,
     /** Wake-ups so far: a claim that began before the last one may have missed its jobs. */
     wakes: 0,
@@ -105,8 +105,9 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
   };
   const accepting = () => state.mode === 'claiming' || state.mode === 'drained';
 
-  // Room promised to batches in flight (offers) is not free: a claim that took it too let the
-  // adopted jobs push an account past the capacity, and every other account onto the reserve.
+  // Room promised to batches in flight (offers) or to the claim in flight is not free: a claim and
+  // an offer that both took it, in either order, let one account past the capacity and the reserve,
+  // and no light account's job was claimed until that account's calls ended.
   const freeSlots = () => Math.min(slots.freeInCapacity(), 2 * concurrency - inFlight.size) - state.promisedRoom;
   const freeForLight = () => Math.min(slots.freeForLight(), 2 * concurrency - inFlight.size) - state.promisedRoom;
   const wakeForSlot = () => {
@@ -161,17 +162,31 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
     return jobs;
   }
 
-  /** The loop is full: a few jobs of light accounts into the reserve, when there may be new ones. */
-  async function claimForLightAccounts(): Promise<ClaimedJob[]> {
-    const room = Math.min(LIGHT_ACCOUNT_SLOTS, freeForLight());
+  /** The loop is full: up to `room` jobs of light accounts into the reserve, when there may be new ones. */
+  async function claimForLightAccounts(room: number): Promise<ClaimedJob[]> {
     const now = Date.now();
-    if (room <= 0 || (state.wakes === state.lightClaim.wakes && now - state.lightClaim.at < LIGHT_CLAIM_INTERVAL_MS)) return [];
+    if (state.wakes === state.lightClaim.wakes && now - state.lightClaim.at < LIGHT_CLAIM_INTERVAL_MS) return [];
     state.lightClaim = { wakes: state.wakes, at: now };
     const jobs = await claim(room, slots.notLight());
     // As many as asked: there may be more light accounts' jobs, so the next step claims again.
     if (jobs.length === room) state.lightClaim.wakes = -1;
     context.log.debug({ asked: room, got: jobs.length, slotsUsed: slots.total }, 'claimed for light accounts');
     return jobs;
+  }
+
+  /**
+   * Claims with `room` promised while the claim is in flight (an offer made meanwhile cannot
+   * promise it again), then starts the jobs in the same turn of the event loop as the promise ends.
+   */
+  async function claimAndStart(room: number, claimUpTo: (room: number) => Promise<ClaimedJob[]>): Promise<number> {
+    state.promisedRoom += room;
+    let jobs: ClaimedJob[];
+    try {
+      jobs = await claimUpTo(room);
+    } finally {
+      state.promisedRoom -= room;
+    }
+    return start(jobs);
   }
 
   function start(jobs: readonly ClaimedJob[]): number {
@@ -218,8 +233,9 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
     async step() {
       if (kinds.length === 0 || !accepting()) return 0;
       const free = freeSlots();
-      if (free > 0 && (free >= claimWhenFree || slots.total === 0)) return start(await claimFairly(free));
-      return start(await claimForLightAccounts());
+      if (free > 0 && (free >= claimWhenFree || slots.total === 0)) return claimAndStart(free, claimFairly);
+      const room = Math.min(LIGHT_ACCOUNT_SLOTS, freeForLight());
+      return room > 0 ? claimAndStart(room, claimForLightAccounts) : 0;
     },
     offer() {
       if (kinds.length === 0) return undefined;

@@ -82,6 +82,29 @@ for (const dialect of testDialects()) {
       await loop.drain();
     });
 
+    it('an offer leaves alone the room of a claim in flight: the claimed jobs and the adopted ones fit the slots together', async () => {
+      const { loop, release, most } = loopOf(8);
+      await enqueueJobs(t.deps.db, Array.from({ length: 20 }, (_, i) => ({ kind: 'call', payload: i, groupKey: 'acc_flood', runAt: 0 })));
+      // A claim for the 8 free slots is on its way to the database when a batch begins.
+      const claiming = loop.step();
+      const offer = loop.offer()!;
+      assert.equal(offer.room, 0, 'the free slots are the claim\'s');
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 4 }, (_, i) => ({ kind: 'call', payload: `batch-${i}`, groupKey: 'acc_flood' })),
+        { leaseTo: offer },
+      );
+      assert.equal(offer.taken.length, 0);
+      assert.equal(offer.declined, 4, 'the batch declines its deliveries: a claim takes them when slots free up');
+      loop.adopt(offer, true);
+      assert.equal(await claiming, 8);
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(most(), 8, `${most()} jobs held a slot at once in a loop of 8`);
+      loop.stop();
+      release.open();
+      await loop.drain();
+    });
+
     it('an offer that took nothing gives its room back to the next claim', async () => {
       const { loop, release, running } = loopOf(8);
       await enqueueJobs(
