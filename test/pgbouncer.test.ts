@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { openStorage } from '../src/storage/database.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
-import { cliTenant, clientToken, freePort, startChildService, startWorkerProcesses, type ChildService } from './support/child-service.js';
+import { cliTenant, clientToken, startChildService, startWorkerProcesses, type ChildService } from './support/child-service.js';
 import { eventually } from './support/notifications.js';
 import { startHttpReceiver, type Receiver } from './support/receivers.js';
 import { sendRequests } from './support/requests.js';
@@ -72,8 +72,7 @@ describe('behind PgBouncer in transaction mode: 1 API and 2 worker processes [po
     const listenEnv = { DATABASE_LISTEN_URL: listen === 'direct' ? directUrl() : 'off' };
     const apiService = await startChildService({ ...env, ...listenEnv }, ['--role', 'api']);
     services.push(apiService);
-    const metricsPorts = [await freePort(), await freePort()];
-    const workers = await startWorkerProcesses(metricsPorts.map((port) => ({ ...env, ...listenEnv, METRICS_PORT: String(port) })));
+    const workers = await startWorkerProcesses([1, 2].map(() => ({ ...env, ...listenEnv, METRICS_PORT: '0' })));
     services.push(...workers);
     const token = await clientToken(apiService.url, client);
     for (const event of ['registered-requests', 'processed-requests']) {
@@ -90,8 +89,8 @@ describe('behind PgBouncer in transaction mode: 1 API and 2 worker processes [po
 
     // Woken by NOTIFY through the direct session, or never (polling only).
     let notified = 0;
-    for (const port of metricsPorts) {
-      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    for (const worker of workers) {
+      const text = await (await fetch(`${worker.url}/metrics`)).text();
       notified += Number(/^rewards_job_wakeups_total\{source="notify"\} (\S+)$/m.exec(text)?.[1] ?? 0);
     }
     if (listen === 'direct') assert.ok(notified > 0, 'the workers were woken by NOTIFY');

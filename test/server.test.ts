@@ -3,7 +3,11 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { testDialects } from './support/databases.js';
-import { childEnvironment, runCli, startChildService } from './support/child-service.js';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { childEnvironment, listeningPorts, runCli, startChildService } from './support/child-service.js';
 
 for (const dialect of testDialects()) {
   describe(`the rewards service process [${dialect}]`, () => {
@@ -61,3 +65,23 @@ for (const dialect of testDialects()) {
     });
   });
 }
+
+describe('finding the port a child service listens on', () => {
+  it('lists the ports a process listens on, and not the ports of another process', async () => {
+    const server: Server = createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const child = spawn(process.execPath, ['-e', "require('node:http').createServer().listen(0, '127.0.0.1', function () { console.log(this.address().port) })"], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+      const ours = (server.address() as AddressInfo).port;
+      const theirs = Number(line.toString().trim());
+      assert.ok(listeningPorts(process.pid).includes(ours));
+      assert.ok(!listeningPorts(process.pid).includes(theirs));
+      assert.deepEqual(listeningPorts(child.pid!), [theirs]);
+    } finally {
+      child.kill();
+      server.close();
+    }
+  });
+});

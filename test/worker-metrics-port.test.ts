@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { childEnvironment, freePort, startChildService } from './support/child-service.js';
+import { childEnvironment, startChildService } from './support/child-service.js';
 
 describe('a --role worker process with METRICS_PORT', () => {
   let env: Record<string, string>;
@@ -11,16 +11,10 @@ describe('a --role worker process with METRICS_PORT', () => {
   after(() => cleanup());
 
   it('serves /health/ready and /metrics (delivery counters included) but no API route', async () => {
-    const port = await freePort();
-    const worker = await startChildService({ ...env, METRICS_PORT: String(port) }, ['--role', 'worker']);
+    const worker = await startChildService({ ...env, METRICS_PORT: '0' }, ['--role', 'worker']);
     try {
-      const base = `http://127.0.0.1:${port}`;
-      let ready: Response | undefined;
-      for (let i = 0; i < 200 && !ready?.ok; i++) {
-        ready = await fetch(`${base}/health/ready`).catch(() => undefined);
-        if (!ready?.ok) await new Promise((r) => setTimeout(r, 100));
-      }
-      assert.equal(ready?.status, 200);
+      const base = worker.url;
+      assert.equal((await fetch(`${base}/health/ready`)).status, 200);
       const metrics = await (await fetch(`${base}/metrics`)).text();
       assert.match(metrics, /# TYPE rewards_webhook_attempts_total counter/);
       assert.match(metrics, /# TYPE rewards_jobs_oldest_due_age_seconds gauge/);

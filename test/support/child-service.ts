@@ -1,7 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { unusedPort } from './receivers.js';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli as runCliCommands } from '../../src/cli/program.js';
@@ -9,9 +8,6 @@ import { createPostgresSchema, postgresUrlWithSchema, type TestDialect } from '.
 import { eventually } from './notifications.js';
 
 const BIN = new URL('../../bin/rewards.js', import.meta.url).pathname;
-
-/** A free loopback port (the one helper shared by tests and benchmarks). */
-export const freePort = unusedPort;
 
 /** Environment for running the real `rewards` binary against a fresh database. */
 export async function childEnvironment(dialect: TestDialect): Promise<{ env: Record<string, string>; dataDir: string; cleanup(): Promise<void> }> {
@@ -48,22 +44,55 @@ export interface ChildService {
   exited: Promise<number | null>;
 }
 
-/** Starts `rewards serve` and resolves once /health/ready answers. */
+/**
+ * The TCP ports a process listens on, read from /proc (Linux). A child started with port 0 binds
+ * whatever the kernel gives it and is found here: choosing a free port first and handing it over
+ * races every other test process, and a readiness check can then be answered by a stranger.
+ */
+export function listeningPorts(pid: number): number[] {
+  const sockets = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (socket?.[1]) sockets.add(socket[1]);
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const [, local = '', , state, , , , , , inode = ''] = line.trim().split(/\s+/);
+      if (state === LISTEN && sockets.has(inode)) ports.push(Number.parseInt(local.slice(local.lastIndexOf(':') + 1), 16));
+    }
+  }
+  return ports;
+}
+const LISTEN = '0A';
+
+/**
+ * Starts `rewards serve` and resolves once /health/ready answers on the port the child itself
+ * listens on (PORT, or METRICS_PORT for a worker, is 0 unless the caller gives one). A worker
+ * without METRICS_PORT listens nowhere: it is returned at once, with no url.
+ */
 export async function startChildService(env: Record<string, string>, args: string[] = []): Promise<ChildService> {
-  const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
-  if (args.includes('worker')) return { process: child, url, output: () => output, exited };
+  const service = (url: string): ChildService => ({ process: child, url, output: () => output, exited });
+  if (args.includes('worker') && env.METRICS_PORT === undefined) return service('');
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`service exited early: ${output}`);
-    try {
-      if ((await fetch(`${url}/health/ready`)).ok) return { process: child, url, output: () => output, exited };
-    } catch {
-      /* not listening yet */
+    const [port] = child.pid === undefined ? [] : listeningPorts(child.pid);
+    if (port !== undefined) {
+      const url = `http://127.0.0.1:${port}`;
+      try {
+        if ((await fetch(`${url}/health/ready`)).ok) return service(url);
+      } catch {
+        /* listening, not ready yet */
+      }
     }
     await new Promise((r) => setTimeout(r, 100));
   }
