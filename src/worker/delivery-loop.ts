@@ -189,13 +189,20 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
     return start(jobs);
   }
 
+  /** Starts each job under the lease just acquired; one whose run here has not ended yet starts after it (delivery-ownership.ts, rule 3). */
   function start(jobs: readonly ClaimedJob[]): number {
     for (const job of jobs) {
-      held.hold(job);
-      const promise = run(job).finally(() => {
-        inFlight.delete(promise);
-        wakeForSlot();
-      });
+      const runHere = () => {
+        held.hold(job);
+        return run(job);
+      };
+      const previous = held.ended(job.id);
+      const promise = (previous ? previous.then(runHere) : runHere())
+        .catch((error: unknown) => context.log.error({ err: error, jobId: job.id }, 'a delivery could not start; its lease will end and a claim will take it'))
+        .finally(() => {
+          inFlight.delete(promise);
+          wakeForSlot();
+        });
       inFlight.add(promise);
     }
     return jobs.length;

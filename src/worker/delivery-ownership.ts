@@ -18,7 +18,10 @@ import type { ClaimedJob, LeaseOffer } from '../storage/queue/index.js';
  *    came too late and the lease ended while it was still running: its claims leave out what it
  *    runs whose lease may have ended (`lapsedBy`), and a hand-off whose lease ended before the
  *    batch committed is not started (`adoptable`): a claim may already have taken it, and if not
- *    the next claim will. `hold` asserts it.
+ *    the next claim will. A claim can still return a delivery whose run here has written its
+ *    outcome (a retry due at once, a postponement to now) and not yet ended: the database shows
+ *    that write to the claim's connection before its commit reaches this process. The new run
+ *    starts when the old one ends (`ended`). `hold` asserts it.
  * 4. **A late write is no write.** Everything the holder writes (the outcome, a retry, a
  *    postponement, a renewal) is conditional on its token (`where locked_by = lease`). A holder
  *    whose lease was taken over writes nothing: its call was made, but the attempt is not recorded
@@ -26,7 +29,7 @@ import type { ClaimedJob, LeaseOffer } from '../storage/queue/index.js';
  *    duplicates by it). A lease token never changes in memory once acquired.
  */
 export class HeldDeliveries {
-  readonly #held = new Map<string, ClaimedJob>();
+  readonly #held = new Map<string, { job: ClaimedJob; ended: Promise<void>; end: () => void }>();
 
   get size(): number {
     return this.#held.size;
@@ -35,12 +38,22 @@ export class HeldDeliveries {
   /** This process starts running `job` under the lease it just acquired (rule 3: not one it runs already). */
   hold(job: ClaimedJob): void {
     if (this.#held.has(job.id)) throw new Error(`delivery ownership: job ${job.id} is already running in this process (rule 3)`);
-    this.#held.set(job.id, job);
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    this.#held.set(job.id, { job, ended, end });
   }
 
   /** Its run is over (settled, lost or failed): a later claim may take it again. */
   release(job: ClaimedJob): void {
-    if (this.#held.get(job.id) === job) this.#held.delete(job.id);
+    const entry = this.#held.get(job.id);
+    if (entry?.job !== job) return;
+    this.#held.delete(job.id);
+    entry.end();
+  }
+
+  /** When the run here of delivery `id` ends; undefined when none runs. */
+  ended(id: string): Promise<void> | undefined {
+    return this.#held.get(id)?.ended;
   }
 
   has(id: string): boolean {
@@ -49,7 +62,7 @@ export class HeldDeliveries {
 
   /** What the heartbeat renews. */
   all(): ClaimedJob[] {
-    return [...this.#held.values()];
+    return [...this.#held.values()].map((entry) => entry.job);
   }
 
   /**
@@ -59,7 +72,7 @@ export class HeldDeliveries {
    */
   lapsedBy(now: number): string[] {
     const ids: string[] = [];
-    for (const job of this.#held.values()) if (job.leaseUntil <= now) ids.push(job.id);
+    for (const { job } of this.#held.values()) if (job.leaseUntil <= now) ids.push(job.id);
     return ids;
   }
 }

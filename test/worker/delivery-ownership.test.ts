@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { createQueueMetrics } from '../../src/metrics.js';
-import { claimDueJobs, completeHeldJobs, enqueueJobs, extendHeldLeases, JobSignals, type ClaimedJob } from '../../src/storage/queue/index.js';
+import { claimDueJobs, completeHeldJobs, enqueueJobs, extendHeldLeases, failHeldJob, JobSignals, type ClaimedJob } from '../../src/storage/queue/index.js';
 import { createDeliveryLoop } from '../../src/worker/delivery-loop.js';
 import { HeldDeliveries } from '../../src/worker/delivery-ownership.js';
 import type { JobHandlers } from '../../src/worker/job-handlers.js';
@@ -166,6 +166,39 @@ for (const dialect of testDialects()) {
       loop.stop();
       await loop.drain();
       assert.equal(runs.length, 1);
+      assert.equal(await lost(), 0);
+      assert.deepEqual(await rows(), []);
+    });
+
+    it('claim after settle: a claim that takes a job whose run here wrote a retry due at once but has not ended starts the new run after it, and its other jobs at once', async () => {
+      const written = gate();
+      const ending = gate();
+      const { loop, release, runs, lost, now } = loopOn({
+        settle: async (job) => {
+          if (job.payload === 1 && runs.filter((run) => run.id === job.id).length === 1) {
+            // The retry is written and visible to any claim; this run has not ended here yet.
+            assert.equal(await failHeldJob(t.deps.db, job, new Error('down'), { now: now(), retryAt: now() }), 'retrying');
+            written.open();
+            await ending.wait;
+            return;
+          }
+          assert.equal((await completeHeldJobs(t.deps.db, [job])).size, 1);
+        },
+      });
+      release.open();
+      await enqueueJobs(t.deps.db, [{ kind: 'call', payload: 1, runAt: 0 }]);
+      assert.equal(await loop.step(), 1);
+      await written.wait;
+      await enqueueJobs(t.deps.db, [{ kind: 'call', payload: 2, runAt: 0 }]);
+      loop.woken();
+      assert.equal(await loop.step(), 2, 'the claim takes the retry and the other job');
+      await settled();
+      assert.deepEqual(runs.map((run) => run.payload), [1, 2], 'the other job runs at once; the retry waits for the run before it');
+      ending.open();
+      loop.stop();
+      await loop.drain();
+      assert.deepEqual(runs.map((run) => run.payload), [1, 2, 1]);
+      assert.notEqual(runs[2]!.lease, runs[0]!.lease);
       assert.equal(await lost(), 0);
       assert.deepEqual(await rows(), []);
     });
