@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { firstIdAt, idTime } from '../domain/ids.js';
-import type { Db } from './database.js';
+import type { Db, Executor } from './database.js';
 import { dialectOf } from './dialect.js';
 
 /**
@@ -150,6 +150,20 @@ async function defaultHolds(tx: Db, from: string, to: string): Promise<boolean> 
 }
 
 /**
+ * Whether a partition holds a pending notification: `any` reads every row; `due`, those with a
+ * schedule, from the partition's `notifications_due_idx` (its predicate, written literally).
+ */
+export function pendingCheck(partition: string, which: 'any' | 'due') {
+  const where = which === 'any' ? sql`status = 'pending'` : sql`status = 'pending' and run_at is not null`;
+  return sql<{ pending: boolean }>`select exists (select 1 from ${sql.table(partition)} where ${where}) as pending`;
+}
+
+async function holdsPending(db: Executor, partition: string, which: 'any' | 'due'): Promise<boolean> {
+  const { rows } = await pendingCheck(partition, which).execute(db);
+  return rows[0]?.pending === true;
+}
+
+/**
  * Drops, with their attempts partitions, the partitions whose every id is below `beforeId` (made
  * before the retention's cut-off) and that hold no pending notification. Returns what retention
  * must still delete row by row: the ended notifications below `rowsBelow` (those of the partitions
@@ -163,14 +177,18 @@ export async function dropExpiredLogPartitions(db: Db, beforeId: string): Promis
   const dropped: string[] = [];
   const busy: string[] = [];
   for (const partition of partitions.filter((p) => p.to !== null && p.to <= beforeId)) {
+    // The look at every row goes first, without locks: a period's scan takes seconds, and no reader
+    // may wait for it.
+    if (await holdsPending(db, partition.name, 'any')) continue;
     const detached = await change(db, async (tx) => {
       // Detaching a partition locks its parent: both parents first (ONLY: not every partition), in
       // one order, so that this cannot deadlock with a statement on a parent that waits for the
       // partition; and while they are held no retry can make one of its notifications pending
-      // between the look and the detach. Only catalog rows change: milliseconds.
+      // between the look and the detach. Only catalog rows change: milliseconds. What may have
+      // become pending since the look was made so by a retry or a recovery, which both set
+      // `run_at`: the due index answers that at once.
       await sql`lock table only ${sql.table(PARENTS.notifications)}, only ${sql.table(PARENTS.attempts)} in access exclusive mode`.execute(tx);
-      const { rows } = await sql<{ pending: boolean }>`select exists (select 1 from ${sql.table(partition.name)} where status = 'pending') as pending`.execute(tx);
-      if (rows[0]?.pending) return false;
+      if (await holdsPending(tx, partition.name, 'due')) return false;
       await sql`alter table ${sql.table(PARENTS.attempts)} detach partition ${sql.table(attemptsPartitionOf(partition.name))}`.execute(tx);
       await sql`alter table ${sql.table(PARENTS.notifications)} detach partition ${sql.table(partition.name)}`.execute(tx);
       return true;

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { firstIdAt, newId } from '../../src/domain/ids.js';
 import { deleteOldNotifications } from '../../src/services/notification-retention.js';
 import { openStorage } from '../../src/storage/database.js';
-import { dropExpiredLogPartitions, ensureLogPartitions, listLogPartitions, logPeriodMs } from '../../src/storage/log-partitions.js';
+import { dropExpiredLogPartitions, ensureLogPartitions, listLogPartitions, logPeriodMs, pendingCheck } from '../../src/storage/log-partitions.js';
 import { insertNotifications, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../src/storage/tables/index.js';
 import { postgresUrlWithSchema, testDialects } from '../support/databases.js';
@@ -86,6 +86,17 @@ for (const dialect of testDialects()) {
       assert.equal(await partitionOf('notification_attempts', 'notification_id', id), made[0]!.replace('notifications', 'notification_attempts'));
       const plan = (await sql<{ 'QUERY PLAN': string }>`explain select * from notifications where id = ${id}`.execute(t.deps.db)).rows.map((row) => row['QUERY PLAN']).join('\n');
       assert.equal(plan.match(/ on notifications_\w+/g)?.length, 1, plan);
+    });
+
+    it("the look a drop makes under its locks reads the partition's due index, never its rows", async () => {
+      const [partition] = await ensureLogPartitions(t.deps.db, { now: at(0) + 10_000, periodMs: PERIOD });
+      const plan = await t.deps.db.transaction().execute(async (tx) => {
+        await sql`set local enable_seqscan = off`.execute(tx);
+        const { rows } = await sql<{ 'QUERY PLAN': string }>`explain ${pendingCheck(partition ?? (await listLogPartitions(tx))[0]!.name, 'due')}`.execute(tx);
+        return rows.map((row) => row['QUERY PLAN']).join('\n');
+      });
+      assert.match(plan, /Index (Only )?Scan using \w*run_at\w*|Index (Only )?Scan using \w+due\w*/, plan);
+      assert.doesNotMatch(plan, /Seq Scan/, plan);
     });
 
     it('two processes making them at once make each period once', async () => {
