@@ -72,7 +72,7 @@ describe('behind PgBouncer in transaction mode: 1 API and 2 worker processes [po
     const listenEnv = { DATABASE_LISTEN_URL: listen === 'direct' ? directUrl() : 'off' };
     const apiService = await startChildService({ ...env, ...listenEnv }, ['--role', 'api']);
     services.push(apiService);
-    const workers = await startWorkerProcesses([1, 2].map(() => ({ ...env, ...listenEnv, METRICS_PORT: '0' })));
+    const workers = await startWorkerProcesses(Array.from({ length: 2 }, () => ({ ...env, ...listenEnv, METRICS_PORT: '0' })));
     services.push(...workers);
     const token = await clientToken(apiService.url, client);
     for (const event of ['registered-requests', 'processed-requests']) {

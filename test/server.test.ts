@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync, statSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { testDialects } from './support/databases.js';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { childEnvironment, listeningPorts, runCli, startChildService } from './support/child-service.js';
 
 for (const dialect of testDialects()) {
@@ -67,7 +67,7 @@ for (const dialect of testDialects()) {
 }
 
 describe('finding the port a child service listens on', () => {
-  it('lists the ports a process listens on, and not the ports of another process', async () => {
+  it('lists the ports a process listens on, not the ports of another process, and none once it has exited', async () => {
     const server: Server = createServer();
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
@@ -79,6 +79,9 @@ describe('finding the port a child service listens on', () => {
       assert.ok(listeningPorts(process.pid).includes(ours));
       assert.ok(!listeningPorts(process.pid).includes(theirs));
       assert.deepEqual(listeningPorts(child.pid!), [theirs]);
+      child.kill();
+      await once(child, 'exit');
+      assert.deepEqual(listeningPorts(child.pid!), [], 'a process that has exited listens on nothing');
     } finally {
       child.kill();
       server.close();

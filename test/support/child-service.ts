@@ -44,14 +44,23 @@ export interface ChildService {
   exited: Promise<number | null>;
 }
 
+/** The `st` of a listening socket in /proc/net/tcp. */
+const LISTEN = '0A';
+
 /**
  * The TCP ports a process listens on, read from /proc (Linux). A child started with port 0 binds
  * whatever the kernel gives it and is found here: choosing a free port first and handing it over
  * races every other test process, and a readiness check can then be answered by a stranger.
  */
 export function listeningPorts(pid: number): number[] {
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return []; // the process has exited: its caller sees that from its exit code
+  }
   const sockets = new Set<string>();
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+  for (const fd of fds) {
     try {
       const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
       if (socket?.[1]) sockets.add(socket[1]);
@@ -68,7 +77,6 @@ export function listeningPorts(pid: number): number[] {
   }
   return ports;
 }
-const LISTEN = '0A';
 
 /**
  * Starts `rewards serve` and resolves once /health/ready answers on the port the child itself
