@@ -4,6 +4,7 @@ import { openStorage } from '../src/storage/database.js';
 import { ensureLogPartitions, listLogPartitions } from '../src/storage/log-partitions.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
 import { claimDueDeliveries } from '../src/storage/queue/delivery-rows.js';
+import { sampleNotificationPayload } from '../src/domain/notifications/test-sample.js';
 import { findNotificationsForDelivery, insertNotifications, newNotificationRow, recordAttempts } from '../src/storage/repositories/notifications.js';
 import { createPgSchema } from './cluster.js';
 import { waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
@@ -17,11 +18,21 @@ import { waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js'
  * named prepared statements (the default); baseline: the same with DATABASE_PREPARED_STATEMENTS=off,
  * each statement planned at every run. Each on a fresh schema, in turns (three of each, two with
  * --quick); the medians of the turns.
+ *
+ * Then what each step writes to the WAL per notification when the worker batches (BATCH at a time,
+ * as a busy service does: an ingest batch's insert, a claim, a group commit's settle with its
+ * attempt rows), over WAL_ROWS notifications, half of each event with the bodies test sends carry:
+ * the breakdown behind the peers entry's WAL figure (docs/capacity.md). `pg_current_wal_lsn()`
+ * before and after each step, after a CHECKPOINT; a claim that a batch hands off (leased at insert)
+ * writes nothing.
  */
 
 const HISTORY = 20_000;
 const DAY = 86_400_000;
 const STEPS = ['insert', 'claim', 'load', 'settle'] as const;
+const WAL_STEPS = ['insert', 'claim', 'settle'] as const;
+const BATCH = 256;
+const WAL_ROWS = 20 * BATCH;
 type Costs = Record<(typeof STEPS)[number], number>;
 
 export async function benchStatements(options: BenchOptions): Promise<BenchRow[]> {
@@ -31,16 +42,84 @@ export async function benchStatements(options: BenchOptions): Promise<BenchRow[]
   const turns = options.quick ? 2 : 3;
   const prepared: Costs[] = [];
   const unprepared: Costs[] = [];
+  const written: WalBytes[] = [];
   for (let turn = 0; turn < turns; turn++) {
     unprepared.push(await measure(options.postgresUrl, false, rounds));
     prepared.push(await measure(options.postgresUrl, true, rounds));
+    written.push(await measureWal(options.postgresUrl));
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  return STEPS.map((step) => {
+  const timings = STEPS.map((step) => {
     const figure = median(prepared.map((costs) => costs[step]));
     const baseline = median(unprepared.map((costs) => costs[step]));
     return { entry: entry(step), figure: `prepared ${figure.toFixed(0)} µs`, baseline: `unprepared ${baseline.toFixed(0)} µs`, ratio: figure / baseline };
   });
+  const wal = WAL_STEPS.map((step) => ({
+    entry: `statements, WAL per notification in batches of ${BATCH}: ${step} [postgres]`,
+    figure: `${median(written.map((bytes) => bytes[step])).toFixed(0)} B`,
+    baseline: '—',
+    ratio: NaN,
+  }));
+  return [...timings, ...wal];
+}
+
+type WalBytes = Record<(typeof WAL_STEPS)[number], number>;
+
+async function measureWal(url: string): Promise<WalBytes> {
+  const schema = await createPgSchema(url);
+  const storage = openStorage(url, { schema: schema.schema, poolSize: 2 });
+  try {
+    await migrateToLatest(storage.db);
+    await ensureLogPartitions(storage.db, { now: Date.now(), periodMs: 22.5 * DAY });
+    const now = Date.now();
+    const rows = Array.from({ length: WAL_ROWS }, (_, i) => {
+      const event = i % 2 === 0 ? ('registered-requests' as const) : ('processed-requests' as const);
+      const requestId = `req_bench${String(i >> 1).padStart(21, '0')}`;
+      const payload = JSON.stringify(sampleNotificationPayload(event, requestId, now));
+      return newNotificationRow({ accountId: 'acc_bench', requestId, subscriptionId: `sub_bench_${event}`, event, url: 'https://receiver.example/hook', payload }, now);
+    });
+    const lsn = async () => (await sql<{ lsn: string }>`select pg_current_wal_lsn()::text as lsn`.execute(storage.db)).rows[0]!.lsn;
+    const bytes = {} as WalBytes;
+    const step = async (name: keyof WalBytes, work: () => Promise<void>) => {
+      const before = await lsn();
+      await work();
+      const after = await lsn();
+      const { rows: [diff] } = await sql<{ bytes: string }>`select pg_wal_lsn_diff(${after}::pg_lsn, ${before}::pg_lsn)::text as bytes`.execute(storage.db);
+      bytes[name] = Number(diff!.bytes) / WAL_ROWS;
+    };
+    // A checkpoint first: the pages the steps write are then new since it, and no step pays for
+    // full-page images of pages that an earlier phase of the suite left behind.
+    await sql`checkpoint`.execute(storage.db);
+    await waitForQuietMachine({ postgresUrl: url });
+    await step('insert', async () => {
+      for (let i = 0; i < rows.length; i += BATCH) await insertNotifications(storage.db, rows.slice(i, i + BATCH));
+    });
+    const jobs: Awaited<ReturnType<typeof claimDueDeliveries>> = [];
+    await step('claim', async () => {
+      while (jobs.length < rows.length) {
+        const claimed = await claimDueDeliveries(storage.db, { workerId: 'bench', limit: BATCH, leaseMs: 60_000, now: Date.now(), maxRuns: 20 });
+        if (claimed.length === 0) throw new Error('the claim found nothing');
+        jobs.push(...claimed);
+      }
+    });
+    await step('settle', async () => {
+      for (let i = 0; i < jobs.length; i += BATCH) {
+        const outcomes = jobs.slice(i, i + BATCH).map((job) => ({
+          attempt: { notification_id: job.id, attempt: 1, started_at: Date.now(), url: 'https://receiver.example/hook', status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const },
+          lease: job.lease,
+          status: 'succeeded' as const,
+          nextAttemptAt: null,
+          now: Date.now(),
+        }));
+        await recordAttempts(storage.db, outcomes);
+      }
+    });
+    process.stderr.write(`  statements WAL per notification, batches of ${BATCH}: ${WAL_STEPS.map((name) => `${name} ${bytes[name].toFixed(0)} B`).join(', ')}\n`);
+    return bytes;
+  } finally {
+    await storage.close();
+    await schema.drop();
+  }
 }
 
 async function measure(url: string, preparedStatements: boolean, rounds: number): Promise<Costs> {
