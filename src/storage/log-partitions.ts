@@ -35,6 +35,17 @@ const LOCK_TIMEOUT = '500ms';
 const LOCK_NOT_AVAILABLE = '55P03';
 const DAY_MS = 86_400_000;
 
+/**
+ * How full an insert leaves a page of a notifications partition, in percent. A claim rewrites a
+ * row with its lease added, and its rows' old versions stay on the page until the claim commits:
+ * a page must take a new version of every row on it, each longer by the lease. At half full a
+ * batch of short rows (no subscription, a registered-requests body) overflows, and every row that
+ * does not fit is a non-HOT update, with an entry in each index. 40 % leaves room for a lease of
+ * half a row's length (test/storage/log-partitions.test.ts, "a claim of a full page").
+ * Migration 018 sets it on partitions made before.
+ */
+export const NOTIFICATIONS_FILLFACTOR = 40;
+
 /** A period: a quarter of NOTIFICATION_RETENTION (at least 15 s), so a notification is deleted at most a quarter late; 90 days when it is kept for ever. */
 export function logPeriodMs(retentionMs: number): number {
   return retentionMs > 0 ? Math.max(Math.floor(retentionMs / 4), 15_000) : 90 * DAY_MS;
@@ -122,7 +133,7 @@ export async function ensureLogPartitions(db: Db, options: { now: number; period
       if (await defaultHolds(tx, from, to)) return { toMs };
       const name = partitionName(fromMs);
       const range = sql`for values from (${sql.lit(from)}) to (${sql.lit(to)})`;
-      await sql`create table ${sql.table(name)} partition of ${sql.table(PARENTS.notifications)} ${range} with (fillfactor = 50)`.execute(tx);
+      await sql`create table ${sql.table(name)} partition of ${sql.table(PARENTS.notifications)} ${range} with (fillfactor = ${sql.lit(NOTIFICATIONS_FILLFACTOR)})`.execute(tx);
       await sql`create table ${sql.table(attemptsPartitionOf(name))} partition of ${sql.table(PARENTS.attempts)} ${range}`.execute(tx);
       return { toMs, made: name };
     });

@@ -2,12 +2,14 @@
 // "Retention"): partitions made ahead, rows routed by id, whole periods dropped with their
 // attempts once past the retention and with nothing pending, the rest deleted row by row.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { firstIdAt, newId } from '../../src/domain/ids.js';
 import { deleteOldNotifications } from '../../src/services/notification-retention.js';
 import { openStorage } from '../../src/storage/database.js';
 import { dropExpiredLogPartitions, ensureLogPartitions, listLogPartitions, logPeriodMs, pendingCheck } from '../../src/storage/log-partitions.js';
+import { claimDueDeliveries } from '../../src/storage/queue/delivery-rows.js';
 import { insertNotifications, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../src/storage/tables/index.js';
 import { postgresUrlWithSchema, testDialects } from '../support/databases.js';
@@ -188,6 +190,33 @@ for (const dialect of testDialects()) {
         await reader;
       }
       assert.deepEqual((await dropExpiredLogPartitions(t.deps.db, cutoff)).dropped.includes(p40), true);
+    });
+  });
+}
+
+if (testDialects().includes('postgres')) {
+  describe('a claim of a full page of notifications [postgres]', () => {
+    it('is a HOT update for every row, even of the shortest ones (no subscription, a registered-requests body), leased as the worker leases', async () => {
+      const t = await startTestDatabase('postgres');
+      try {
+        const now = Date.now();
+        const rows = Array.from({ length: 256 }, () => {
+          const requestId = newId('req', now);
+          const payload = JSON.stringify({ id: requestId, rewardValue: 10 });
+          return newNotificationRow({ accountId: newId('acc', now), requestId, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload }, now);
+        });
+        await insertNotifications(t.deps.db, rows);
+        // The updates of this transaction so far, over every partition (PostgreSQL counts them per partition).
+        const counts = await t.deps.db.transaction().execute(async (tx) => {
+          const claimed = await claimDueDeliveries(tx, { workerId: `w-${randomBytes(6).toString('hex')}`, limit: 256, leaseMs: 60_000, now, maxRuns: 20 });
+          const { rows: [updates] } = await sql<{ all: string; hot: string }>`select sum(pg_stat_get_xact_tuples_updated(i.inhrelid))::text as all,
+              sum(pg_stat_get_xact_tuples_hot_updated(i.inhrelid))::text as hot from pg_inherits i where i.inhparent = 'notifications'::regclass`.execute(tx);
+          return { claimed: claimed.length, updated: Number(updates!.all), hot: Number(updates!.hot) };
+        });
+        assert.deepEqual(counts, { claimed: 256, updated: 256, hot: 256 });
+      } finally {
+        await t.close();
+      }
     });
   });
 }

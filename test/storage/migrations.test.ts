@@ -142,6 +142,12 @@ for (const dialect of testDialects()) {
           'notifications_waits_for_idx',
         ]);
         await assert.rejects(notification(timed, 'pending'), /duplicate key/, 'the primary key holds across partitions');
+        const fillfactors = async () =>
+          (await sql<{ name: string; options: string[] | null }>`select c.relname as name, c.reloptions as options from pg_inherits i join pg_class c on c.oid = i.inhrelid
+              where i.inhparent = 'notifications'::regclass order by 1`.execute(storage.db)).rows.map((row) => `${row.name} ${row.options?.join(',')}`);
+        assert.deepEqual(await fillfactors(), ['notifications_default fillfactor=50', 'notifications_legacy fillfactor=50']);
+        assert.deepEqual((await migrateTo(storage.db, '018_delivery_log_fillfactor')).applied, ['018_delivery_log_fillfactor']);
+        assert.deepEqual(await fillfactors(), ['notifications_default fillfactor=40', 'notifications_legacy fillfactor=40'], '018: every partition');
         // And back: plain tables with the same rows and the attempts' foreign key.
         const before = await everything();
         await migrateTo(storage.db, '016_deliveries_in_notification_rows');

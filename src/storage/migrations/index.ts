@@ -17,6 +17,7 @@ import * as m014 from './014_token_revocations.js';
 import * as m015 from './015_readiness_probe.js';
 import * as m016 from './016_deliveries_in_notification_rows.js';
 import * as m017 from './017_partitioned_delivery_log.js';
+import * as m018 from './018_delivery_log_fillfactor.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -40,6 +41,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '015_readiness_probe': m015,
   '016_deliveries_in_notification_rows': m016,
   '017_partitioned_delivery_log': m017,
+  '018_delivery_log_fillfactor': m018,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

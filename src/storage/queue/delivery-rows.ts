@@ -16,7 +16,8 @@ import { byCreation, retryDelayMs, type ClaimedJob } from './job.js';
  * a holder is conditional on its lease.
  *
  * What a claim writes (`lease`, `lease_until`, `runs`) is in no index, so on PostgreSQL it is a
- * HOT update wherever its page has room (the table's fillfactor keeps half of each page free).
+ * HOT update wherever its page has room (`NOTIFICATIONS_FILLFACTOR` in storage/log-partitions.ts
+ * keeps that room).
  * The claim therefore cannot move `run_at` past the lease as the jobs table does: a leased row
  * stays in the due range and the claim steps over it (`lease_until <= now`), a few hundred rows
  * per worker at most.
