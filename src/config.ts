@@ -73,6 +73,13 @@ export function parseDuration(text: string): number {
 }
 
 /** `false`, `true`, a number of proxy hops, or a comma-separated list of proxy addresses and CIDR blocks. */
+/** The service's address as its callers reach it (PUBLIC_URL): an http(s) URL, without a trailing slash. */
+export function parsePublicUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('expected an http(s) URL');
+  return raw.replace(/\/+$/, '');
+}
+
 export function parseTrustProxy(text: string): TrustProxy {
   const raw = text.trim();
   if (/^false$/i.test(raw)) return { kind: 'none' };
@@ -139,11 +146,7 @@ export function loadConfig(env: Env = process.env): Config {
     if (raw === 'off' || /^postgres(ql)?:\/\//.test(raw)) return raw;
     throw new Error(`expected "off" or "postgres://…" (a direct connection for LISTEN, not through a pooler in transaction mode), got "${raw}"`);
   });
-  const publicUrl = read('PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`, (raw) => {
-    const url = new URL(raw);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('expected an http(s) URL');
-    return raw.replace(/\/+$/, '');
-  });
+  const publicUrl = read('PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`, parsePublicUrl);
   const secretKey = read<string | undefined>('SECRET_KEY', undefined, (raw) => {
     if (Buffer.from(raw, 'base64').length !== 32) throw new Error('expected 32 bytes encoded in base64 (openssl rand -base64 32)');
     return raw;

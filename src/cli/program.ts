@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, Option } from 'commander';
-import { ConfigError, loadConfig, type Env } from '../config.js';
+import { ConfigError, loadConfig, parsePublicUrl, type Env } from '../config.js';
 import { createDeps, createLogger, type Deps } from '../deps.js';
 import {
   createAccount,
@@ -172,10 +172,16 @@ export function buildProgram(io: CliIo): Command {
     .description('make a one-time sign-in link to the console for an account: the code in its URL works once, for 10 minutes')
     .requiredOption('--account <idOrName>', 'account id or name')
     .option('--ttl <duration>', 'lifetime of the token the link grants (at most 24h)', '1h')
-    .action((options: { account: string; ttl: string }) =>
+    .option('--base-url <url>', "the service's address as a browser reaches it (default: PUBLIC_URL, else http://HOST:PORT)")
+    .action((options: { account: string; ttl: string; baseUrl?: string }) =>
       withDeps(io, async (deps) => {
         const ttlMs = parseConsoleTokenTtl(options.ttl, '--ttl');
-        return createConsoleLink(deps, await requireAccount(deps, options.account), ttlMs);
+        const publicUrl = options.baseUrl === undefined ? deps.config.publicUrl : baseUrlOption(options.baseUrl);
+        // Only the service knows where it answers: a link built from defaults is a guess, and says so.
+        if (options.baseUrl === undefined && !io.env.PUBLIC_URL) {
+          io.err(`rewards: PUBLIC_URL is not set here, so the link assumes the service answers at ${publicUrl}; if it answers elsewhere, give --base-url or PUBLIC_URL as the service has it\n`);
+        }
+        return createConsoleLink({ ...deps, config: { publicUrl } }, await requireAccount(deps, options.account), ttlMs);
       }),
     );
 
@@ -190,6 +196,14 @@ export function buildProgram(io: CliIo): Command {
       }),
     );
   return program;
+}
+
+function baseUrlOption(raw: string): string {
+  try {
+    return parsePublicUrl(raw);
+  } catch {
+    throw invalid(`--base-url must be an http(s) URL, got "${raw}"`);
+  }
 }
 
 /**

@@ -176,6 +176,7 @@ for (const dialect of testDialects()) {
       assert.ok(expiresIn > 9 * 60_000 && expiresIn <= 10 * 60_000, linked.json.expiresAt);
       const match = /^http:\/\/127\.0\.0\.1:8080\/console\/#link=(rrs_cl_[A-Za-z0-9_-]{43})$/.exec(linked.json.url);
       assert.ok(match, linked.json.url);
+      assert.match(linked.stderr, /PUBLIC_URL is not set here, so the link assumes the service answers at http:\/\/127\.0\.0\.1:8080; if it answers elsewhere, give --base-url/);
       const code = match[1]!;
       // Only the code's hash is stored.
       const rows = await storage.db.selectFrom('console_links').selectAll().where('account_id', '=', account.json.id).execute();
@@ -205,6 +206,15 @@ for (const dialect of testDialects()) {
       assert.equal(tooLong.code, 2);
       assert.match(tooLong.stderr, /--ttl must be between 1m and 24h/);
       assert.equal((await rewards('console', 'link', '--account', 'nobody-here')).code, 2);
+
+      // Told where the service answers, the link is built on that address and no guess is announced.
+      const told = await rewards('console', 'link', '--account', 'console-cli', '--base-url', 'https://rewards.example.com/');
+      assert.equal(told.code, 0, told.stderr);
+      assert.match(told.json.url, /^https:\/\/rewards\.example\.com\/console\/#link=rrs_cl_/);
+      assert.equal(told.stderr, '');
+      const badBase = await rewards('console', 'link', '--account', 'console-cli', '--base-url', 'ftp://rewards.example.com');
+      assert.equal(badBase.code, 2);
+      assert.match(badBase.stderr, /--base-url must be an http\(s\) URL/);
     });
 
     it('keys rotate prints the new kid, which becomes the signing key', async () => {
