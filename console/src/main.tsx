@@ -109,7 +109,23 @@ function App() {
   return current ? <Shell current={current} /> : <SignIn />;
 }
 
+/**
+ * A tab (and a screen reader on arrival) says which page it shows: the page's heading, then the
+ * console's name. It follows the heading, which some pages show only once their data is in.
+ */
+function titleFromHeading(root: HTMLElement): void {
+  const update = () => {
+    const heading = root.querySelector('h1')?.textContent?.trim();
+    const title = heading ? `${heading} · Rewards console` : 'Rewards console';
+    if (document.title !== title) document.title = title;
+  };
+  new MutationObserver(update).observe(root, { childList: true, subtree: true, characterData: true });
+  update();
+}
+
 consumeLinkFragment();
 // A link opened in a tab that already shows the console changes only the fragment: no reload.
 window.addEventListener('hashchange', consumeLinkFragment);
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+render(<App />, root);
+titleFromHeading(root);

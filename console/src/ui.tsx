@@ -97,23 +97,50 @@ interface InputProps {
   maxLength?: number;
   min?: number;
   max?: number;
+  /** A credential: typed and shown as dots, with a Show/Hide button beside it. */
+  secret?: boolean;
 }
 
-export function Field({ label, value, onValue, error, hint, type = 'text', ...rest }: InputProps) {
+/**
+ * A field's error stands while the value it judged does: once the user changes the value, the
+ * message and the red border go, and the next submit judges the new value.
+ */
+function useErrorUntilEdited(error: string | undefined, value: string): string | undefined {
+  const judged = useRef({ error, value });
+  if (judged.current.error !== error) judged.current = { error, value };
+  return judged.current.value === value ? error : undefined;
+}
+
+export function Field({ label, value, onValue, error: judgedError, hint, type = 'text', secret = false, ...rest }: InputProps) {
   const id = useId('f');
+  const error = useErrorUntilEdited(judgedError, value);
+  const [shown, setShown] = useState(false);
   const describedBy = [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
+  const input = (
+    <input
+      id={id}
+      type={(secret ? (shown ? 'text' : 'password') : type) as 'text'}
+      value={value}
+      onInput={(e) => onValue((e.currentTarget as HTMLInputElement).value)}
+      aria-invalid={error ? 'true' : undefined}
+      aria-describedby={describedBy}
+      {...rest}
+    />
+  );
   return (
     <div class={error ? 'field field-invalid' : 'field'}>
       <label for={id}>{label}</label>
-      <input
-        id={id}
-        type={type as 'text'}
-        value={value}
-        onInput={(e) => onValue((e.currentTarget as HTMLInputElement).value)}
-        aria-invalid={error ? 'true' : undefined}
-        aria-describedby={describedBy}
-        {...rest}
-      />
+      {secret ? (
+        <div class="secret-input">
+          {input}
+          <button type="button" class="secondary" aria-pressed={shown} aria-controls={id} onClick={() => setShown(!shown)} data-testid={rest['data-testid'] ? `${rest['data-testid']}-show` : undefined}>
+            {shown ? 'Hide' : 'Show'}
+            <span class="sr-only"> {label}</span>
+          </button>
+        </div>
+      ) : (
+        input
+      )}
       {hint ? (
         <small id={`${id}-hint`} class="hint">
           {hint}
@@ -133,8 +160,9 @@ function FieldError({ id, error }: { id: string; error?: string | undefined }) {
   ) : null;
 }
 
-export function Select({ label, value, onValue, options, error, ...rest }: { label: string; value: string; onValue: (v: string) => void; options: [string, string][]; error?: string; 'data-testid'?: string }) {
+export function Select({ label, value, onValue, options, error: judgedError, ...rest }: { label: string; value: string; onValue: (v: string) => void; options: [string, string][]; error?: string; 'data-testid'?: string }) {
   const id = useId('s');
+  const error = useErrorUntilEdited(judgedError, value);
   return (
     <div class={error ? 'field field-invalid' : 'field'}>
       <label for={id}>{label}</label>

@@ -114,8 +114,10 @@ for (const dialect of testDialects()) {
       await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', description: 'Orders', callback: { url: `${ok.url}/hook` } } });
       const page = await open();
       await checkPage(page, 'sign-in');
+      assert.equal(await page.title(), 'Sign in · Rewards console');
       await signIn(page, client);
       await page.getByTestId('health-card').first().waitFor();
+      assert.equal(await page.title(), 'Overview · Rewards console', "the tab names the page");
       assert.equal(await page.getByTestId('health-card').count(), 1);
       await checkPage(page, 'overview');
       assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
@@ -127,6 +129,26 @@ for (const dialect of testDialects()) {
       await page.close();
     });
 
+    it('a client holding some scopes only signs in with Scopes left empty, in one token request that succeeds, and is offered the pages they open', async () => {
+      const client = await t.createClientAccount(undefined, ['subscriptions:read', 'requests:read']);
+      const page = await open();
+      const tokenRequests: string[] = [];
+      const refused: string[] = [];
+      page.on('request', (request) => {
+        if (request.url().includes('/oauth/token')) tokenRequests.push(new URL(request.url()).pathname);
+      });
+      page.on('response', (response) => {
+        if (response.status() >= 400) refused.push(`${response.status()} ${new URL(response.url()).pathname}`);
+      });
+      await signIn(page, client);
+      await page.getByTestId('nav-requests').waitFor();
+      assert.deepEqual(refused, [], 'no request refused on the way');
+      assert.equal(tokenRequests.length, 1, `one token request: ${tokenRequests.join(', ')}`);
+      const offered = await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
+      assert.deepEqual(offered, ['Overview', 'Subscriptions', 'Deliveries', 'Requests']);
+      await page.close();
+    });
+
     it('creates a subscription with each authorization method through the form', async () => {
       const { client, token } = await tenant();
       const ok = await receiver();
@@ -134,7 +156,21 @@ for (const dialect of testDialects()) {
       await signIn(page, client);
       const oauth2 = { url: as.tokenUrl, client_id: as.clientId, client_secret: as.clientSecret, audience: as.audience };
       const methods: Array<[string, (page: Page) => Promise<void>, (auth: any) => void]> = [
-        ['Bearer', (p) => p.getByTestId('sub-bearer').fill('tok-123'), (auth) => assert.match(auth.Bearer, /^\*+/)],
+        [
+          'Bearer',
+          async (p) => {
+            // A credential is typed as dots; Show reveals it, Hide masks it again.
+            const bearer = p.getByTestId('sub-bearer');
+            await bearer.fill('tok-123');
+            assert.equal(await bearer.getAttribute('type'), 'password');
+            await p.getByTestId('sub-bearer-show').click();
+            assert.equal(await bearer.getAttribute('type'), 'text');
+            assert.equal(await p.getByTestId('sub-bearer-show').getAttribute('aria-pressed'), 'true');
+            await p.getByTestId('sub-bearer-show').click();
+            assert.equal(await bearer.getAttribute('type'), 'password');
+          },
+          (auth) => assert.match(auth.Bearer, /^\*+/),
+        ],
         [
           'Basic',
           async (p) => {
@@ -183,6 +219,12 @@ for (const dialect of testDialects()) {
       await page.getByTestId('sub-url').fill('http://user:secret@hooks.example.com/x');
       await page.getByTestId('sub-save').click();
       await page.getByTestId('field-error').first().waitFor();
+      // Fixing the value takes the message and the red border away at once, before any submit.
+      const url = page.getByTestId('sub-url');
+      assert.equal(await url.getAttribute('aria-invalid'), 'true');
+      await url.fill('https://hooks.example.com/x');
+      await page.getByTestId('field-error').first().waitFor({ state: 'detached' });
+      assert.equal(await url.getAttribute('aria-invalid'), null);
       await page.close();
     });
 
@@ -234,9 +276,11 @@ for (const dialect of testDialects()) {
 
       flaky.respond(() => ({ status: 204 }));
       await page.getByTestId('retry').click();
-      await eventually(async () => (await api(t.url, 'GET', `/v2/notifications/${failed[0].id}`, { token })).body.status === 'succeeded', 15_000, 'the retried delivery');
-      await page.reload();
-      await page.getByTestId('attempt').nth(2).waitFor();
+      // The outcome shows in place, without a reload: the third attempt and the new status.
+      await page.getByTestId('attempt').nth(2).waitFor({ timeout: 15_000 });
+      await page.getByTestId('delivery-page').locator('.title-row').getByText('succeeded').waitFor();
+      await page.getByTestId('retry-waiting').waitFor({ state: 'detached' });
+      assert.equal((await api(t.url, 'GET', `/v2/notifications/${failed[0].id}`, { token })).body.status, 'succeeded');
 
       // The subscription's description is shown as text too.
       await page.goto(`${t.url}/console/subscriptions/${sub._id}`);

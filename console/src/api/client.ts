@@ -78,14 +78,22 @@ export interface TokenAnswer {
 }
 
 /** POST /v2/oauth/token, form-encoded (client_credentials or the console-link grant). */
-export async function requestToken(form: Record<string, string>): Promise<TokenAnswer> {
+export function requestToken(form: Record<string, string>): Promise<TokenAnswer> {
+  return tokenCall('/v2/oauth/token', 'application/x-www-form-urlencoded', new URLSearchParams(form));
+}
+
+/**
+ * POST /v1/oauth/token: v1 takes no `scope` and its token carries every scope the client holds,
+ * which v2 cannot be asked for without naming them (a scope the client lacks is `invalid_scope`).
+ */
+export function requestTokenWithEveryScope(clientId: string, clientSecret: string): Promise<TokenAnswer> {
+  return tokenCall('/v1/oauth/token', 'application/json', JSON.stringify({ client_id: clientId, client_secret: clientSecret }));
+}
+
+async function tokenCall(path: string, contentType: string, form: string | URLSearchParams): Promise<TokenAnswer> {
   let response: Response;
   try {
-    response = await fetch('/v2/oauth/token', {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(form),
-    });
+    response = await fetch(path, { method: 'POST', headers: { 'content-type': contentType }, body: form });
   } catch (error) {
     throw new ApiProblem(0, 'The service could not be reached', error instanceof Error ? error.message : String(error));
   }

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, call, type Notification, type NotificationDetail, type Subscription } from '../api/client';
 import { can } from '../session';
 import { href, navigate, route } from '../router';
@@ -179,6 +179,22 @@ export function DeliveryPage({ id }: { id: string }) {
   const subId = n.data?.subscriptionId ?? null;
   const sub = useAsync(async () => (subId ? call(api.GET('/v2/subscriptions/{subscriptionId}', { params: { path: { subscriptionId: subId } } })).catch(() => undefined) : undefined), [subId]);
   const retry = useAction();
+  // After Retry now the page follows the delivery (every 0.5 s, for 30 s at most) until the
+  // attempt it asked for is logged, as a test send does: its outcome shows where it was asked.
+  const [retriedAfter, setRetriedAfter] = useState<number | null>(null);
+  const [polls, setPolls] = useState(0);
+  useEffect(() => {
+    if (retriedAfter === null || !n.data || n.loading) return;
+    if (n.data.attempts.length > retriedAfter || polls >= 60) {
+      setRetriedAfter(null);
+      return;
+    }
+    const timer = setTimeout(() => {
+      setPolls((count) => count + 1);
+      n.reload();
+    }, 500);
+    return () => clearTimeout(timer);
+  }, [retriedAfter, n.data, n.loading, polls]);
   if (n.loading && !n.data) return <Loading label="Loading the delivery…" />;
   if (!n.data)
     return (
@@ -238,13 +254,21 @@ export function DeliveryPage({ id }: { id: string }) {
           disabled={retry.busy}
           onClick={() =>
             retry.run(async () => {
+              const attemptsBefore = d.attempts.length;
               await call(api.POST('/v2/notifications/{notificationId}/retry', { params: { path: { notificationId: id } } }));
+              setPolls(0);
+              setRetriedAfter(attemptsBefore);
               n.reload();
             })
           }
         >
           Retry now
         </button>
+      ) : null}
+      {retriedAfter !== null ? (
+        <p role="status" data-testid="retry-waiting">
+          Retry sent: waiting for its attempt…
+        </p>
       ) : null}
       <Problem problem={retry.problem} />
       <h2>Attempts</h2>

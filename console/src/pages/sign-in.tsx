@@ -1,28 +1,18 @@
 import { useState } from 'preact/hooks';
-import { api, call, requestToken, type ApiProblem } from '../api/client';
+import { api, call, requestToken, requestTokenWithEveryScope, type ApiProblem } from '../api/client';
 import { Store, useStore, signIn, signInNotice, session, type Session } from '../session';
 import { Field, Loading, Problem, asProblem } from '../ui';
 
 const LINK_GRANT = 'urn:rewards:params:oauth:grant-type:console-link';
 const linkState = new Store<{ busy: boolean; problem?: ApiProblem }>({ busy: false });
 
-const ALL_SCOPES = 'subscriptions:read subscriptions:write requests:read requests:write events:read events:write';
-
 /**
- * POST /v2/oauth/token (client_credentials) asks for scopes (`scope` is required in v2). Without
- * a list typed in, the console asks for the operator's set (every scope + admin), then a client
- * business's (every scope but admin); a client holding fewer gets `invalid_scope` and the form
- * asks for its scopes.
+ * Scopes typed in: POST /v2/oauth/token asks for exactly those. None: the token carries every
+ * scope the client holds, in one request whatever they are (v2 would need them named).
  */
-async function clientToken(clientId: string, clientSecret: string, scopes: string) {
-  const ask = (scope: string) => requestToken({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope });
-  if (scopes) return ask(scopes);
-  try {
-    return await ask(`${ALL_SCOPES} admin`);
-  } catch (error) {
-    if (asProblem(error).title !== 'invalid_scope') throw error;
-    return ask(ALL_SCOPES);
-  }
+function clientToken(clientId: string, clientSecret: string, scopes: string) {
+  if (!scopes) return requestTokenWithEveryScope(clientId, clientSecret);
+  return requestToken({ grant_type: 'client_credentials', client_id: clientId, client_secret: clientSecret, scope: scopes });
 }
 
 /** A token → the session: GET /v2/me tells the account and the scopes. */

@@ -150,12 +150,12 @@ export function SubscriptionForm({ initial, creating, busy, problem, onSubmit, s
           data-testid="sub-auth-type"
         />
         {form.authType === 'Bearer' ? (
-          <Field label="Bearer token" value={form.bearer} onValue={(v) => set('bearer', v)} error={err('body.callback.authorization')} hint={masked(form.bearer) ? 'Masked: the stored token is kept unless you type a new one.' : undefined} autoComplete="off" data-testid="sub-bearer" />
+          <Field label="Bearer token" secret value={form.bearer} onValue={(v) => set('bearer', v)} error={err('body.callback.authorization')} hint={masked(form.bearer) ? 'Masked: the stored token is kept unless you type a new one.' : undefined} autoComplete="off" data-testid="sub-bearer" />
         ) : null}
         {form.authType === 'Basic' ? (
           <>
             <Field label="User" value={form.basicUser} onValue={(v) => set('basicUser', v)} autoComplete="off" hint={form.basicMasked ? `Stored: ${form.basicMasked}. Leave user and password empty to keep it.` : undefined} data-testid="sub-basic-user" />
-            <Field label="Password" type="password" value={form.basicPassword} onValue={(v) => set('basicPassword', v)} autoComplete="new-password" error={err('body.callback.authorization')} data-testid="sub-basic-password" />
+            <Field label="Password" secret value={form.basicPassword} onValue={(v) => set('basicPassword', v)} autoComplete="new-password" error={err('body.callback.authorization')} data-testid="sub-basic-password" />
           </>
         ) : null}
         {form.authType === 'mtls' || form.authType === 'mtls-oauth2' ? <p class="hint">Mutual TLS with the service's client certificate (MTLS_CERT_FILE / MTLS_KEY_FILE on the server).</p> : null}
@@ -163,7 +163,7 @@ export function SubscriptionForm({ initial, creating, busy, problem, onSubmit, s
           <>
             <Field label="OAuth2 token URL" type="url" value={form.oauth2.url} onValue={(v) => setOAuth('url', v)} error={err(`${oauthBase}.url`)} data-testid="sub-oauth-url" />
             <Field label="OAuth2 client id" value={form.oauth2.client_id} onValue={(v) => setOAuth('client_id', v)} error={err(`${oauthBase}.client_id`)} autoComplete="off" data-testid="sub-oauth-client-id" />
-            <Field label="OAuth2 client secret" value={form.oauth2.client_secret} onValue={(v) => setOAuth('client_secret', v)} error={err(`${oauthBase}.client_secret`)} hint={masked(form.oauth2.client_secret) ? 'Masked: the stored secret is kept unless you type a new one.' : undefined} autoComplete="off" data-testid="sub-oauth-client-secret" />
+            <Field label="OAuth2 client secret" secret value={form.oauth2.client_secret} onValue={(v) => setOAuth('client_secret', v)} error={err(`${oauthBase}.client_secret`)} hint={masked(form.oauth2.client_secret) ? 'Masked: the stored secret is kept unless you type a new one.' : undefined} autoComplete="off" data-testid="sub-oauth-client-secret" />
             <Field label="OAuth2 audience (optional)" value={form.oauth2.audience} onValue={(v) => setOAuth('audience', v)} error={err(`${oauthBase}.audience`)} data-testid="sub-oauth-audience" />
           </>
         ) : null}
