@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
+import { sampleNotificationPayload } from '../src/domain/notifications/test-sample.js';
 import { openStorage } from '../src/storage/database.js';
 import { ensureLogPartitions, listLogPartitions } from '../src/storage/log-partitions.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
 import { claimDueDeliveries } from '../src/storage/queue/delivery-rows.js';
-import { sampleNotificationPayload } from '../src/domain/notifications/test-sample.js';
 import { findNotificationsForDelivery, insertNotifications, newNotificationRow, recordAttempts } from '../src/storage/repositories/notifications.js';
 import { createPgSchema } from './cluster.js';
 import { waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';

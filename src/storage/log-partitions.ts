@@ -44,7 +44,7 @@ const DAY_MS = 86_400_000;
  * half a row's length (test/storage/log-partitions.test.ts, "a claim of a full page").
  * Migration 018 sets it on partitions made before.
  */
-export const NOTIFICATIONS_FILLFACTOR = 40;
+const NOTIFICATIONS_FILLFACTOR = 40;
 
 /** A period: a quarter of NOTIFICATION_RETENTION (at least 15 s), so a notification is deleted at most a quarter late; 90 days when it is kept for ever. */
 export function logPeriodMs(retentionMs: number): number {
