@@ -1,11 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
+import { maskRequestHeaders } from '../src/domain/notifications/request-headers.js';
+import { buildWebhookHeaders } from '../src/domain/notifications/signing.js';
 import { sampleNotificationPayload } from '../src/domain/notifications/test-sample.js';
 import { openStorage } from '../src/storage/database.js';
 import { ensureLogPartitions, listLogPartitions } from '../src/storage/log-partitions.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
 import { claimDueDeliveries } from '../src/storage/queue/delivery-rows.js';
 import { findNotificationsForDelivery, insertNotifications, newNotificationRow, recordAttempts } from '../src/storage/repositories/notifications.js';
+import { USER_AGENT } from '../src/worker/outbound/http-client.js';
 import { createPgSchema } from './cluster.js';
 import { waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
@@ -24,7 +27,8 @@ import { waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js'
  * attempt rows), over WAL_ROWS notifications, half of each event with the bodies test sends carry:
  * the breakdown behind the peers entry's WAL figure (docs/capacity.md). `pg_current_wal_lsn()`
  * before and after each step, after a CHECKPOINT; a claim that a batch hands off (leased at insert)
- * writes nothing.
+ * writes nothing. Each settled attempt logs the headers of its call as the worker does
+ * (`request_headers`, masked compact JSON): one signature and a Bearer credential, no custom header.
  */
 
 const HISTORY = 20_000;
@@ -34,6 +38,14 @@ const WAL_STEPS = ['insert', 'claim', 'settle'] as const;
 const BATCH = 256;
 const WAL_ROWS = 20 * BATCH;
 type Costs = Record<(typeof STEPS)[number], number>;
+const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+
+/** The `request_headers` the worker logs for a call of this notification (worker/outbound/deliver.ts). */
+function loggedHeaders(id: string, event: string): string {
+  const webhook = buildWebhookHeaders({ msgId: id, timestamp: Math.floor(Date.now() / 1000), body: '{}', secrets: [SECRET] });
+  const sent = { 'content-type': 'application/json', 'user-agent': USER_AGENT, 'x-webhook-event': event, ...webhook, authorization: 'Bearer bench-receiver-token-0123456789' };
+  return JSON.stringify(maskRequestHeaders(sent));
+}
 
 export async function benchStatements(options: BenchOptions): Promise<BenchRow[]> {
   const entry = (step: string) => `statements, one notification at a time: ${step} [postgres]`;
@@ -94,6 +106,7 @@ async function measureWal(url: string): Promise<WalBytes> {
     await step('insert', async () => {
       for (let i = 0; i < rows.length; i += BATCH) await insertNotifications(storage.db, rows.slice(i, i + BATCH));
     });
+    const eventOf = new Map(rows.map((row) => [row.id, row.event]));
     const jobs: Awaited<ReturnType<typeof claimDueDeliveries>> = [];
     await step('claim', async () => {
       while (jobs.length < rows.length) {
@@ -105,7 +118,18 @@ async function measureWal(url: string): Promise<WalBytes> {
     await step('settle', async () => {
       for (let i = 0; i < jobs.length; i += BATCH) {
         const outcomes = jobs.slice(i, i + BATCH).map((job) => ({
-          attempt: { notification_id: job.id, attempt: 1, started_at: Date.now(), url: 'https://receiver.example/hook', status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const },
+          attempt: {
+            notification_id: job.id,
+            attempt: 1,
+            started_at: Date.now(),
+            url: 'https://receiver.example/hook',
+            status_code: 204,
+            latency_ms: 1,
+            response_body: null,
+            error: null,
+            outcome: 'succeeded' as const,
+            request_headers: loggedHeaders(job.id, eventOf.get(job.id)!),
+          },
           lease: job.lease,
           status: 'succeeded' as const,
           nextAttemptAt: null,
@@ -145,7 +169,8 @@ async function measure(url: string, preparedStatements: boolean, rounds: number)
       const [job] = await timed('claim', () => claimDueDeliveries(storage.db, { workerId: 'bench', limit: 16, leaseMs: 60_000, now: Date.now(), maxRuns: 20 }));
       if (!job) throw new Error('the claim found nothing');
       await timed('load', () => findNotificationsForDelivery(storage.db, [job.id]));
-      const attempt = { notification_id: job.id, attempt: 1, started_at: Date.now(), url: 'https://receiver.example/hook', status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const };
+      const requestHeaders = loggedHeaders(job.id, 'registered-requests');
+      const attempt = { notification_id: job.id, attempt: 1, started_at: Date.now(), url: 'https://receiver.example/hook', status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const, request_headers: requestHeaders };
       await timed('settle', () => recordAttempts(storage.db, [{ attempt, lease: job.lease, status: 'succeeded', nextAttemptAt: null, now: Date.now() }]));
     }
     const partitions = (await listLogPartitions(storage.db)).length;

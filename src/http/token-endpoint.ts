@@ -232,7 +232,7 @@ function parseBasic(header: string): { id: string; secret: string } {
   const encoded = /^Basic +([A-Za-z0-9+/]+=*) *$/i.exec(header)?.[1];
   const decoded = encoded ? Buffer.from(encoded, 'base64').toString('utf8') : '';
   const colon = decoded.indexOf(':');
-  if (colon < 0) throw basicFailure('malformed Basic credentials');
+  if (colon < 0) throw basicFailure('the Basic credentials are not base64 of the client id and secret joined by a colon');
   const formDecode = (text: string) => decodeURIComponent(text.replaceAll('+', ' '));
   try {
     const credentials = { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
@@ -240,7 +240,7 @@ function parseBasic(header: string): { id: string; secret: string } {
     return credentials;
   } catch (error) {
     if (error instanceof OAuthError) throw error;
-    throw basicFailure('Basic credentials are not form-urlencoded');
+    throw basicFailure('the Basic credentials are not form-urlencoded: encode the client id and secret before joining them (RFC 6749 §2.3.1)');
   }
 }
 

@@ -23,6 +23,13 @@ export interface TokenResponse {
   scope: string;
 }
 
+/** The `error_description`s of `invalid_client` (the `error` code stays RFC 6749's): what is wrong and what to do. */
+export const INVALID_CLIENT = {
+  wrongCredentials: 'the client id or secret is wrong; check both, or ask the operator for a new secret',
+  clientDeactivated: 'this client is deactivated; ask the operator to reactivate it',
+  accountDeactivated: "this client's account is deactivated; ask the operator to reactivate it",
+} as const;
+
 function failure(request: TokenRequest, error: OAuthError): never {
   error.usedBasicAuth = request.usedBasicAuth;
   throw error;
@@ -59,11 +66,11 @@ export async function grantClientCredentials(
   }
   if (!client || !authenticated) {
     deps.failures.recordFailure(source);
-    return failure(request, new OAuthError('invalid_client', 'client authentication failed'));
+    return failure(request, new OAuthError('invalid_client', INVALID_CLIENT.wrongCredentials));
   }
-  if (!client.active || !client.accountActive) {
-    return failure(request, new OAuthError('invalid_client', 'client is disabled'));
-  }
+  // Said only to whoever proved the secret: why a right secret gets no token, and who can fix it.
+  if (!client.active) return failure(request, new OAuthError('invalid_client', INVALID_CLIENT.clientDeactivated));
+  if (!client.accountActive) return failure(request, new OAuthError('invalid_client', INVALID_CLIENT.accountDeactivated));
   if (client.scopes.length === 0) {
     return failure(request, new OAuthError('unauthorized_client', 'client is not allowed to obtain tokens: it holds no scope'));
   }

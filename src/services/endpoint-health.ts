@@ -1,16 +1,18 @@
 import {
-  bucketOf,
   disabledReason,
   histogramQuantile,
+  LATENCY_BOUNDS_MS,
   shouldDisable,
-  STATS_WINDOWS,
+  STATS_SERIES,
+  statsRange,
   summarizeAttempts,
   type CountedAttempt,
   type StatsWindow,
 } from '../domain/notifications/endpoint-health.js';
 import { iso } from '../domain/time.js';
 import type { Executor } from '../storage/database.js';
-import { countPending, disableSubscription, findHealth, recordHealth, sumStats } from '../storage/repositories/subscription-health.js';
+import { countNotifications } from '../storage/repositories/notifications.js';
+import { disableSubscription, findHealth, recordHealth, sumStatsSeries, type StatsTotals } from '../storage/repositories/subscription-health.js';
 import { findSubscription } from '../storage/repositories/subscriptions.js';
 import { releaseHeld } from './schedule-delivery.js';
 
@@ -44,36 +46,77 @@ export async function recordEndpointHealth(tx: Executor, attempts: readonly Coun
   return disabled;
 }
 
-/** GET /subscriptions/{id}/stats (docs/subscriptions.md, "Endpoint health"). */
-export interface EndpointStats {
-  window: StatsWindow;
-  /** Start of the oldest five-minute bucket counted: the window is aligned to the rollup. */
-  since: string;
+/** Attempts by outcome and what follows from them, for the window and for each bucket of its series. */
+export interface AttemptFigures {
   attempts: { succeeded: number; retry: number; failed: number };
+  /** Per attempt: succeeded / all; null without attempts. */
   successRate: number | null;
   latencyMs: { p50: number | null; p95: number | null };
+}
+
+/** GET /subscriptions/{id}/stats (docs/subscriptions.md, "Endpoint health"). */
+export interface EndpointStats extends AttemptFigures {
+  window: StatsWindow;
+  /** Start of the window, aligned to the rollup's five-minute buckets (statsRange). */
+  since: string;
+  /** The window in equal buckets, oldest first, every one present (STATS_SERIES); they add up to the window's figures. */
+  series: Array<AttemptFigures & { start: string }>;
   lastSuccess: { at: string; statusCode: number | null } | null;
   lastFailure: { at: string; statusCode: number | null; error: string | null } | null;
   consecutiveFailures: number;
+  /** Notifications of the subscription pending now: the rows of GET /notifications?subscriptionId=…&status=pending. */
   pending: number;
+  /** Notifications of the subscription failed now: the rows of GET /notifications?subscriptionId=…&status=failed. */
+  failed: number;
 }
 
-/** The subscription's health over `window`; undefined when it is not the account's. Reads the rollup, never the attempt log. */
-export async function getEndpointStats(db: Executor, accountId: string, subscriptionId: string, window: StatsWindow, now: number): Promise<EndpointStats | undefined> {
-  if (!(await findSubscription(db, accountId, subscriptionId))) return undefined;
-  const since = bucketOf(now - STATS_WINDOWS[window]);
-  const [totals, health, pending] = await Promise.all([sumStats(db, subscriptionId, since), findHealth(db, subscriptionId), countPending(db, subscriptionId)]);
+const NO_ATTEMPTS: StatsTotals = { succeeded: 0, retry: 0, failed: 0, histogram: LATENCY_BOUNDS_MS.map(() => 0) };
+
+function figures(totals: StatsTotals): AttemptFigures {
   const attempts = totals.succeeded + totals.retry + totals.failed;
   return {
-    window,
-    since: iso(since),
     attempts: { succeeded: totals.succeeded, retry: totals.retry, failed: totals.failed },
     successRate: attempts === 0 ? null : Math.round((totals.succeeded / attempts) * 10_000) / 10_000,
     latencyMs: { p50: histogramQuantile(totals.histogram, 0.5), p95: histogramQuantile(totals.histogram, 0.95) },
+  };
+}
+
+const add = (a: StatsTotals, b: StatsTotals): StatsTotals => ({
+  succeeded: a.succeeded + b.succeeded,
+  retry: a.retry + b.retry,
+  failed: a.failed + b.failed,
+  histogram: a.histogram.map((n, i) => n + b.histogram[i]!),
+});
+
+/**
+ * The subscription's health over `window`; undefined when it is not the account's. The attempt
+ * figures read the rollup, never the attempt log: the series' buckets are summed by the database
+ * and the window's figures are their sum (the histograms added, then the percentiles taken), so
+ * they cannot disagree. `pending` and `failed` count the delivery log with the list's own filter.
+ */
+export async function getEndpointStats(db: Executor, accountId: string, subscriptionId: string, window: StatsWindow, now: number): Promise<EndpointStats | undefined> {
+  if (!(await findSubscription(db, accountId, subscriptionId))) return undefined;
+  const { since, until } = statsRange(window, now);
+  const { buckets, bucketMs } = STATS_SERIES[window];
+  const ofSubscription = { accountId, subscriptionId };
+  const [sums, health, pending, failed] = await Promise.all([
+    sumStatsSeries(db, subscriptionId, { since, until, bucketMs }),
+    findHealth(db, subscriptionId),
+    countNotifications(db, { ...ofSubscription, status: 'pending' }),
+    countNotifications(db, { ...ofSubscription, status: 'failed' }),
+  ]);
+  const byIndex = new Map(sums.map((sum) => [sum.index, sum]));
+  const totals = Array.from({ length: buckets }, (_, index) => byIndex.get(index) ?? NO_ATTEMPTS);
+  return {
+    window,
+    since: iso(since),
+    ...figures(totals.reduce(add, NO_ATTEMPTS)),
+    series: totals.map((bucket, index) => ({ start: iso(since + index * bucketMs), ...figures(bucket) })),
     lastSuccess: health?.last_success_at != null ? { at: iso(health.last_success_at), statusCode: health.last_success_status } : null,
     lastFailure:
       health?.last_failure_at != null ? { at: iso(health.last_failure_at), statusCode: health.last_failure_status, error: health.last_failure_error } : null,
     consecutiveFailures: health?.consecutive_failures ?? 0,
     pending,
+    failed,
   };
 }

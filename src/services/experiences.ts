@@ -110,7 +110,7 @@ export async function removeExperience(db: Db, accountId: string, id: string): P
     return await deleteExperience(db, accountId, id);
   } catch (error) {
     // Deactivating it (PUT active:false) is the way out.
-    if (isForeignKeyViolation(error)) throw conflict('the experience is still referenced; deactivate it instead (PUT {"active": false})');
+    if (isForeignKeyViolation(error)) throw conflict('this experience is still in use, so it cannot be deleted; switch it off instead');
     throw error;
   }
 }

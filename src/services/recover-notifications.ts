@@ -11,6 +11,9 @@ export const MAX_RECOVERY_WINDOW_MS = 30 * 24 * 3_600_000;
 /** Notifications taken per transaction. */
 export const RECOVERY_BATCH_SIZE = 1000;
 
+/** The 409 of a switched-off subscription: its notifications are not sent, so recovered ones would fail again at once. */
+export const RECOVER_SWITCHED_OFF = 'the subscription is switched off; switch it on, then recover';
+
 export interface RecoveryContext {
   db: Db;
   signals: JobSignals;
@@ -65,13 +68,13 @@ export async function recoverNotifications(
     throw invalid('request body', [{ path: 'body.since', message: window.until === undefined ? 'must not be in the future' : 'must not be after until' }]);
   }
   if (requestedUntil - since > MAX_RECOVERY_WINDOW_MS) {
-    throw invalid('request body', [{ path: 'body.since', message: `must be at most 30 days before ${window.until === undefined ? 'now (until is absent)' : 'until'}` }]);
+    throw invalid('request body', [{ path: 'body.since', message: window.until === undefined ? 'must be at most 30 days ago' : 'must be at most 30 days before until' }]);
   }
   const subscription = await findSubscription(ctx.db, accountId, subscriptionId);
   if (!subscription) return undefined;
   // Its notifications would fail again at once without a call: say so instead of answering a count.
   if (subscription.active !== 1) {
-    throw conflict('the subscription is inactive: turn it on (PUT with "active": true) first; recovered notifications of an inactive subscription are not sent');
+    throw conflict(RECOVER_SWITCHED_OFF);
   }
 
   const until = Math.min(requestedUntil, startedAt);

@@ -39,8 +39,9 @@ export async function releaseHeld(tx: Executor, endedIds: readonly string[], now
 }
 
 /**
- * Manual retry: one more attempt now, for a notification waiting for its next attempt or ended. An
- * attempt in flight (a lease that has not ended) is left alone: no duplicate.
+ * Manual retry: one extra attempt now, for a notification waiting for its next attempt or ended;
+ * it uses none of the automatic attempts and leaves their schedule as it was (docs/delivery.md,
+ * "Manual retry"). An attempt in flight (a lease that has not ended) is left alone: no duplicate.
  */
 export async function scheduleManualRetry(db: Db, signals: JobSignals, notificationId: string, now: number): Promise<NotificationRow> {
   const row = await db.transaction().execute(async (tx) => {

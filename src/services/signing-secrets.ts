@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { parseDuration } from '../config.js';
 import type { SecretBox } from '../domain/crypto/secret-box.js';
+import { invalid } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { RotatedSecret, SigningSecret } from '../domain/subscriptions/types.js';
 export type { RotatedSecret, SigningSecret };
@@ -17,10 +19,30 @@ import { lockAccountSubscriptions, lockSubscription } from '../storage/repositor
 /**
  * Standard Webhooks signing secrets (`whsec_` + base64 of 32 random bytes). Every subscription
  * has one; every account has a default one for per-request callback URLs, created on first use.
- * After a rotation the previous secret keeps signing for ROTATION_GRACE_MS, so receivers can switch
- * without rejecting a notification (Standard Webhooks sends one signature per valid secret).
+ * After a rotation the previous secret keeps signing for the overlap the caller chose (default
+ * ROTATION_GRACE_MS), so receivers can switch without rejecting a notification (Standard Webhooks
+ * sends one signature per valid secret); an overlap of 0 retires it at once (a leaked secret).
  */
 export const ROTATION_GRACE_MS = 24 * 3_600_000;
+/** The longest overlap a rotation may ask for: a week, as Stripe's dashboard offers. */
+export const ROTATION_MAX_OVERLAP_MS = 7 * 86_400_000;
+export const ROTATION_OVERLAP_MESSAGE = 'must be a duration from 0m (now) to 7d, like 1h or 3d';
+
+/**
+ * A rotation's `overlap` in the configuration's duration syntax (`0m`, `30m`, `1h`, `3d`): how long the
+ * replaced secret keeps signing. Absent: ROTATION_GRACE_MS. `field` names it for the caller (`body.overlap`).
+ */
+export function parseRotationOverlap(overlap: string | undefined, field: string): number {
+  if (overlap === undefined) return ROTATION_GRACE_MS;
+  let ms: number;
+  try {
+    ms = parseDuration(overlap);
+  } catch {
+    throw invalid('request body', [{ path: field, message: ROTATION_OVERLAP_MESSAGE }]);
+  }
+  if (ms > ROTATION_MAX_OVERLAP_MS) throw invalid('request body', [{ path: field, message: ROTATION_OVERLAP_MESSAGE }]);
+  return ms;
+}
 
 export function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
@@ -78,10 +100,16 @@ export async function loadSigningSecrets(
 }
 
 /**
- * Replaces the current secret; the replaced one signs for ROTATION_GRACE_MS more. Undefined when
- * the subscription is not the account's (checked under the same lock as the change).
+ * Replaces the current secret; the replaced one signs for `overlapMs` more (0: not at all, from
+ * `now`). Undefined when the subscription is not the account's (checked under the same lock as the change).
  */
-export async function rotateSigningSecret(db: Db, box: SecretBox, owner: SecretOwnerRef, now: number): Promise<RotatedSecret | undefined> {
+export async function rotateSigningSecret(
+  db: Db,
+  box: SecretBox,
+  owner: SecretOwnerRef,
+  now: number,
+  overlapMs: number = ROTATION_GRACE_MS,
+): Promise<RotatedSecret | undefined> {
   return db.transaction().execute(async (trx) => {
     if (owner.subscriptionId !== null) {
       if (!(await lockSubscription(trx, owner.accountId, owner.subscriptionId))) return undefined;
@@ -89,7 +117,7 @@ export async function rotateSigningSecret(db: Db, box: SecretBox, owner: SecretO
       await lockAccountSubscriptions(trx, owner.accountId);
     }
     const current = (await listValidSigningSecrets(trx, ownerFilter(owner), now)).find((row) => row.expires_at === null);
-    const graceUntil = now + ROTATION_GRACE_MS;
+    const graceUntil = now + overlapMs;
     await retireSigningSecrets(trx, ownerFilter(owner), now, graceUntil);
     const secret = generateWebhookSecret();
     await insertSigningSecret(trx, sealedRow(box, owner, secret, now));

@@ -8,6 +8,10 @@ import {
   latencyBucket,
   shouldDisable,
   STATS_BUCKET_MS,
+  STATS_RETENTION_MS,
+  STATS_SERIES,
+  STATS_WINDOWS,
+  statsRange,
   summarizeAttempts,
   type CountedAttempt,
 } from '../../src/domain/notifications/endpoint-health.js';
@@ -70,6 +74,22 @@ describe('endpoint health rollup (pure)', () => {
     assert.deepEqual(health[1]!.lastSuccess, null);
     assert.equal(health[1]!.failuresAfterSuccess, 1);
     assert.equal(bucketOf(t0 + STATS_BUCKET_MS - 1), t0);
+  });
+
+  it('a window is exactly its length, ends with the bucket in progress, and its series splits it in equal whole rollup buckets', () => {
+    const now = Date.UTC(2026, 0, 15, 12, 7, 30);
+    for (const window of ['1h', '24h', '7d'] as const) {
+      const { since, until } = statsRange(window, now);
+      assert.equal(until, Date.UTC(2026, 0, 15, 12, 10), window);
+      assert.equal(until - since, STATS_WINDOWS[window]);
+      assert.ok(until - STATS_RETENTION_MS <= since, 'the housekeeping keeps every bucket a window reads');
+      const { buckets, bucketMs } = STATS_SERIES[window];
+      assert.equal(buckets * bucketMs, STATS_WINDOWS[window], window);
+      assert.equal(bucketMs % STATS_BUCKET_MS, 0, 'whole rollup buckets');
+    }
+    assert.deepEqual(Object.fromEntries(Object.entries(STATS_SERIES).map(([w, s]) => [w, s.buckets])), { '1h': 12, '24h': 24, '7d': 28 });
+    // On a bucket's first millisecond, that bucket is the one in progress.
+    assert.deepEqual(statsRange('1h', Date.UTC(2026, 0, 15, 12, 5)), { since: Date.UTC(2026, 0, 15, 11, 10), until: Date.UTC(2026, 0, 15, 12, 10) });
   });
 
   it('disables after SUBSCRIPTION_DISABLE_AFTER of failures only, and never with 0', () => {

@@ -80,6 +80,8 @@ function valueFor(schema: Schema | undefined, depth = 0): fc.Arbitrary<unknown> 
 const VALID_BODIES: Record<string, Record<string, unknown>> = {
   'POST /v2/subscriptions': { event: 'registered-request', description: 'fuzzed', experiences: ['summer'], active: true, callback: { url: 'http://127.0.0.1:9/hook', customHeaders: { 'x-a': 'b' }, authorization: { Bearer: 'token-value' } } },
   'PUT /v2/subscriptions/{subscriptionId}': { description: 'changed', active: false, callback: { url: 'http://127.0.0.1:9/other' } },
+  'POST /v2/subscriptions/{subscriptionId}/secret/rotate': { overlap: '1h' },
+  'POST /v2/signing-secret/rotate': { overlap: '0m' },
   'POST /v2/requests': { experience: 'summer', event: 'purchase', data: { order: '1', total: 10 }, registeredCallbackUrl: 'http://127.0.0.1:9/r' },
   'POST /v2/request/{id}/events': { name: 'em-rota-de-entrega', refId: 'p-1', data: { trackingCode: 'T1', trackingLink: 'https://track.example/T1' } },
   'POST /v2/admin/accounts': { name: 'fuzzed-account' },

@@ -175,6 +175,47 @@ for (const dialect of testDialects()) {
         assert.equal(refused.status, 401);
         assert.equal(refused.body.error, 'invalid_client');
       });
+
+      it('invalid_client says in words what is wrong and what to do: wrong credentials, a deactivated client, a deactivated account', async () => {
+        const other = await t.createClientAccount(undefined, ['requests:read']);
+        const form = { grant_type: 'client_credentials', client_id: other.clientId, client_secret: other.clientSecret, scope: 'requests:read' };
+        const admin = await t.token(t.operator);
+        const described = async (fields: Record<string, string>, version: 'v1' | 'v2' = 'v2') => {
+          const response =
+            version === 'v2'
+              ? await postForm(tokenUrl, fields)
+              : await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: fields.client_id, client_secret: fields.client_secret }) }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }));
+          assert.equal(response.status, 401);
+          return response.body;
+        };
+        const wrong = { error: 'invalid_client', error_description: 'the client id or secret is wrong; check both, or ask the operator for a new secret' };
+        assert.deepEqual(await described({ ...form, client_secret: 'rrs_cs_wrong' }), wrong);
+        assert.deepEqual(await described({ ...form, client_id: 'cli_nobody' }), wrong);
+        assert.deepEqual(await described({ ...form, client_secret: 'rrs_cs_wrong' }, 'v1'), wrong);
+
+        const clientAt = `/v2/admin/accounts/${other.accountId}/clients/${other.clientId}`;
+        assert.equal((await api(t.url, 'PATCH', clientAt, { token: admin, body: { active: false } })).status, 200);
+        const clientOff = { error: 'invalid_client', error_description: 'this client is deactivated; ask the operator to reactivate it' };
+        assert.deepEqual(await described(form), clientOff);
+        assert.deepEqual(await described(form, 'v1'), clientOff);
+        // A wrong secret is told as a wrong secret, whatever the client's state: only its owner learns that it is off.
+        assert.deepEqual(await described({ ...form, client_secret: 'rrs_cs_wrong' }), wrong);
+
+        assert.equal((await api(t.url, 'PATCH', clientAt, { token: admin, body: { active: true } })).status, 200);
+        assert.equal((await api(t.url, 'PATCH', `/v2/admin/accounts/${other.accountId}`, { token: admin, body: { active: false } })).status, 200);
+        const accountOff = { error: 'invalid_client', error_description: "this client's account is deactivated; ask the operator to reactivate it" };
+        assert.deepEqual(await described(form), accountOff);
+        assert.deepEqual(await described(form, 'v1'), accountOff);
+
+        // Basic credentials that cannot be read say how they are made.
+        const basicOf = async (credentials: string) =>
+          (await postForm(tokenUrl, { grant_type: 'client_credentials', scope: 'requests:read' }, { authorization: `Basic ${Buffer.from(credentials).toString('base64')}` })).body;
+        assert.deepEqual(await basicOf('no-colon'), { error: 'invalid_client', error_description: 'the Basic credentials are not base64 of the client id and secret joined by a colon' });
+        assert.deepEqual(await basicOf('cli_x:%E0%A4%A'), {
+          error: 'invalid_client',
+          error_description: 'the Basic credentials are not form-urlencoded: encode the client id and secret before joining them (RFC 6749 §2.3.1)',
+        });
+      });
     });
 
     describe('the server fast path and the Fastify routes answer alike', () => {

@@ -151,6 +151,66 @@ for (const dialect of testDialects()) {
       assert.deepEqual(signing.map((s) => s.secret), [second.secret, first.secret]);
     });
 
+    it('a rotation takes an overlap from 0m to 7d: the replaced secret signs that long, and the answer says until when', async () => {
+      const HOUR = 3_600_000;
+      const account = await t.createClientAccount();
+      const own = await t.token(account);
+      const sub = (await api(t.url, 'POST', '/v2/subscriptions', { token: own, body: { event: 'registered-request', callback: { url: 'http://127.0.0.1:9/h' } } })).body;
+      await api(t.url, 'GET', '/v2/signing-secret', { token: own }); // the account default exists before its first rotation
+      const routes = [
+        { rotate: `/v2/subscriptions/${sub._id}/secret/rotate`, read: `/v2/subscriptions/${sub._id}/secret`, owner: { subscriptionId: sub._id as string } },
+        { rotate: '/v2/signing-secret/rotate', read: '/v2/signing-secret', owner: { accountId: account.accountId } },
+      ];
+      for (const { rotate, read, owner } of routes) {
+        for (const [body, overlapMs] of [[{ overlap: '1h' }, HOUR], [{ overlap: '90m' }, 1.5 * HOUR], [{ overlap: '7d' }, 7 * 24 * HOUR], [{}, ROTATION_GRACE_MS]] as const) {
+          const before = (await api(t.url, 'GET', read, { token: own })).body.secret;
+          const rotated = await api(t.url, 'POST', rotate, { token: own, body });
+          assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+          const at = Date.parse(rotated.body.createdAt);
+          assert.equal(Date.parse(rotated.body.previousSecretExpiresAt), at + overlapMs, `${rotate} ${JSON.stringify(body)}`);
+          assert.deepEqual((await api(t.url, 'GET', read, { token: own })).body, rotated.body);
+          assert.deepEqual((await loadSigningSecrets(t.deps.db, t.deps.box, owner, at + overlapMs - 1)).map((s) => s.secret), [rotated.body.secret, before]);
+          assert.deepEqual((await loadSigningSecrets(t.deps.db, t.deps.box, owner, at + overlapMs)).map((s) => s.secret), [rotated.body.secret]);
+        }
+        // 0m: the replaced secret stops at once, and so does one still inside an earlier overlap.
+        const graced = (await api(t.url, 'POST', rotate, { token: own, body: { overlap: '24h' } })).body;
+        const now = await api(t.url, 'POST', rotate, { token: own, body: { overlap: '0m' } });
+        assert.equal(now.status, 200);
+        assert.notEqual(now.body.secret, graced.secret);
+        assert.equal(now.body.previousSecretExpiresAt, now.body.createdAt, 'the answer says it stopped signing at the rotation');
+        assert.deepEqual((await api(t.url, 'GET', read, { token: own })).body, { secret: now.body.secret, createdAt: now.body.createdAt });
+        assert.deepEqual((await loadSigningSecrets(t.deps.db, t.deps.box, owner, Date.parse(now.body.createdAt))).map((s) => s.secret), [now.body.secret]);
+      }
+    });
+
+    it('an overlap that is not a duration from 0m to 7d is a 400 naming body.overlap, in words; nothing rotates', async () => {
+      const created = (await create({})).body;
+      const words = 'must be a duration from 0m (now) to 7d, like 1h or 3d';
+      const cases: Array<[unknown, string, string]> = [
+        [{ overlap: '8d' }, 'body.overlap', words],
+        [{ overlap: '169h' }, 'body.overlap', words],
+        [{ overlap: '-1h' }, 'body.overlap', words],
+        [{ overlap: '1 hour' }, 'body.overlap', words],
+        [{ overlap: '10' }, 'body.overlap', words],
+        [{ overlap: '' }, 'body.overlap', words],
+        [{ overlap: 'forever' }, 'body.overlap', words],
+        [{ overlap: 3600 }, 'body.overlap', 'must be a string'],
+        [{ overlap: null }, 'body.overlap', 'must be a string'],
+        [{ overlapp: '1h' }, 'body.overlapp', 'is not a known member'],
+      ];
+      for (const path of [`/v2/subscriptions/${created._id}/secret/rotate`, '/v2/signing-secret/rotate']) {
+        const read = path.replace('/rotate', '');
+        const before = (await api(t.url, 'GET', read, { token })).body;
+        for (const [body, at, message] of cases) {
+          const refused = await api(t.url, 'POST', path, { token, body });
+          assert.equal(refused.status, 400, `${path} ${JSON.stringify(body)}`);
+          assert.deepEqual(refused.body.errors, [{ path: at, message }], `${path} ${JSON.stringify(body)}`);
+          assert.equal(refused.body.detail, `request body is invalid: ${at} ${message}`);
+        }
+        assert.deepEqual((await api(t.url, 'GET', read, { token })).body, before, `${path}: nothing rotated`);
+      }
+    });
+
     it('the account default secret is created on first read, stable, and rotatable', async () => {
       const account = await t.createClientAccount();
       const own = await t.token(account);

@@ -36,6 +36,7 @@ const CLASSIFIED: Record<string, Kind> = {
   'GET /signing-secret': { account: true },
   'POST /signing-secret/rotate': { account: true },
   'POST /requests': { account: true },
+  'GET /requests': { account: true },
   'GET /requests/:id': { resource: 'request' },
   'GET /request/:id/events': { resource: 'request' },
   'POST /request/:id/events': { resource: 'request' },
@@ -199,6 +200,8 @@ for (const dialect of testDialects()) {
       assert.deepEqual(subscriptions.map((s: { _id: string }) => s._id), [a.ids.subscription]);
       const notifications = (await api(t.url, 'GET', '/v2/notifications', { token: a.token })).body.data;
       assert.deepEqual(notifications.map((n: { id: string }) => n.id), [a.ids.notification]);
+      const requests = (await api(t.url, 'GET', '/v2/requests', { token: a.token })).body.data;
+      assert.deepEqual(requests.map((r: { id: string }) => r.id), [a.ids.request]);
     });
 
     it("the operator reaches B's resources only with ?accountId=B", async () => {

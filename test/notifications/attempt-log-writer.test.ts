@@ -37,7 +37,7 @@ for (const dialect of testDialects()) {
     const settlement = (job: AttemptSettlement['job'], notificationId: string, responseBody: string, url = 'http://127.0.0.1:9/hook'): AttemptSettlement => ({
       job,
       accountId: job.groupKey!,
-      attempt: { notification_id: notificationId, attempt: 1, started_at: Date.now(), url, status_code: 500, latency_ms: 3, response_body: responseBody, error: 'callback answered HTTP 500', outcome: 'retry' },
+      attempt: { notification_id: notificationId, attempt: 1, started_at: Date.now(), url, status_code: 500, latency_ms: 3, response_body: responseBody, error: 'callback answered HTTP 500', outcome: 'retry', request_headers: null },
       status: 'pending',
       nextAttemptAt: Date.now() + 60_000,
       now: Date.now(),

@@ -225,7 +225,7 @@ for (const dialect of testDialects()) {
         await markHasWaiters(processing3.tx, [waitsFor3]);
         await insertNotifications(processing3.tx, [held3]);
         const ending3 = await openTransaction(db);
-        const attempt = { notification_id: third.id, attempt: 1, started_at: now, url, status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const };
+        const attempt = { notification_id: third.id, attempt: 1, started_at: now, url, status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const, request_headers: null };
         const waited = recordAttempts(ending3.tx, [{ attempt, lease: third.lease!, status: 'succeeded', nextAttemptAt: null, now }]);
         await new Promise((resolve) => setTimeout(resolve, 200));
         await processing3.commit();

@@ -157,6 +157,59 @@ for (const dialect of testDialects()) {
         await assert.rejects(attempt('msg_nowhere', 1), /foreign key/);
       }
     });
+
+    it('019, 020: attempts logged before have no recorded headers, notifications no manual retry; every partition gets the columns; and back', async () => {
+      const storage = await olderDatabase();
+      cleanups.unshift(() => storage.close());
+      await migrateTo(storage.db, '018_delivery_log_fillfactor');
+      const id = newId('msg', Date.now());
+      await sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, test, waits_for, has_waiters, run_at)
+                values (${id}, 'acc_1', 'req_1', null, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 1, 1000, 1000, 0, null, 0, 5000)`.execute(storage.db);
+      await sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, outcome) values (${id}, 1, 1000, 'https://example.com/hook', 500, 5, 'retry')`.execute(storage.db);
+      assert.deepEqual((await migrateTo(storage.db, '020_manual_retry')).applied, ['019_attempt_request_headers', '020_manual_retry']);
+      const attempt = (await sql<Record<string, unknown>>`select request_headers from notification_attempts`.execute(storage.db)).rows[0]!;
+      assert.deepEqual({ ...attempt }, { request_headers: null });
+      const notification = (await sql<Record<string, unknown>>`select manual_attempts, manual_resume_at, run_at from notifications`.execute(storage.db)).rows[0]!;
+      assert.deepEqual({ ...notification, run_at: Number(notification.run_at) }, { manual_attempts: null, manual_resume_at: null, run_at: 5000 });
+      const columnsOf = async (table: string) =>
+        (await storage.db.introspection.getTables()).find((t) => t.name === table)?.columns.map((c) => c.name) ?? [];
+      if (dialect === 'postgres') {
+        const partitions = (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+            where i.inhparent in ('notifications'::regclass, 'notification_attempts'::regclass) order by 1`.execute(storage.db)).rows.map((row) => row.name);
+        assert.ok(partitions.length >= 2);
+        for (const partition of partitions) {
+          const wanted = partition.startsWith('notification_attempts') ? ['request_headers'] : ['manual_attempts', 'manual_resume_at'];
+          for (const column of wanted) assert.ok((await columnsOf(partition)).includes(column), `${partition}.${column}`);
+        }
+      }
+      await migrateTo(storage.db, '018_delivery_log_fillfactor');
+      assert.ok(!(await columnsOf('notification_attempts')).includes('request_headers'));
+      assert.ok(!(await columnsOf('notifications')).some((column) => column.startsWith('manual_')));
+    });
+
+    it("021: an account's failed notifications get a partial index, on every partition; and back", async () => {
+      const storage = await olderDatabase();
+      cleanups.unshift(() => storage.close());
+      await migrateTo(storage.db, '020_manual_retry');
+      const id = newId('msg', Date.now());
+      await sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, completed_at, test, waits_for, has_waiters, run_at)
+                values (${id}, 'acc_1', 'req_1', null, 'registered-requests', 'https://example.com/hook', '{}', 'failed', 5, 1000, 1000, 2000, 0, null, 0, null)`.execute(storage.db);
+      assert.deepEqual((await migrateTo(storage.db, '021_account_failed_notifications')).applied, ['021_account_failed_notifications']);
+      const indexed = async () =>
+        dialect === 'postgres'
+          ? (await sql<{ table: string }>`select tablename as table from pg_indexes where schemaname = current_schema() and indexdef like '%(account_id, id) WHERE (status = ''failed''::text)%' order by 1`.execute(storage.db)).rows.map((row) => row.table)
+          : (await sql<{ table: string }>`select tbl_name as "table" from sqlite_master where type = 'index' and name = 'notifications_account_failed_idx'`.execute(storage.db)).rows.map((row) => row.table);
+      const tables = await indexed();
+      assert.ok(tables.includes('notifications'), tables.join());
+      if (dialect === 'postgres') {
+        const partitions = (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notifications'::regclass`.execute(storage.db)).rows;
+        for (const { name } of partitions) assert.ok(tables.includes(name), `${name} has the index`);
+      }
+      const found = await sql<{ id: string }>`select id from notifications where account_id = 'acc_1' and status = 'failed' order by id desc`.execute(storage.db);
+      assert.deepEqual(found.rows.map((row) => row.id), [id]);
+      await migrateTo(storage.db, '020_manual_retry');
+      assert.deepEqual(await indexed(), []);
+    });
   });
 }
 

@@ -1,4 +1,5 @@
-import { validatorCompiler } from '../../schema-validation.js';
+import type { ErrorObject } from 'ajv';
+import { explainSchemaErrors, validatorCompiler } from '../../schema-validation.js';
 import { ExperienceCreateSchema, type ExperienceCreateInput } from './experience-schema.js';
 import { invalid, type FieldError } from '../errors.js';
 
@@ -7,7 +8,7 @@ const MAX_PER_FILE = 1000;
 
 // Compiled with the same validator (and options: strict types, defaults) as the admin API's bodies.
 const validate = validatorCompiler({ schema: ExperienceCreateSchema, httpPart: 'body', method: 'POST', url: 'import' }) as ((value: unknown) => boolean) & {
-  errors?: { instancePath: string; message?: string; params?: unknown }[] | null;
+  errors?: ErrorObject[] | null;
 };
 
 /**
@@ -26,11 +27,7 @@ export function parseImportFile(text: string): ExperienceCreateInput[] {
   const errors: FieldError[] = [];
   for (const [index, entry] of list.entries()) {
     if (validate(entry) || errors.length >= 20) continue;
-    for (const error of validate.errors ?? []) {
-      const missing = (error.params as { missingProperty?: string } | undefined)?.missingProperty;
-      const at = `${error.instancePath.replaceAll('/', '.')}${missing ? `.${missing}` : ''}`;
-      errors.push({ path: `${index}${at}`, message: error.message ?? 'is invalid' });
-    }
+    for (const { pointer, message } of explainSchemaErrors(validate.errors ?? [])) errors.push({ path: [index, ...pointer].join('.'), message });
   }
   if (errors.length > 0) throw invalid('import file', errors);
   return list as ExperienceCreateInput[];

@@ -4,7 +4,7 @@
  * becomes the answer. Pure: storage/repositories/subscription-health.ts writes and reads it.
  */
 
-/** The rollup's resolution: a window of `1h` covers the last 60 to 65 minutes. */
+/** The rollup's resolution: a window of `1h` covers the last 55 to 60 minutes (`statsRange`). */
 export const STATS_BUCKET_MS = 5 * 60_000;
 
 /** Upper bounds (ms) of the latency histogram's buckets; the last one is open. Same order as the le_N columns. */
@@ -30,6 +30,26 @@ export interface CountedAttempt {
 }
 
 export const bucketOf = (at: number) => at - (at % STATS_BUCKET_MS);
+
+/**
+ * A window as a time series: its equal buckets, oldest first, each the sum of whole rollup buckets
+ * (12 × 5 minutes for `1h`, 24 × 1 hour for `24h`, 28 × 6 hours for `7d`).
+ */
+export const STATS_SERIES: Record<StatsWindow, { buckets: number; bucketMs: number }> = {
+  '1h': { buckets: 12, bucketMs: STATS_BUCKET_MS },
+  '24h': { buckets: 24, bucketMs: 3_600_000 },
+  '7d': { buckets: 28, bucketMs: 6 * 3_600_000 },
+};
+
+/**
+ * The rollup buckets a window counts, [since, until): exactly the window's length, ending with the
+ * five-minute bucket in progress at `now`. So `1h` covers the last 55 to 60 minutes, and every
+ * bucket of its series starts on the rollup's grid.
+ */
+export function statsRange(window: StatsWindow, now: number): { since: number; until: number } {
+  const until = bucketOf(now) + STATS_BUCKET_MS;
+  return { since: until - STATS_WINDOWS[window], until };
+}
 
 export function latencyBucket(latencyMs: number): number {
   return LATENCY_BOUNDS_MS.findIndex((bound) => latencyMs <= bound);

@@ -36,5 +36,7 @@ export function toAttemptResource(row: NotificationAttemptRow) {
     responseBody: row.response_body,
     error: row.error,
     outcome: row.outcome,
+    // Stored as compact JSON, secrets already masked; null: no call made, or logged before migration 019.
+    requestHeaders: row.request_headers === null ? null : (JSON.parse(row.request_headers) as Record<string, string>),
   };
 }

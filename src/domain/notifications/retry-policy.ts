@@ -8,6 +8,10 @@
  *   or later when a 429/503 carries a longer `Retry-After`, which stays a lower bound. Retry-After
  *   is capped at 24 h so a receiver cannot park a notification forever.
  * - After `maxAttempts` attempts in total (the first included) the notification is failed.
+ * - A manual retry's attempt (POST /notifications/{id}/retry) is an extra one: it uses none of the
+ *   `maxAttempts` and does not move the schedule. If it fails, a pending delivery goes back to its
+ *   automatic attempt when that was due (now, if that time has passed), and one that had ended
+ *   ends failed again (docs/delivery.md, "Manual retry").
  */
 
 export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
@@ -18,7 +22,7 @@ export const RETRY_JITTER = 0.2;
 export type RetryDecision = { kind: 'succeeded' } | { kind: 'retry'; at: Date } | { kind: 'failed' };
 
 export interface AttemptOutcome {
-  /** 1 for the first attempt. */
+  /** 1 for the first automatic attempt; attempts made by manual retries are not counted. */
   attempt: number;
   maxAttempts: number;
   retryIntervalMs: number;
@@ -29,6 +33,11 @@ export interface AttemptOutcome {
   now: Date;
   /** A uniform draw in [0, 1) that places the retry within the jitter (the caller's Math.random()); 0.5, or none, is the interval itself. */
   jitter?: number;
+  /**
+   * A manual retry's attempt: `resumeAt` is when the delivery's next automatic attempt was due
+   * before the retry, or null when it had ended (this attempt is its only one).
+   */
+  manual?: { resumeAt: Date | null };
 }
 
 export function isSuccessStatus(statusCode: number | undefined): boolean {
@@ -57,6 +66,10 @@ export function parseRetryAfter(value: string | undefined, now: Date): number | 
 
 export function decideAfterAttempt(outcome: AttemptOutcome): RetryDecision {
   if (isSuccessStatus(outcome.statusCode)) return { kind: 'succeeded' };
+  if (outcome.manual) {
+    const { resumeAt } = outcome.manual;
+    return resumeAt === null ? { kind: 'failed' } : { kind: 'retry', at: new Date(Math.max(resumeAt.getTime(), outcome.now.getTime())) };
+  }
   if (outcome.attempt >= outcome.maxAttempts) return { kind: 'failed' };
   let delayMs = Math.round(outcome.retryIntervalMs * (1 + RETRY_JITTER * (2 * (outcome.jitter ?? 0.5) - 1)));
   if (honoursRetryAfter(outcome.statusCode)) {

@@ -1,8 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import fp from 'fastify-plugin';
+import type { ErrorObject } from 'ajv';
 import { isDatabaseUnavailable } from '../../storage/database-errors.js';
 import { DomainError, invalid } from '../../domain/errors.js';
-import { HttpProblem, type ProblemFieldError } from '../problem.js';
+import { HttpProblem } from '../problem.js';
+import { explainSchemaErrors } from '../../schema-validation.js';
 
 /** Retry-After of a 503 while the database is away (a restart takes seconds). */
 export const DATABASE_RETRY_AFTER_S = 2;
@@ -14,28 +16,13 @@ export function sendProblem(reply: FastifyReply, problem: HttpProblem): FastifyR
   return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem.toJSON());
 }
 
-/** The first schema error as `{path, message}`, naming the member (ajv's own messages often do not). */
+/** The first member at fault as `{path, message}`, in words (ajv's own messages often do not name the member or the values allowed). */
 export function formatSchemaErrors(errors: FastifySchemaValidationError[], dataVar: string): DomainError {
-  const first = errors[0]!;
-  const params = (first.params ?? {}) as Record<string, unknown>;
-  const pointer = first.instancePath
-    .split('/')
-    .slice(1)
-    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'));
-  let message = first.message ?? 'is invalid';
-  if (first.keyword === 'required') {
-    pointer.push(String(params.missingProperty));
-    message = 'is required';
-  } else if (first.keyword === 'additionalProperties') {
-    pointer.push(String(params.additionalProperty));
-    message = 'is not a known member';
-  } else if (first.keyword === 'type') {
-    message = `must be ${params.type === 'object' ? 'an object' : params.type === 'array' ? 'an array' : `a ${String(params.type)}`}`;
-  } else if (first.keyword === 'anyOf' || first.keyword === 'enum') {
-    message = 'has an unexpected value';
-  }
-  const path = [dataVar, ...pointer].join('.');
-  return invalid(`request ${dataVar}`, [{ path, message }]);
+  const first = explainSchemaErrors(errors as unknown as ErrorObject[])[0] ?? { pointer: [], message: 'is invalid' };
+  // Fastify keeps these errors on the problem it throws; the value sent (a secret, maybe) stays out of them.
+  for (const error of errors as Array<{ data?: unknown }>) delete error.data;
+  const path = [dataVar, ...first.pointer].join('.');
+  return invalid(`request ${dataVar}`, [{ path, message: first.message }]);
 }
 
 const STATUS_OF = { invalid: 400, not_found: 404, conflict: 409, rate_limited: 429 } as const;
@@ -48,15 +35,7 @@ export function toProblem(error: FastifyError | Error): HttpProblem {
     return new HttpProblem(STATUS_OF[error.kind], error.message, error.errors, headers);
   }
   const fastifyError = error as FastifyError;
-  if (fastifyError.validation) {
-    const errors: ProblemFieldError[] = fastifyError.validation.map((v) => {
-      const missing = (v.params as { missingProperty?: string } | undefined)?.missingProperty;
-      const base = v.instancePath ? v.instancePath : '';
-      const path = `${fastifyError.validationContext ?? 'body'}${base.replaceAll('/', '.')}${missing ? `.${missing}` : ''}`;
-      return { path, message: v.message ?? 'is invalid' };
-    });
-    return new HttpProblem(400, `request ${fastifyError.validationContext ?? 'body'} is invalid`, errors);
-  }
+  if (fastifyError.validation) return toProblem(formatSchemaErrors(fastifyError.validation, fastifyError.validationContext ?? 'body'));
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new HttpProblem(413, 'request body is larger than 1 MiB');

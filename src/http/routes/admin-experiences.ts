@@ -104,7 +104,7 @@ export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Prom
   app.delete(
     '/admin/experiences/:id',
     {
-      config: { scope: 'admin', problems: { 409: 'the experience is still referenced; deactivate it instead' } },
+      config: { scope: 'admin', problems: { 409: 'this experience is still in use, so it cannot be deleted; switch it off instead (`active: false`)' } },
       schema: { ...ADMIN, operationId: 'deleteExperience', summary: 'Delete an experience and its prizes', description: ACCOUNT_NOTE, params: ExperienceParamsSchema, response: { 204: Type.Null() } },
     },
     async (request, reply) => {

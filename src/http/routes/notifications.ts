@@ -4,6 +4,7 @@ import { toAttemptResource, toNotificationResource } from '../../domain/notifica
 import { scheduleManualRetry } from '../../services/schedule-delivery.js';
 import { findNotification, listAttempts, listNotifications } from '../../storage/repositories/notifications.js';
 import { notFound } from '../../domain/errors.js';
+import { createdRange } from '../schemas/paging.js';
 import {
   NotificationDetailSchema,
   NotificationListQuerySchema,
@@ -28,16 +29,30 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
         tags: TAGS,
         security: SECURITY,
         operationId: 'listNotifications',
-        description: 'Every notification sent or to be sent to the account\'s callbacks, newest first, filtered by `subscriptionId`, `requestId` or `status`; page with `limit` and the `nextCursor` of the previous page as `cursor`.',
+        description:
+          'Every notification sent or to be sent to the account\'s callbacks (test sends included, with `"test": true`), newest first, filtered by ' +
+          '`subscriptionId`, `requestId`, `status`, `event` and a range of creation times (`since` inclusive, `until` exclusive), in any combination; ' +
+          'page with `limit` and the `nextCursor` of the previous page as `cursor`. `?subscriptionId=…&status=pending` and `…&status=failed` list exactly ' +
+          'the notifications that GET /subscriptions/{id}/stats counts as `pending` and `failed`.',
         summary: 'The delivery log, newest first, with cursor paging',
         querystring: NotificationListQuerySchema,
         response: { 200: NotificationListSchema },
       },
     },
     async (request) => {
-      const { requestId, subscriptionId, status, cursor } = request.query;
+      const { requestId, subscriptionId, status, event, cursor } = request.query;
       const limit = request.query.limit ?? 50;
-      const { rows, more } = await listNotifications(deps.db, { accountId: request.auth.accountId, requestId, subscriptionId, status, before: cursor, limit });
+      const { rows, more } = await listNotifications(deps.db, {
+        accountId: request.auth.accountId,
+        // An empty value filters nothing, as before these filters were written out exactly.
+        requestId: requestId || undefined,
+        subscriptionId: subscriptionId || undefined,
+        status,
+        event,
+        ...createdRange(request.query),
+        before: cursor,
+        limit,
+      });
       return { data: rows.map(toNotificationResource), nextCursor: more ? rows[rows.length - 1]!.id : null };
     },
   );
@@ -63,8 +78,9 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
         tags: TAGS,
         security: SECURITY,
         operationId: 'retryNotification',
-        description: 'Queues one more delivery attempt now, whatever the notification\'s state; the receiver deduplicates on `webhook-id`.',
-        summary: 'Send one more attempt now (also for a failed or delivered notification)',
+        description:
+          "Queues one extra delivery attempt now, whatever the notification's state; the receiver deduplicates on `webhook-id`. It is not one of the RETRY_MAX_ATTEMPTS automatic attempts and does not move their schedule. A pending notification (waiting for its next automatic attempt): if the extra attempt succeeds it is delivered; if it fails it stays pending with the automatic attempts it had left, its next one due when it was due before (at once if that time has passed). A failed or delivered notification gets exactly this one attempt: failed again if it fails, succeeded if it succeeds. An attempt in flight is not doubled: the retry then changes nothing.",
+        summary: 'Send one extra attempt now (also for a failed or delivered notification)',
         params: NotificationParamsSchema,
         response: { 202: NotificationSchema },
       },

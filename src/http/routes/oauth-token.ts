@@ -28,7 +28,7 @@ const TokenResponseSchema = Type.Object(
 );
 const TokenErrorSchema = Type.Object(
   { error: Type.String(), error_description: Type.Optional(Type.String()) },
-  { examples: [{ error: 'invalid_client', error_description: 'client authentication failed' }, { error: 'invalid_scope', error_description: 'scope not allowed for this client: admin' }] },
+  { examples: [{ error: 'invalid_client', error_description: 'the client id or secret is wrong; check both, or ask the operator for a new secret' }, { error: 'invalid_scope', error_description: 'scope not allowed for this client: admin' }] },
 );
 
 const FORM_BODY = Type.Object(

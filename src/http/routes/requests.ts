@@ -2,15 +2,16 @@ import type { TypedApp } from '../typed-app.js';
 import type { FastifyReply } from 'fastify';
 import type { Static } from 'typebox';
 import type { AppDeps } from '../../deps.js';
-import { newId } from '../../domain/ids.js';
+import { idTime, newId } from '../../domain/ids.js';
 import { bodyHash, IDEMPOTENCY_TTL_MS } from '../../domain/requests/idempotency.js';
-import { toRequestView } from '../../domain/requests/request.js';
+import { toRequestView, type RequestStatus } from '../../domain/requests/request.js';
 import { CallbackUrlError, checkCallbackUrl } from '../../net/callback-url.js';
 import { findIdempotentResponse, type StoredResponse } from '../../storage/repositories/idempotency-keys.js';
-import { findRequest, newRequestRow } from '../../storage/repositories/requests.js';
+import { findRequest, listRequests, newRequestRow } from '../../storage/repositories/requests.js';
 import { conflict, DomainError, invalid, notFound, type FieldError } from '../../domain/errors.js';
 import { HttpProblem } from '../problem.js';
-import { CreateRequestBody, RequestAccepted, RequestIdParams, RequestView } from '../schemas/requests.js';
+import { createdRange } from '../schemas/paging.js';
+import { CreateRequestBody, RequestAccepted, RequestIdParams, RequestList, RequestListQuery, RequestView } from '../schemas/requests.js';
 
 type CreateRequest = Static<typeof CreateRequestBody>;
 
@@ -30,6 +31,24 @@ async function checkCallbacks(body: CreateRequest, allowPrivate: boolean): Promi
     }
   }
   if (errors.length > 0) throw invalid('request body', errors);
+}
+
+/** A request id (`newId('req', …)`): the cursor of GET /requests is the last id of a page. */
+const REQUEST_ID = /^req_[0-9a-hjkmnp-tv-z]{26}$/;
+
+/**
+ * The cursor's place in the list: a request's id begins with the millisecond it was made at, the
+ * same clock reading its `createdAt` holds (one `now` makes both, POST /requests), so the id alone
+ * says where the next page starts in (createdAt, id) order.
+ */
+function cursorPlace(cursor: string): { createdAt: number; id: string } {
+  const createdAt = REQUEST_ID.test(cursor) ? idTime(cursor) : undefined;
+  if (createdAt === undefined) {
+    throw invalid('request querystring', [
+      { path: 'querystring.cursor', message: 'is not a nextCursor of this list: pass the nextCursor of the previous page as it was, or leave cursor out for the first page' },
+    ]);
+  }
+  return { createdAt, id: cursor };
 }
 
 function replay(reply: FastifyReply, stored: StoredResponse, hash: string) {
@@ -96,6 +115,39 @@ export async function requestRoutes(app: TypedApp, deps: AppDeps): Promise<void>
         return replay(reply, stored, hash);
       }
       return reply.code(202).header('location', location).send(responseBody);
+    },
+  );
+
+  app.get(
+    '/requests',
+    {
+      config: { scope: 'requests:read' },
+      schema: {
+        tags: ['requests'],
+        operationId: 'listRequests',
+        description:
+          'The account\'s reward requests, newest first (by `createdAt`, then `id`), each as GET /requests/{id} shows it; filtered by `status`, ' +
+          '`experience` and a range of creation times (`since` inclusive, `until` exclusive). Answers one page `{data, nextCursor}`: pass ' +
+          '`nextCursor` as `cursor` for the next page (null on the last); pages do not skip or repeat a request, however many were made in the same millisecond. ' +
+          'Operators may list another account\'s with `?accountId=`.',
+        summary: 'The account’s reward requests, newest first, with cursor paging',
+        security: [{ bearerAuth: [] }],
+        querystring: RequestListQuery,
+        response: { 200: RequestList },
+      },
+    },
+    async (request) => {
+      const { status, experience, cursor } = request.query;
+      const limit = request.query.limit ?? 50;
+      const { requests, more } = await listRequests(deps.db, {
+        accountId: request.auth.accountId,
+        status: status as RequestStatus | undefined, // one of the schema's enum
+        experience,
+        ...createdRange(request.query),
+        after: cursor === undefined ? undefined : cursorPlace(cursor),
+        limit,
+      });
+      return { data: requests.map(toRequestView), nextCursor: more ? requests[requests.length - 1]!.id : null };
     },
   );
 

@@ -2,13 +2,13 @@ import type { TypedApp } from '../typed-app.js';
 import type { FastifyRequest } from 'fastify';
 import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource } from '../../domain/subscriptions/mapping.js';
-import { loadSigningSecrets, rotateSigningSecret } from '../../services/signing-secrets.js';
-import { OperatorQuerySchema, SigningSecretSchema } from '../schemas/subscription.js';
+import { loadSigningSecrets, parseRotationOverlap, rotateSigningSecret } from '../../services/signing-secrets.js';
+import { OperatorQuerySchema, ROTATION_OVERLAP_DOC, RotateSecretBodySchema, SigningSecretSchema } from '../schemas/subscription.js';
 
 /**
  * The account's default signing secret: it signs notifications sent to per-request callback URLs
  * (`registeredCallbackUrl` / `processedCallbackUrl`), which have no subscription of their own.
- * Created on first use; rotation keeps the previous secret signing for 24 h.
+ * Created on first use; rotation keeps the previous secret signing for the overlap chosen (default 24 h).
  */
 export async function signingSecretRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
   const common = { tags: ['subscriptions'], security: [{ bearerAuth: [] }], querystring: OperatorQuerySchema, response: { 200: SigningSecretSchema } };
@@ -29,10 +29,21 @@ export async function signingSecretRoutes(app: TypedApp, deps: AppDeps): Promise
     '/signing-secret/rotate',
     {
       config: { scope: 'subscriptions:write', secretBearing: true },
-      schema: { ...common, operationId: 'rotateSigningSecret', description: 'A new default signing secret; the previous one keeps signing for 24 hours alongside it.', summary: 'Replace the account’s default signing secret; the previous one keeps signing for 24 h' },
+      // The body is optional: no body at all means the default overlap.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+      schema: {
+        ...common,
+        operationId: 'rotateSigningSecret',
+        description: `A new default signing secret. ${ROTATION_OVERLAP_DOC}`,
+        summary: 'Replace the account’s default signing secret; the previous one keeps signing for the overlap chosen (default 24 h)',
+        body: RotateSecretBodySchema,
+      },
     },
-    async (request: FastifyRequest) => {
-      const rotated = await rotateSigningSecret(deps.db, deps.box, { accountId: request.auth.accountId, subscriptionId: null }, deps.clock());
+    async (request) => {
+      const overlapMs = parseRotationOverlap(request.body.overlap, 'body.overlap');
+      const rotated = await rotateSigningSecret(deps.db, deps.box, { accountId: request.auth.accountId, subscriptionId: null }, deps.clock(), overlapMs);
       // Only a subscription can be missing; an account's default always rotates.
       return toRotatedSecretResource(rotated!);
     },

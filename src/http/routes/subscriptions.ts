@@ -2,9 +2,9 @@ import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
 import { toRotatedSecretResource, toSigningSecretResource, toSubscriptionResource } from '../../domain/subscriptions/mapping.js';
-import { loadSigningSecrets, rotateSigningSecret } from '../../services/signing-secrets.js';
+import { loadSigningSecrets, parseRotationOverlap, rotateSigningSecret } from '../../services/signing-secrets.js';
 import { sendTestNotification, TEST_SENDS_PER_WINDOW } from '../../services/test-sends.js';
-import { recoverNotifications } from '../../services/recover-notifications.js';
+import { RECOVER_SWITCHED_OFF, recoverNotifications } from '../../services/recover-notifications.js';
 import { getEndpointStats } from '../../services/endpoint-health.js';
 import { isStatsWindow, STATS_WINDOWS } from '../../domain/notifications/endpoint-health.js';
 import {
@@ -23,6 +23,8 @@ import {
   EndpointStatsSchema,
   StatsQuerySchema,
   OperatorQuerySchema,
+  ROTATION_OVERLAP_DOC,
+  RotateSecretBodySchema,
   SigningSecretSchema,
   SubscriptionBodySchema,
   SubscriptionListQuerySchema,
@@ -151,10 +153,13 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
         operationId: 'getSubscriptionStats',
         summary: 'The endpoint’s health over a window',
         description:
-          'Attempts by outcome, success rate, latency percentiles, the last success and failure, the current run of failed attempts and the ' +
-          'notifications still pending, read from a rollup kept with the attempt log (five-minute buckets: `1h` covers the last 60 to 65 minutes; ' +
-          'latency percentiles are estimated from a histogram). Test sends do not count. `lastSuccess`, `lastFailure` and `consecutiveFailures` ' +
-          'are not limited to the window.',
+          'Over the window: delivery attempts by outcome, their success rate and latency percentiles, and the same as a time series (`series`: ' +
+          '`1h` in 12 buckets of 5 minutes, `24h` in 24 of 1 hour, `7d` in 28 of 6 hours, oldest first, every bucket present), read from a rollup ' +
+          'kept with the attempt log in five-minute buckets (the window ends with the one in progress: `1h` covers the last 55 to 60 minutes; the ' +
+          'series adds up to the totals; percentiles are estimated from a histogram). Test sends do not count there. Not limited to the window: the ' +
+          'last success and failure and the current run of failed attempts. Now: the notifications `pending` and `failed`, counted exactly as ' +
+          '`GET /notifications?subscriptionId={id}&status=pending` (or `failed`) lists them, test sends included. Attempt figures count attempts, ' +
+          '`pending` and `failed` count notifications.',
         security: SECURITY,
         params: SubscriptionParamsSchema,
         querystring: StatsQuerySchema,
@@ -174,7 +179,18 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/subscriptions/:subscriptionId/secret',
     {
       config: { ...read, secretBearing: true },
-      schema: { tags: TAGS, operationId: 'getSubscriptionSecret', description: 'The Standard Webhooks secret (`whsec_…`) that signs this subscription\'s notifications, and the previous one while it still signs (24 h after a rotation).', summary: 'The subscription’s current signing secret', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SigningSecretSchema } },
+      schema: {
+        tags: TAGS,
+        operationId: 'getSubscriptionSecret',
+        description:
+          'The Standard Webhooks secret (`whsec_…`) that signs this subscription\'s notifications, shown again whenever asked (the console\'s Reveal), ' +
+          'and, while a replaced secret still signs after a rotation, when it stops (`previousSecretExpiresAt`).',
+        summary: 'The subscription’s current signing secret',
+        security: SECURITY,
+        params: SubscriptionParamsSchema,
+        querystring: OperatorQuerySchema,
+        response: { 200: SigningSecretSchema },
+      },
     },
     async (request) => {
       const { accountId } = request.auth;
@@ -189,21 +205,27 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/subscriptions/:subscriptionId/secret/rotate',
     {
       config: { ...write, secretBearing: true },
+      // The body is optional: no body at all means the default overlap.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
       schema: {
         tags: TAGS,
         operationId: 'rotateSubscriptionSecret',
-        description: 'A new signing secret; notifications carry a signature with each of the two secrets for 24 hours, so the receiver can switch without rejecting any.',
-        summary: 'Replace the signing secret; the previous one keeps signing for 24 h',
+        description: `A new signing secret. ${ROTATION_OVERLAP_DOC}`,
+        summary: 'Replace the signing secret; the previous one keeps signing for the overlap chosen (default 24 h)',
         security: SECURITY,
         params: SubscriptionParamsSchema,
         querystring: OperatorQuerySchema,
+        body: RotateSecretBodySchema,
         response: { 200: SigningSecretSchema },
       },
     },
     async (request) => {
       const { accountId } = request.auth;
       const { subscriptionId } = request.params;
-      const rotated = await rotateSigningSecret(deps.db, deps.box, { accountId, subscriptionId }, deps.clock());
+      const overlapMs = parseRotationOverlap(request.body.overlap, 'body.overlap');
+      const rotated = await rotateSigningSecret(deps.db, deps.box, { accountId, subscriptionId }, deps.clock(), overlapMs);
       if (!rotated) throw notFound('subscription');
       return toRotatedSecretResource(rotated);
     },
@@ -239,7 +261,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/subscriptions/:subscriptionId/recover',
     {
-      config: { ...write, problems: { 409: 'the subscription is inactive: turn it on first (recovered notifications of an inactive subscription are not sent)' } },
+      config: { ...write, problems: { 409: `${RECOVER_SWITCHED_OFF} (while it is off, nothing is sent to it, so recovered notifications would fail again at once)` } },
       schema: {
         tags: TAGS,
         operationId: 'recoverSubscription',
@@ -250,7 +272,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
           'is capped at the time of the call; the window is at most 30 days. A notification whose last failure used up RETRY_MAX_ATTEMPTS fails ' +
           'again if this attempt fails. The notifications are taken in batches of 1,000, each in its own short transaction; a concurrent call ' +
           'for an overlapping window skips what this one took, so nothing is sent twice. Answers how many notifications were taken. ' +
-          'An inactive subscription is a 409: turn it on first (its notifications are not sent while it is off).',
+          'A switched-off subscription (`active: false`) is a 409: switch it on (`PUT` with `"active": true`), then recover; nothing is sent to it while it is off.',
         security: SECURITY,
         params: SubscriptionParamsSchema,
         querystring: OperatorQuerySchema,

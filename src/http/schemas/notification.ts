@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { CreatedRangeQueryProperties } from './paging.js';
 import { SAMPLE_DELIVERED_NOTIFICATION, SAMPLE_NOTIFICATION } from './samples.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -38,14 +39,24 @@ export const NotificationAttemptSchema = Type.Object({
   responseBody: Nullable(Type.String({ description: 'first 1 KiB of the response body' })),
   error: Nullable(Type.String()),
   outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('retry'), Type.Literal('failed')]),
+  requestHeaders: Nullable(
+    Type.Record(Type.String(), Type.String(), {
+      description:
+        "the HTTP headers this attempt sent to the receiver, recorded when it was made (header name in lower case → value): `webhook-id`, `webhook-timestamp`, `webhook-signature`, `content-type`, `user-agent`, `x-webhook-event`, `x-webhook-test` on a test send, `authorization` and the custom headers, as they were then. Secrets are masked before they are stored: each signature keeps its `v1,` prefix (`v1,****` and its last 4 characters), `authorization` keeps its scheme (`Bearer ****` and the token's last 4 characters, as a subscription shows its credentials; `Basic ****` alone, since a Basic credential ends with the password); custom headers are not secrets and are shown as sent. Also recorded when the call got no answer (connection refused, timeout, TLS): the headers it sent or was sending. The HTTP client's own `host`, `content-length` and `connection` are not listed (they follow from `url` and the payload). null when no call was made (the notification was not sent, its OAuth2 token request failed) and for attempts logged before the service recorded headers",
+    }),
+  ),
 });
 
 export const NotificationDetailSchema = Type.Intersect([NotificationSchema, Type.Object({ attempts: Type.Array(NotificationAttemptSchema) })], { examples: [SAMPLE_DELIVERED_NOTIFICATION] });
 
+export const NotificationEventSchema = Type.Union([Type.Literal('registered-requests'), Type.Literal('processed-requests')]);
+
 export const NotificationListQuerySchema = Type.Object({
-  requestId: Type.Optional(Type.String({ maxLength: 64 })),
-  subscriptionId: Type.Optional(Type.String({ maxLength: 64 })),
+  requestId: Type.Optional(Type.String({ maxLength: 64, description: 'only the notifications of this request' })),
+  subscriptionId: Type.Optional(Type.String({ maxLength: 64, description: 'only the notifications routed to this subscription (test sends included)' })),
   status: Type.Optional(NotificationStatusSchema),
+  event: Type.Optional(NotificationEventSchema),
+  ...CreatedRangeQueryProperties,
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 64, description: 'nextCursor of the previous page' })),
   accountId: Type.Optional(Type.String({ description: 'operator only: act for this account' })),

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox';
+import { invalid } from '../../domain/errors.js';
 import type { Page } from '../../storage/repositories/page.js';
 import { listExamples } from './samples.js';
 
@@ -39,4 +40,36 @@ export async function answerList<Row, Json>(
   const rows = await load({ after: query.cursor, limit: limit + 1 });
   const page = rows.slice(0, limit);
   return { data: page.map(toJson), nextCursor: rows.length > limit ? idOf(page[page.length - 1]!) : null };
+}
+
+/** `since` and `until` of a newest-first list (the delivery log, the requests): a range of creation times. */
+export const CreatedRangeQueryProperties = {
+  since: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: 'RFC 3339 date-time with an offset (`Z`, or `%2B02:00` in a query string, where a bare `+` reads as a space): only those created at or after it',
+    }),
+  ),
+  until: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339 date-time with an offset: only those created before it' })),
+};
+
+/**
+ * `since` and `until` as epoch milliseconds. The schema checked their format; a 400 names the
+ * member that Date cannot read (a leap second, `…:60`) or a `since` after `until` (the range would
+ * hold nothing: most likely the two were swapped).
+ */
+export function createdRange(query: { since?: string | undefined; until?: string | undefined }): { since?: number; until?: number } {
+  const at = (member: 'since' | 'until') => {
+    const value = query[member];
+    if (value === undefined) return undefined;
+    const ms = Date.parse(value);
+    if (Number.isNaN(ms)) throw invalid('request querystring', [{ path: `querystring.${member}`, message: 'must be a date-time (RFC 3339), such as 2024-07-01T12:00:00Z' }]);
+    return ms;
+  };
+  const since = at('since');
+  const until = at('until');
+  if (since !== undefined && until !== undefined && since > until) {
+    throw invalid('request querystring', [{ path: 'querystring.since', message: 'must not be after until (since is the start of the range, until its end)' }]);
+  }
+  return { ...(since !== undefined ? { since } : {}), ...(until !== undefined ? { until } : {}) };
 }

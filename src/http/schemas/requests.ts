@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { IDS, SAMPLE_EVENTS, SAMPLE_REQUEST } from './samples.js';
+import { CreatedRangeQueryProperties } from './paging.js';
 import { PARTNER_EVENT_NAMES } from '../../domain/requests/events.js';
 import { CanceledItemSchema, DeliveredItemSchema } from '../../domain/notifications/payload-schemas.js';
 
@@ -33,9 +34,12 @@ export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Lit
 
 export const RequestIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
+/** A request's statuses (docs/requests.md, "States"). */
+export const REQUEST_STATUSES = ['received', 'registered', 'rejected', 'processed', 'failed'] as const;
+
 export const RequestView = Type.Object({
   id: Type.String(),
-  status: Type.String({ enum: ['received', 'registered', 'rejected', 'processed', 'failed'] }),
+  status: Type.String({ enum: [...REQUEST_STATUSES] }),
   experience: Type.String(),
   event: Type.Optional(Type.String()),
   data: Type.Optional(Type.Unknown()),
@@ -51,6 +55,40 @@ export const RequestView = Type.Object({
   delivered: Type.Optional(Type.Array(DeliveredItemSchema)),
   canceled: Type.Optional(Type.Array(CanceledItemSchema)),
 }, { examples: [SAMPLE_REQUEST] });
+
+export const RequestListQuery = Type.Object({
+  status: Type.Optional(Type.String({ enum: [...REQUEST_STATUSES], description: 'only the requests in this status' })),
+  experience: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'only the requests that named this experience (its `name`, the `experience` of POST /requests)' })),
+  ...CreatedRangeQueryProperties,
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'page size' })),
+  cursor: Type.Optional(Type.String({ maxLength: 64, description: 'nextCursor of the previous page, as it was given' })),
+  accountId: Type.Optional(Type.String({ description: 'operators: act for this account' })),
+});
+
+const SAMPLE_REJECTED_REQUEST = {
+  id: 'req_01j9z3k9a2a1b2c3d4e5f6g7h8',
+  status: 'rejected',
+  experience: 'winter-campaign',
+  event: 'purchase',
+  errorCode: 'EXPERIENCE_NOT_FOUND',
+  message: 'experience "winter-campaign" does not exist',
+  createdAt: '2024-07-01T11:58:00.000Z',
+  updatedAt: '2024-07-01T11:58:00.000Z',
+  registeredAt: '2024-07-01T11:58:00.000Z',
+};
+
+export const RequestList = Type.Object(
+  {
+    data: Type.Array(RequestView, { description: 'newest first; each as GET /requests/{id} shows it' }),
+    nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'pass it as `cursor` for the next page; null on the last page' }),
+  },
+  {
+    examples: [
+      { data: [SAMPLE_REQUEST, SAMPLE_REJECTED_REQUEST], nextCursor: SAMPLE_REJECTED_REQUEST.id },
+      { data: [], nextCursor: null },
+    ],
+  },
+);
 
 export const RequestEventSchema = Type.Object({
   name: Type.String(),

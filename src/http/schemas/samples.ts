@@ -121,6 +121,22 @@ export const SAMPLE_NOTIFICATION = {
   waitingFor: IDS.registered,
 };
 
+/**
+ * The headers an attempt of the registered notification sent to the subscription (its Bearer
+ * credential and custom header), as the delivery log records them: the signature and the
+ * credential masked. Each attempt is signed anew, with its own timestamp.
+ */
+const sentHeaders = (minutes: number, signatureTail: string) => ({
+  'x-tenant': SAMPLE_SUBSCRIPTION.callback.customHeaders['x-tenant'],
+  'content-type': 'application/json',
+  'user-agent': 'RewardRequestService/1.0',
+  'x-webhook-event': 'registered-requests',
+  'webhook-id': IDS.registered,
+  'webhook-timestamp': String(Date.parse(at(minutes)) / 1000),
+  'webhook-signature': `v1,****${signatureTail}`,
+  authorization: `Bearer ${SAMPLE_SUBSCRIPTION.callback.authorization.Bearer}`,
+});
+
 export const SAMPLE_DELIVERED_NOTIFICATION = {
   id: IDS.registered,
   requestId: IDS.request,
@@ -138,8 +154,8 @@ export const SAMPLE_DELIVERED_NOTIFICATION = {
   payload: SAMPLE_REGISTERED_PAYLOAD,
   test: false,
   attempts: [
-    { attempt: 1, at: at(12), url: URL, statusCode: 503, latencyMs: 41, responseBody: 'upstream unavailable', error: null, outcome: 'retry' },
-    { attempt: 2, at: at(17), url: URL, statusCode: 200, latencyMs: 38, responseBody: '', error: null, outcome: 'succeeded' },
+    { attempt: 1, at: at(12), url: URL, statusCode: 503, latencyMs: 41, responseBody: 'upstream unavailable', error: null, outcome: 'retry', requestHeaders: sentHeaders(12, 'Yx3Q') },
+    { attempt: 2, at: at(17), url: URL, statusCode: 200, latencyMs: 38, responseBody: '', error: null, outcome: 'succeeded', requestHeaders: sentHeaders(17, 'k9Tw') },
   ],
 };
 

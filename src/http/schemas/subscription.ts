@@ -122,8 +122,37 @@ export const OperatorQuerySchema = Type.Object({
 export const SigningSecretSchema = Type.Object({
   secret: Type.String({ description: 'whsec_ + base64 of 32 random bytes (Standard Webhooks)' }),
   createdAt: Type.String({ format: 'date-time' }),
-  previousSecretExpiresAt: Type.Optional(Type.String({ format: 'date-time', description: 'the replaced secret keeps signing until then' })),
+  previousSecretExpiresAt: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description:
+        'when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it ' +
+        '(its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. ' +
+        'Absent when there is none',
+    }),
+  ),
 }, { examples: [{ secret: SAMPLE_SECRET, createdAt: '2024-07-01T12:00:00.000Z' }, { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', createdAt: '2024-08-01T09:00:00.000Z', previousSecretExpiresAt: '2024-08-02T09:00:00.000Z' }] });
+
+/** What a rotation does with the replaced secret, for both rotation routes' descriptions. */
+export const ROTATION_OVERLAP_DOC =
+  'The replaced secret keeps signing for `overlap` (default `24h`, at most `7d`): in that time every notification carries a signature with each ' +
+  'of the two secrets, so the receiver can switch without rejecting any; `previousSecretExpiresAt` says when it stops. `"overlap": "0m"` ' +
+  'retires it at once, for a secret that leaked: only the new secret signs (delivery workers pick a rotation up within a second). ' +
+  'An `overlap` that is not a duration from `0m` to `7d` is a 400 (`body.overlap`). No body, or `{}`, is the default.';
+
+/** The optional body of a signing-secret rotation: how long the replaced secret keeps signing. */
+export const RotateSecretBodySchema = Type.Object(
+  {
+    overlap: Type.Optional(
+      Type.String({
+        description:
+          'how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): ' +
+          'from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h`',
+      }),
+    ),
+  },
+  { additionalProperties: false, examples: [{ overlap: '1h' }, { overlap: '0m' }, {}] },
+);
 
 export const StatsQuerySchema = Type.Object({
   window: Type.Optional(Type.String({ description: '1h | 24h | 7d (default 24h)' })),
@@ -132,28 +161,99 @@ export const StatsQuerySchema = Type.Object({
 
 const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
+const ATTEMPTS_NOTE =
+  'delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); ' +
+  'test sends and notifications not sent (subscription or account inactive) do not count';
+const attemptCounts = (description: string) =>
+  Type.Object(
+    {
+      succeeded: Type.Integer({ minimum: 0, description: 'attempts the receiver answered with a 2xx' }),
+      retry: Type.Integer({ minimum: 0, description: 'attempts that failed with another attempt scheduled' }),
+      failed: Type.Integer({ minimum: 0, description: 'attempts that failed with no attempt left: the notification ended failed' }),
+    },
+    { description },
+  );
+const SuccessRate = nullable(Type.Number({ minimum: 0, maximum: 1, description: 'per attempt, not per notification: succeeded / all attempts; null without attempts' }));
+const LatencyPercentiles = Type.Object(
+  { p50: nullable(Type.Number({ description: 'median, ms' })), p95: nullable(Type.Number({ description: '95th percentile, ms' })) },
+  { description: 'of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts' },
+);
+
+export const StatsBucketSchema = Type.Object(
+  {
+    start: Type.String({ format: 'date-time', description: 'start of the bucket; it ends where the next one starts, the last one at the end of the five-minute bucket in progress' }),
+    attempts: attemptCounts(`${ATTEMPTS_NOTE}, in this bucket`),
+    successRate: SuccessRate,
+    latencyMs: LatencyPercentiles,
+  },
+  { description: 'one bucket of the series: the attempts made in it' },
+);
+
+/** An example window of `1h` at 12:07: per five-minute bucket [succeeded, retry, failed, p50, p95]; the totals are their sums. */
+const SAMPLE_SERIES: Array<[number, number, number, number, number]> = [
+  [130, 0, 0, 41.2, 160], [142, 1, 0, 43, 175], [138, 0, 0, 40.8, 150], [151, 0, 0, 42.1, 170],
+  [149, 3, 0, 44.6, 190], [97, 12, 1, 55.3, 2400], [160, 2, 0, 42.7, 180], [155, 0, 0, 41.9, 165],
+  [147, 0, 0, 42.3, 172], [158, 1, 0, 43.4, 178], [162, 0, 0, 42, 168], [58, 0, 0, 41.5, 158],
+];
+const rate = (succeeded: number, all: number) => (all === 0 ? null : Math.round((succeeded / all) * 10_000) / 10_000);
+const SAMPLE_SINCE = Date.parse('2024-07-02T11:10:00.000Z');
+const sampleTotal = (i: 0 | 1 | 2) => SAMPLE_SERIES.reduce((sum, bucket) => sum + bucket[i], 0);
+
 export const EndpointStatsSchema = Type.Object({
   window: Type.String({ description: '1h | 24h | 7d' }),
-  since: Type.String({ format: 'date-time', description: 'start of the oldest five-minute bucket counted' }),
-  attempts: Type.Object({ succeeded: Type.Integer(), retry: Type.Integer(), failed: Type.Integer() }, { description: 'attempts in the window by outcome (retry: failed, another attempt scheduled)' }),
-  successRate: nullable(Type.Number({ minimum: 0, maximum: 1, description: 'succeeded / all attempts; null without attempts' })),
-  latencyMs: Type.Object({ p50: nullable(Type.Number()), p95: nullable(Type.Number()) }, { description: 'estimated from a histogram (1-2-5 steps from 1 ms to 30 s)' }),
-  lastSuccess: nullable(Type.Object({ at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()) })),
-  lastFailure: nullable(Type.Object({ at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()), error: nullable(Type.String()) })),
-  consecutiveFailures: Type.Integer({ description: 'failed attempts since the last success' }),
-  pending: Type.Integer({ description: 'notifications waiting for an attempt' }),
+  since: Type.String({
+    format: 'date-time',
+    description:
+      'start of the window and of its first bucket: the window ends with the five-minute bucket in progress and is exactly as long as its name, ' +
+      'so `1h` covers the last 55 to 60 minutes',
+  }),
+  attempts: attemptCounts(`${ATTEMPTS_NOTE}, in the window: the sums of \`series\``),
+  successRate: SuccessRate,
+  latencyMs: LatencyPercentiles,
+  series: Type.Array(StatsBucketSchema, {
+    description:
+      'the window in equal buckets, oldest first, every bucket present (no attempt: zeros, null rate and latency): `1h` 12 × 5 minutes, ' +
+      '`24h` 24 × 1 hour, `7d` 28 × 6 hours. Read from the same rollup as the window\'s figures: the buckets\' attempts add up to `attempts`',
+  }),
+  lastSuccess: nullable(
+    Type.Object({ at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()) }, { description: 'the last successful attempt, whenever it was (not limited to the window)' }),
+  ),
+  lastFailure: nullable(
+    Type.Object(
+      { at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()), error: nullable(Type.String()) },
+      { description: 'the last failed attempt, whenever it was (not limited to the window)' },
+    ),
+  ),
+  consecutiveFailures: Type.Integer({ description: 'failed attempts (not notifications) since the last successful one, not limited to the window' }),
+  pending: Type.Integer({
+    description:
+      'notifications (not attempts) of this subscription waiting for an attempt now, test sends included: exactly those that ' +
+      'GET /notifications?subscriptionId={id}&status=pending lists',
+  }),
+  failed: Type.Integer({
+    description:
+      'notifications (not attempts) of this subscription whose status is failed now, test sends included: exactly those that ' +
+      'GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again',
+  }),
 }, {
   examples: [
     {
-      window: '24h',
-      since: '2024-07-01T12:05:00.000Z',
-      attempts: { succeeded: 18_412, retry: 37, failed: 2 },
-      successRate: 0.9979,
-      latencyMs: { p50: 42.5, p95: 180 },
-      lastSuccess: { at: '2024-07-02T12:04:31.000Z', statusCode: 200 },
-      lastFailure: { at: '2024-07-02T09:12:07.000Z', statusCode: 503, error: null },
+      window: '1h',
+      since: new Date(SAMPLE_SINCE).toISOString(),
+      attempts: { succeeded: sampleTotal(0), retry: sampleTotal(1), failed: sampleTotal(2) },
+      successRate: rate(sampleTotal(0), sampleTotal(0) + sampleTotal(1) + sampleTotal(2)),
+      latencyMs: { p50: 42.4, p95: 185 },
+      series: SAMPLE_SERIES.map(([succeeded, retry, failed, p50, p95], i) => ({
+        start: new Date(SAMPLE_SINCE + i * 5 * 60_000).toISOString(),
+        attempts: { succeeded, retry, failed },
+        successRate: rate(succeeded, succeeded + retry + failed),
+        latencyMs: { p50, p95 },
+      })),
+      lastSuccess: { at: '2024-07-02T12:06:58.000Z', statusCode: 200 },
+      lastFailure: { at: '2024-07-02T11:38:12.000Z', statusCode: 503, error: null },
       consecutiveFailures: 0,
       pending: 3,
+      failed: 1,
     },
   ],
 });

@@ -18,6 +18,9 @@ import * as m015 from './015_readiness_probe.js';
 import * as m016 from './016_deliveries_in_notification_rows.js';
 import * as m017 from './017_partitioned_delivery_log.js';
 import * as m018 from './018_delivery_log_fillfactor.js';
+import * as m019 from './019_attempt_request_headers.js';
+import * as m020 from './020_manual_retry.js';
+import * as m021 from './021_account_failed_notifications.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -42,6 +45,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '016_deliveries_in_notification_rows': m016,
   '017_partitioned_delivery_log': m017,
   '018_delivery_log_fillfactor': m018,
+  '019_attempt_request_headers': m019,
+  '020_manual_retry': m020,
+  '021_account_failed_notifications': m021,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

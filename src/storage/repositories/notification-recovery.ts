@@ -39,8 +39,9 @@ export function findFailedPage(
 
 /**
  * Puts the notifications of `ids` that are still failed with completed_at in [since, until) back
- * to pending; returns the ids it took. The guard is what makes concurrent recoveries safe: one that
- * took a row first changed its status, so a second one skips it.
+ * to pending, for an automatic attempt (a manual retry's mark, left on a row that ended without
+ * settling it, is cleared); returns the ids it took. The guard is what makes concurrent recoveries
+ * safe: one that took a row first changed its status, so a second one skips it.
  *
  * The ids: one list parameter (`StorageDialect.list`). On PostgreSQL `id = any($1::text[])` is
  * planned with the actual array (1,000 elements, the primary key, or at worst one pass over the
@@ -53,7 +54,7 @@ export function findFailedPage(
 const takeFailed = precompiled<[string | string[], number, number, number], { id: string }>(
   (db, ids, since, until, now) =>
     sql<{ id: string }>`update notifications set status = 'pending', completed_at = null, updated_at = cast(${now} as bigint),
-            run_at = cast(${now} as bigint), runs = 0, lease = null, lease_until = null
+            run_at = cast(${now} as bigint), runs = 0, lease = null, lease_until = null, manual_resume_at = null
           where ${dialectOf(db).inList(sql.ref('id'), ids)}
             and status = 'failed' and completed_at >= cast(${since} as bigint) and completed_at < cast(${until} as bigint)
           returning id`,

@@ -1,9 +1,9 @@
-import { sql } from 'kysely';
-import { newId } from '../../domain/ids.js';
+import { sql, type SelectQueryBuilder } from 'kysely';
+import { firstIdAt, newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
 import { dialectOf, type RecordColumnType } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
-import type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
+import type { Database, NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
 
 /** A notification with when its next attempt is due (null: none scheduled, or one in flight). */
 export type NotificationRow = NotificationsTable & { next_attempt_at: number | null };
@@ -13,12 +13,12 @@ export async function insertNotifications(db: Executor, rows: NotificationsTable
   if (rows.length > 0) await db.insertInto('notifications').values(rows).execute();
 }
 
-/** Notifications with their next attempt's time: the row's schedule while no attempt holds it. */
+/** A notification's next attempt's time: the row's schedule while no attempt holds it. */
+const nextAttemptAt = () => sql<number | null>`case when notifications.status = 'pending' and notifications.lease is null then notifications.run_at end`.as('next_attempt_at');
+
+/** Notifications with their next attempt's time. */
 function withSchedule(db: Executor) {
-  return db
-    .selectFrom('notifications')
-    .selectAll('notifications')
-    .select(sql<number | null>`case when notifications.status = 'pending' and notifications.lease is null then notifications.run_at end`.as('next_attempt_at'));
+  return db.selectFrom('notifications').selectAll('notifications').select(nextAttemptAt());
 }
 
 export async function findNotification(db: Executor, id: string, accountId?: string): Promise<NotificationRow | undefined> {
@@ -27,25 +27,111 @@ export async function findNotification(db: Executor, id: string, accountId?: str
   return query.executeTakeFirst();
 }
 
+/** What the delivery log is filtered by (GET /notifications); the stats' `pending` and `failed` count the same rows. */
 export interface NotificationFilter {
   accountId: string;
-  requestId?: string;
-  subscriptionId?: string;
-  status?: NotificationStatus;
+  requestId?: string | undefined;
+  subscriptionId?: string | undefined;
+  status?: NotificationStatus | undefined;
+  event?: NotificationsTable['event'] | undefined;
+  /** Created at or after this time (epoch ms). */
+  since?: number | undefined;
+  /** Created before this time (epoch ms). */
+  until?: number | undefined;
+}
+
+export interface NotificationPage extends NotificationFilter {
   /** Id of the last notification of the previous page (ids sort by creation time). */
-  before?: string;
+  before?: string | undefined;
   limit: number;
 }
 
-/** Newest first; one extra row tells whether another page follows. */
-export async function listNotifications(db: Executor, filter: NotificationFilter): Promise<{ rows: NotificationRow[]; more: boolean }> {
-  let query = withSchedule(db).where('notifications.account_id', '=', filter.accountId);
-  if (filter.requestId) query = query.where('notifications.request_id', '=', filter.requestId);
-  if (filter.subscriptionId) query = query.where('notifications.subscription_id', '=', filter.subscriptionId);
-  if (filter.status) query = query.where('notifications.status', '=', filter.status);
-  if (filter.before) query = query.where('notifications.id', '<', filter.before);
-  const rows = await query.orderBy('notifications.id', 'desc').limit(filter.limit + 1).execute();
-  return { rows: rows.slice(0, filter.limit), more: rows.length > filter.limit };
+const STATUSES: readonly NotificationStatus[] = ['pending', 'succeeded', 'failed'];
+const EVENTS: readonly NotificationsTable['event'][] = ['registered-requests', 'processed-requests'];
+
+/**
+ * The rows a filter names (and, for a page, those before its cursor): one predicate for the list
+ * and for the counts, so that a figure and the list it stands for cannot disagree.
+ * - `status`, `event` and `test` are written as literals (after checking them against their few
+ *   values): a partial index is used only where the query states its predicate, and SQLite does
+ *   not see through a bound parameter.
+ * - `since` and `until` are bounds on the id: an id begins with the millisecond of its creation,
+ *   the clock reading `created_at` holds too (newNotificationRow), so a range of creation times
+ *   is a range of ids: a range of `notifications_account_idx (account_id, id)`, and on PostgreSQL
+ *   only the partitions of those periods are read.
+ * - `test`: only test sends (1) or only the others (0), for the halves of `idHalves`.
+ */
+function whereFilter<O>(
+  query: SelectQueryBuilder<Database, 'notifications', O>,
+  filter: NotificationFilter & { before?: string | undefined },
+  test?: 0 | 1,
+): SelectQueryBuilder<Database, 'notifications', O> {
+  let q = query.where('notifications.account_id', '=', filter.accountId);
+  if (filter.requestId !== undefined) q = q.where('notifications.request_id', '=', filter.requestId);
+  if (filter.subscriptionId !== undefined) q = q.where('notifications.subscription_id', '=', filter.subscriptionId);
+  if (filter.status !== undefined) {
+    if (!STATUSES.includes(filter.status)) throw new Error(`not a notification status: ${filter.status}`);
+    q = q.where(sql.ref('notifications.status'), '=', sql.lit(filter.status));
+  }
+  if (filter.event !== undefined) {
+    if (!EVENTS.includes(filter.event)) throw new Error(`not a notification event: ${filter.event}`);
+    q = q.where(sql.ref('notifications.event'), '=', sql.lit(filter.event));
+  }
+  if (test !== undefined) q = q.where(sql.ref('notifications.test'), '=', sql.lit(test));
+  if (filter.since !== undefined) q = q.where('notifications.id', '>=', firstIdAt('msg', filter.since));
+  if (filter.until !== undefined) q = q.where('notifications.id', '<', firstIdAt('msg', filter.until));
+  if (filter.before) q = q.where('notifications.id', '<', filter.before);
+  return q;
+}
+
+/**
+ * A subscription's pending notifications are in two partial indexes on `subscription_id`:
+ * `notifications_subscription_pending_idx` holds those that are not test sends,
+ * `notifications_test_sends_idx` the test sends. Neither planner reads both for one query (and a
+ * page asked of either would walk the account's log instead), so such a filter is read as two
+ * queries, `test = 0` and `test = 1`, each of which states one index's predicate.
+ */
+const inTwoHalves = (filter: NotificationFilter) => filter.subscriptionId !== undefined && filter.status === 'pending';
+
+/**
+ * Newest first; one extra row tells whether another page follows.
+ *
+ * Most filters walk `notifications_account_idx` (or, for `failed`, `notifications_account_failed_idx`)
+ * from the newest row and keep the matches. Two find their few rows by another index first, then
+ * take the page from them: a request's notifications (`notifications_request_idx`), and a
+ * subscription's pending ones (`inTwoHalves`). Asked for the newest rows at once, a planner walks
+ * the account's log instead whenever it expects matches to be frequent (SQLite, which keeps no
+ * statistics, always; PostgreSQL when pending notifications are many overall, another account's
+ * backlog), and for a request or a subscription with fewer matches than a page it reads the
+ * account's whole log. Found first, they cost what they number: a handful for a request, the
+ * subscription's pending count (the figure GET /subscriptions/{id}/stats shows) for the other.
+ */
+export async function listNotifications(db: Executor, page: NotificationPage): Promise<{ rows: NotificationRow[]; more: boolean }> {
+  const limit = page.limit + 1;
+  let rows: NotificationRow[];
+  if (page.requestId !== undefined || inTwoHalves(page)) {
+    const ids = (test?: 0 | 1) => whereFilter(db.selectFrom('notifications').select('notifications.id'), page, test);
+    const candidates = inTwoHalves(page) ? ids(0).unionAll(ids(1)) : ids();
+    rows = await db
+      .with((cte) => cte('candidates').materialized(), () => candidates)
+      .selectFrom('notifications')
+      .selectAll('notifications')
+      .select(nextAttemptAt())
+      .where('notifications.id', 'in', (eb) => eb.selectFrom('candidates').select('candidates.id').orderBy('candidates.id', 'desc').limit(limit))
+      .orderBy('notifications.id', 'desc')
+      .execute();
+  } else {
+    rows = await whereFilter(withSchedule(db), page).orderBy('notifications.id', 'desc').limit(limit).execute();
+  }
+  return { rows: rows.slice(0, page.limit), more: rows.length > page.limit };
+}
+
+/** How many notifications the filter names: the rows listNotifications pages through, read from the same indexes. */
+export async function countNotifications(db: Executor, filter: NotificationFilter): Promise<number> {
+  const count = (test?: 0 | 1) => whereFilter(db.selectFrom('notifications').select((eb) => eb.fn.countAll<string | number>().as('n')), filter, test);
+  if (!inTwoHalves(filter)) return Number((await count().executeTakeFirstOrThrow()).n);
+  const { rows } = await sql<{ n: string | number }>`select (${count(0)}) + (${count(1)}) as n`.execute(db);
+  return Number(rows[0]!.n);
 }
 
 export async function listAttempts(db: Executor, notificationId: string): Promise<NotificationAttemptsTable[]> {
@@ -73,6 +159,7 @@ const ATTEMPT_COLUMNS = {
   response_body: 'text',
   error: 'text',
   outcome: 'text',
+  request_headers: 'text',
 } as const satisfies Record<keyof NotificationAttemptsTable, RecordColumnType>;
 const attemptColumns = sql.raw(Object.keys(ATTEMPT_COLUMNS).join(', '));
 
@@ -80,12 +167,18 @@ const insertAttempts = precompiled(
   (db, rows: string) => sql`insert into notification_attempts (${attemptColumns}) select ${attemptColumns} from ${dialectOf(db).records(rows, 'a', ATTEMPT_COLUMNS)}`,
 );
 
-/** The settle of a delivery: its outcome, its next attempt's time, and the lease let go; only where the lease is still the one it ran under. */
+/**
+ * The settle of a delivery: its outcome, its next attempt's time, and the lease let go; only where
+ * the lease is still the one it ran under. An attempt a manual retry asked for (`manual_resume_at`
+ * set: the row is held under the lease, so it is what the worker read) is counted in
+ * `manual_attempts`, and the retry is used up.
+ */
 const moveNotificationsOn = precompiled(
   (db, rows: string) =>
     sql<{ id: string; has_waiters: number }>`update notifications as n set status = m.status, attempt_count = m.attempt_count,
             last_status_code = m.last_status_code, last_error = m.last_error, updated_at = m.updated_at, completed_at = m.completed_at,
-            run_at = m.next_run_at, lease = null, lease_until = null, postponed = 0, runs = 0
+            run_at = m.next_run_at, lease = null, lease_until = null, postponed = 0, runs = 0,
+            manual_attempts = case when n.manual_resume_at is null then n.manual_attempts else coalesce(n.manual_attempts, 0) + 1 end, manual_resume_at = null
           from ${dialectOf(db).records(rows, 'm', {
             notification_id: 'text',
             held_lease: 'text',
@@ -164,14 +257,18 @@ export async function markNotificationFailed(db: Executor, id: string, error: st
 }
 
 /**
- * A manual retry: the notification is due now for one more attempt, whether it waits for its next
- * one, is held (it waits no more), or ended. One in flight (under a lease that has not ended) is
- * left as it is.
+ * A manual retry (docs/delivery.md, "Manual retry"): the notification is due now for one extra
+ * attempt, whether it waits for its next one, is held (it waits no more), or ended. It writes what
+ * that attempt's failure goes back to (`manual_resume_at`, read by the worker's decision): a
+ * pending one's automatic attempt when it was due (a held one's: now), an ended one's nothing (0).
+ * A second retry before the attempt keeps what the first wrote. One in flight (under a lease that
+ * has not ended) is left as it is.
  */
 export async function retryNotificationNow(db: Executor, id: string, at: number): Promise<void> {
+  const resumeAt = sql<number>`case when status <> 'pending' then 0 when manual_resume_at is not null then manual_resume_at else coalesce(run_at, cast(${at} as bigint)) end`;
   await db
     .updateTable('notifications')
-    .set({ status: 'pending', completed_at: null, waits_for: null, run_at: at, runs: 0, postponed: 0, lease: null, lease_until: null, updated_at: at })
+    .set({ status: 'pending', completed_at: null, waits_for: null, run_at: at, runs: 0, postponed: 0, lease: null, lease_until: null, updated_at: at, manual_resume_at: resumeAt })
     .where('id', '=', id)
     .where((eb) => eb.or([eb('lease', 'is', null), eb('lease_until', '<=', at)]))
     .execute();
@@ -249,6 +346,8 @@ export function newNotificationRow(
     lease_until: null,
     runs: 0,
     postponed: 0,
+    manual_attempts: null,
+    manual_resume_at: null,
   };
 }
 

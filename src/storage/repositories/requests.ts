@@ -77,6 +77,51 @@ export async function findRequest(db: Executor, accountId: string, id: string): 
   return row && toRewardRequest(row);
 }
 
+/** What GET /requests filters an account's requests by. */
+export interface RequestFilter {
+  accountId: string;
+  status?: RequestsTable['status'] | undefined;
+  /** The experience's name, as the request named it. */
+  experience?: string | undefined;
+  /** Created at or after this time (epoch ms). */
+  since?: number | undefined;
+  /** Created before this time (epoch ms). */
+  until?: number | undefined;
+}
+
+export interface RequestPage extends RequestFilter {
+  /** The last request of the previous page: the page holds those that come after it, newest first. */
+  after?: { createdAt: number; id: string } | undefined;
+  limit: number;
+}
+
+/**
+ * The account's requests newest first: (created_at, id) descending, so requests made in the same
+ * millisecond keep one order from page to page. It reads `requests_account_created_idx
+ * (account_id, created_at)` from the account's newest request (or from `until`, or from the
+ * cursor) down, never another account's rows; `status` and `experience` are kept as it goes, so a
+ * rare status reads the account's requests back to the first match (`since` bounds that).
+ */
+export function listRequestsQuery(db: Executor, page: RequestPage) {
+  let query = db.selectFrom('requests').selectAll().where('account_id', '=', page.accountId);
+  if (page.status !== undefined) query = query.where('status', '=', page.status);
+  if (page.experience !== undefined) query = query.where('experience', '=', page.experience);
+  if (page.since !== undefined) query = query.where('created_at', '>=', page.since);
+  if (page.until !== undefined) query = query.where('created_at', '<', page.until);
+  const after = page.after;
+  if (after) {
+    // (created_at, id) < (after.createdAt, after.id), with a bound the index can use on its own.
+    query = query.where('created_at', '<=', after.createdAt).where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb('id', '<', after.id)]));
+  }
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1);
+}
+
+/** A page of the account's requests (listRequestsQuery); `more` when another page follows. */
+export async function listRequests(db: Executor, page: RequestPage): Promise<{ requests: RewardRequest[]; more: boolean }> {
+  const rows = await listRequestsQuery(db, page).execute();
+  return { requests: rows.slice(0, page.limit).map(toRewardRequest), more: rows.length > page.limit };
+}
+
 /** A request as the worker reads it: with whether its account is active, in the same query. */
 export type RequestRowForWork = RequestsTable & { account_active: number | null };
 

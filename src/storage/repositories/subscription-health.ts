@@ -100,16 +100,29 @@ export interface StatsTotals {
   histogram: number[];
 }
 
-/** The subscription's attempts in the buckets from `fromBucket` on: one indexed range of at most 2,016 rows. */
-export async function sumStats(db: Executor, subscriptionId: string, fromBucket: number): Promise<StatsTotals> {
-  const row = await db
+/**
+ * The subscription's attempts in the rollup buckets of [since, until), summed per `bucketMs` from
+ * `since`: one row per series bucket that has attempts (`index` 0 is the one starting at `since`).
+ * One indexed range of at most 2,016 rows (`subscription_stats_pk`), grouped by the database.
+ */
+export async function sumStatsSeries(db: Executor, subscriptionId: string, range: { since: number; until: number; bucketMs: number }): Promise<Array<StatsTotals & { index: number }>> {
+  const { since, until, bucketMs } = range;
+  if (![since, until, bucketMs].every(Number.isSafeInteger) || bucketMs <= 0) throw new Error(`not a series range: ${since}, ${until}, ${bucketMs}`);
+  // Integers written out (checked above): the same expression in the select and the group by.
+  const index = sql<string | number>`(bucket_start - ${sql.lit(since)}) / ${sql.lit(bucketMs)}`;
+  const rows = await db
     .selectFrom('subscription_stats')
+    .select(index.as('series_index'))
     .select(COUNT_COLUMNS.map((column) => sql<string | number | null>`sum(${sql.ref(column)})`.as(column)))
     .where('subscription_id', '=', subscriptionId)
-    .where('bucket_start', '>=', fromBucket)
-    .executeTakeFirstOrThrow();
-  const value = (column: (typeof COUNT_COLUMNS)[number]) => Number(row[column] ?? 0);
-  return { succeeded: value('succeeded'), retry: value('retry'), failed: value('failed'), histogram: HISTOGRAM_COLUMNS.map(value) };
+    .where('bucket_start', '>=', since)
+    .where('bucket_start', '<', until)
+    .groupBy(index)
+    .execute();
+  return rows.map((row) => {
+    const value = (column: (typeof COUNT_COLUMNS)[number]) => Number(row[column] ?? 0);
+    return { index: Number(row.series_index), succeeded: value('succeeded'), retry: value('retry'), failed: value('failed'), histogram: HISTOGRAM_COLUMNS.map(value) };
+  });
 }
 
 export async function findHealth(db: Executor, subscriptionId: string): Promise<SubscriptionHealthTable | undefined> {
@@ -117,18 +130,6 @@ export async function findHealth(db: Executor, subscriptionId: string): Promise<
   if (!row) return undefined;
   const ms = (value: number | null) => (value === null ? null : Number(value));
   return { ...row, last_success_at: ms(row.last_success_at), last_failure_at: ms(row.last_failure_at), failing_since: ms(row.failing_since) };
-}
-
-/** Notifications of the subscription waiting for an attempt (test sends aside): the partial index on pending ones. */
-export async function countPending(db: Executor, subscriptionId: string): Promise<number> {
-  const row = await db
-    .selectFrom('notifications')
-    .select((eb) => eb.fn.countAll<string | number>().as('n'))
-    .where('subscription_id', '=', subscriptionId)
-    .where('status', '=', 'pending')
-    .where('test', '=', 0)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
 }
 
 /** A re-enabled subscription's run of failures starts over (auto-disable counts from its next failure). */

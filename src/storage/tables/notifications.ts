@@ -35,6 +35,15 @@ export interface NotificationsTable {
   runs: number;
   /** 1 while its delivery waits for its turn under the subscription's rateLimit (lifting the limit finds it). */
   postponed: number;
+  /** Attempts made by manual retries (POST /notifications/{id}/retry), which RETRY_MAX_ATTEMPTS does not count; null: none (migration 020). */
+  manual_attempts: number | null;
+  /**
+   * Set by a manual retry until its attempt is settled (null: the attempt due is an automatic one):
+   * when the delivery's automatic attempts resume should the manual one fail — when its next one was
+   * due before the retry (the retry's own time for a held one) — or 0 when it had ended before the
+   * retry (the manual attempt is its only one). Read only while the notification is pending.
+   */
+  manual_resume_at: number | null;
 }
 
 export interface NotificationAttemptsTable {
@@ -49,4 +58,10 @@ export interface NotificationAttemptsTable {
   error: string | null;
   /** 'succeeded', 'retry' (another attempt is scheduled) or 'failed' (no more attempts). */
   outcome: 'succeeded' | 'retry' | 'failed';
+  /**
+   * The headers of the call the attempt made, as compact JSON (lower-case name → value), secrets
+   * masked before they are stored (domain/notifications/request-headers.ts); null when it made no
+   * call, and for attempts logged before migration 019.
+   */
+  request_headers: string | null;
 }

@@ -17,7 +17,8 @@ type Prepared = { input: DeliveryAttemptInput; rateLimit: number | null } | { re
  * Subscriptions and signing secrets change rarely and are read for every attempt: a per-process
  * cache saves two queries and two decryptions per delivery. A subscription is cached under its
  * `updated_at` (read with the notification), so an edit applies to the very next attempt; signing
- * secrets for one second (a rotated-out secret keeps signing for 24 h anyway).
+ * secrets for one second, so a rotation reaches every worker within a second. A cached secret is
+ * used only until its own expiry: a rotated-out secret stops signing when its overlap ends.
  */
 const TARGET_CACHE_MS = 1_000;
 
@@ -75,8 +76,10 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
   const base = { accountId: row.account_id, body: row.payload, eventType: row.event, msgId: row.id, ...(row.test === 1 ? { test: true } : {}) };
   // An operator cut the account off: nothing of it leaves, not even a test send (docs/requests.md, "Deactivated accounts").
   if (row.account_active !== null && Number(row.account_active) === 0) return { refused: 'not sent: the account is inactive', url: row.url };
-  const secretsOf = (owner: { subscriptionId: string } | { accountId: string }, key: string) =>
-    cache.get(`secrets:${key}`, async () => (await loadSigningSecrets(deps.db, deps.box, owner, now)).map((s) => s.secret));
+  const secretsOf = async (owner: { subscriptionId: string } | { accountId: string }, key: string) =>
+    (await cache.get(`secrets:${key}`, () => loadSigningSecrets(deps.db, deps.box, owner, now)))
+      .filter((s) => s.expiresAt === null || s.expiresAt > now)
+      .map((s) => s.secret);
   if (row.subscription_id === null) {
     return { input: { ...base, url: row.url, secrets: await secretsOf({ accountId: row.account_id }, row.account_id) }, rateLimit: null };
   }
@@ -132,7 +135,9 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
     'refused' in prepared
       ? ({ kind: 'failed' } as const)
       : decideAfterAttempt({
-          attempt,
+          // Attempts of manual retries use none of the automatic ones (docs/delivery.md, "Manual retry").
+          attempt: attempt - (row.manual_attempts ?? 0),
+          ...(row.manual_resume_at !== null ? { manual: { resumeAt: row.manual_resume_at > 0 ? new Date(row.manual_resume_at) : null } } : {}),
           // A test send gets one attempt: its outcome is the answer to "does my endpoint work?".
           maxAttempts: row.test === 1 ? 1 : deps.config.retryMaxAttempts,
           retryIntervalMs: deps.config.retryIntervalMs,
@@ -154,6 +159,7 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
       response_body: result.responseBody ?? null,
       error: result.error ?? null,
       outcome: decision.kind,
+      request_headers: result.requestHeaders ? JSON.stringify(result.requestHeaders) : null,
     },
     status: decision.kind === 'retry' ? 'pending' : decision.kind,
     nextAttemptAt: decision.kind === 'retry' ? decision.at.getTime() : null,

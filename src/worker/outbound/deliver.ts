@@ -1,3 +1,4 @@
+import { maskRequestHeaders } from '../../domain/notifications/request-headers.js';
 import { buildWebhookHeaders } from '../../domain/notifications/signing.js';
 import { TEST_SEND_HEADER } from '../../domain/notifications/test-sample.js';
 import { planCallbackAuth, type CallbackAuthorization, type CallbackCredential } from './callback-auth.js';
@@ -47,6 +48,14 @@ export interface AttemptResult {
   error?: string;
   /** The answer's Retry-After header, for the retry policy. */
   retryAfter?: string;
+  /**
+   * The headers of the call made (the last one: an OAuth2 401 makes a second), secrets masked
+   * (maskRequestHeaders), for the delivery log. Also when the call failed without an answer
+   * (connection, TLS, timeout): they are what was sent or being sent. Absent when no call was made
+   * (a signing or credential error, a failed token request). The HTTP client's own headers (`host`,
+   * `content-length`, `connection`) are not in it: the logged URL and payload give them.
+   */
+  requestHeaders?: Record<string, string>;
 }
 
 export interface DeliveryDeps {
@@ -79,6 +88,9 @@ export async function deliverAttempt(input: Omit<DeliveryAttemptInput, 'accountI
   const now = deps.now ?? Date.now;
   const startedAt = now();
   const elapsed = () => Math.max(0, Math.round(now() - startedAt));
+  // The headers of the last call handed to the HTTP client; masked here, so that no secret leaves the outbound side.
+  let sent: Record<string, string> | undefined;
+  const sentHeaders = () => (sent ? { requestHeaders: maskRequestHeaders(sent) } : {});
   try {
     const plan = planCallbackAuth(input.authorization);
     const baseHeaders: Record<string, string> = {};
@@ -101,15 +113,17 @@ export async function deliverAttempt(input: Omit<DeliveryAttemptInput, 'accountI
       }),
     );
 
-    const send = (authorization: string | undefined): Promise<OutboundResponse> =>
-      deps.http.send({
+    const send = (authorization: string | undefined): Promise<OutboundResponse> => {
+      sent = authorization ? { ...baseHeaders, authorization } : baseHeaders;
+      return deps.http.send({
         url: input.url,
         method: 'POST',
-        headers: authorization ? { ...baseHeaders, authorization } : baseHeaders,
+        headers: sent,
         body: input.body,
         useClientCertificate: plan.useClientCertificate,
         maxBodyBytes: MAX_LOGGED_RESPONSE_BYTES,
       });
+    };
 
     const response = await sendAuthenticated(plan.credential, send, deps.tokens);
     const error = failureMessage(response.statusCode);
@@ -121,9 +135,10 @@ export async function deliverAttempt(input: Omit<DeliveryAttemptInput, 'accountI
       responseBody: loggableText(response.body.toString('utf8')),
       ...(error ? { error } : {}),
       ...(retryAfter !== undefined ? { retryAfter } : {}),
+      ...sentHeaders(),
     };
   } catch (error) {
-    return { ok: false, latencyMs: elapsed(), error: loggableText((error as Error)?.message ?? String(error)) };
+    return { ok: false, latencyMs: elapsed(), error: loggableText((error as Error)?.message ?? String(error)), ...sentHeaders() };
   }
 }
 
