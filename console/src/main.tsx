@@ -1,4 +1,4 @@
-import { render } from 'preact';
+import { render, type ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import { useStore, session, signOut, can, isOperator, actingAccount, actFor, type Session } from './session';
 import { route, href } from './router';
@@ -7,8 +7,18 @@ import { Overview } from './pages/overview';
 import { SubscriptionList, SubscriptionPage, NewSubscription } from './pages/subscriptions';
 import { Deliveries, DeliveryPage } from './pages/deliveries';
 import { RequestSearch, RequestTimeline } from './pages/requests';
-import { Accounts, AccountPage, Experiences } from './pages/admin';
 import { AccountSwitcher } from './pages/account-switcher';
+import { Loading, Problem, useAsync } from './ui';
+
+type OperatorPages = typeof import('./pages/operator');
+const operatorPages = () => import('./pages/operator');
+
+/** An operator page, rendered once its chunk is in (it is fetched once, then cached by the browser and the module map). */
+function OperatorPage({ render }: { render: (pages: OperatorPages) => ComponentChildren }) {
+  const pages = useAsync(operatorPages, []);
+  if (pages.data) return <>{render(pages.data)}</>;
+  return pages.error ? <Problem problem={pages.error} /> : <Loading label="Loading the page…" />;
+}
 
 interface NavItem {
   path: string;
@@ -41,8 +51,8 @@ function Page({ path }: { path: string }) {
   if (first === 'deliveries' && can('subscriptions:read')) return second ? <DeliveryPage id={second} /> : <Deliveries />;
   if (first === 'requests' && can('requests:read')) return second ? <RequestTimeline id={second} /> : <RequestSearch />;
   if (first === 'admin' && isOperator()) {
-    if (second === 'accounts') return third ? <AccountPage id={third} /> : <Accounts />;
-    if (second === 'experiences') return <Experiences />;
+    if (second === 'accounts') return <OperatorPage render={(p) => (third ? <p.AccountPage id={third} /> : <p.Accounts />)} />;
+    if (second === 'experiences') return <OperatorPage render={(p) => (third ? <p.ExperiencePage id={third === 'new' ? undefined : third} /> : <p.Experiences />)} />;
   }
   if (['subscriptions', 'deliveries', 'requests', 'admin'].includes(first)) return <Forbidden />;
   return (
@@ -67,12 +77,23 @@ function Forbidden() {
 function Shell({ current }: { current: Session }) {
   const { path } = useStore(route);
   const acting = useStore(actingAccount);
-  const main = useRef<HTMLElement>(null);
+  // Focus follows the reader: on arrival it is at the top of the document, as on any page load, so
+  // Tab reaches the skip link, then the menu, then the content. After a move within the console
+  // it goes back to the top, on the page's name (read out by screen readers), not into the content.
+  const top = useRef<HTMLParagraphElement>(null);
+  const arrived = useRef(false);
   useEffect(() => {
-    main.current?.focus({ preventScroll: true });
+    if (!arrived.current) {
+      arrived.current = true;
+      return;
+    }
+    top.current?.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
   }, [path]);
   return (
     <>
+      {/* Its text is the tab's title, kept by titleFromHeading. */}
+      <p class="sr-only" id="page-name" tabIndex={-1} ref={top} data-testid="page-name" />
       <a class="skip" href="#main">
         Skip to content
       </a>
@@ -97,7 +118,7 @@ function Shell({ current }: { current: Session }) {
           ))}
         </ul>
       </nav>
-      <main id="main" ref={main} tabIndex={-1}>
+      <main id="main" tabIndex={-1}>
         <Page key={`${path}|${acting ?? ''}`} path={path} />
       </main>
     </>
@@ -118,8 +139,31 @@ function titleFromHeading(root: HTMLElement): void {
     const heading = root.querySelector('h1')?.textContent?.trim();
     const title = heading ? `${heading} · Rewards console` : 'Rewards console';
     if (document.title !== title) document.title = title;
+    const name = document.getElementById('page-name');
+    if (name && name.textContent !== title) name.textContent = title;
   };
   new MutationObserver(update).observe(root, { childList: true, subtree: true, characterData: true });
+  update();
+}
+
+/**
+ * On a phone a table's rows stack as cards (styles.css) and each cell is headed by its column's
+ * name, which CSS takes from the cell's `data-label`: set here from the table's `<th scope="col">`,
+ * so no page has to repeat its headers in every cell.
+ */
+function labelCellsFromHeaders(root: HTMLElement): void {
+  const update = () => {
+    for (const table of root.querySelectorAll('table')) {
+      const names = [...table.querySelectorAll('thead th')].map((th) => th.textContent?.trim() ?? '');
+      for (const row of table.querySelectorAll('tbody tr')) {
+        [...row.children].forEach((cell, i) => {
+          const name = names[i];
+          if (name && cell.getAttribute('data-label') !== name) cell.setAttribute('data-label', name);
+        });
+      }
+    }
+  };
+  new MutationObserver(update).observe(root, { childList: true, subtree: true });
   update();
 }
 
@@ -129,3 +173,4 @@ window.addEventListener('hashchange', consumeLinkFragment);
 const root = document.getElementById('app')!;
 render(<App />, root);
 titleFromHeading(root);
+labelCellsFromHeaders(root);

@@ -23,6 +23,27 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): { data?: T
   return { ...state, reload };
 }
 
+/**
+ * Reloads an async value every `everyMs` while `follow` is on and until `done(data)` or `forMs` has
+ * passed since it was turned on (a new value of `follow` starts again; `null` or `false` is off):
+ * one load at a time, none while the tab is hidden. The one way the console follows something
+ * whose outcome comes later (a test send, Retry now, the delivery log).
+ */
+export function useFollow<T>(state: { data?: T; loading: boolean; reload: () => void }, { everyMs, follow, done = () => false, forMs = Infinity }: { everyMs: number; follow: unknown; done?: (data: T) => boolean; forMs?: number }): boolean {
+  const on = follow !== null && follow !== false && follow !== undefined;
+  const [since, setSince] = useState<number | null>(null);
+  const [tick, setTick] = useState(0);
+  const following = on && since !== null && Date.now() - since < forMs && !(state.data !== undefined && done(state.data));
+  useEffect(() => setSince(on ? Date.now() : null), [follow]);
+  useEffect(() => {
+    if (!following || state.loading) return;
+    const timer = setTimeout(() => (document.hidden ? setTick((n) => n + 1) : state.reload()), everyMs);
+    return () => clearTimeout(timer);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [following, state.loading, state.data, tick]);
+  return following;
+}
+
 export function asProblem(error: unknown): ApiProblem {
   return error instanceof ApiProblem ? error : new ApiProblem(0, 'Something went wrong', error instanceof Error ? error.message : String(error));
 }
@@ -55,25 +76,43 @@ export function Loading({ label = 'Loading…' }: { label?: string }) {
   );
 }
 
-/** A problem document: its title and detail (field errors are shown by their fields). */
+/**
+ * A problem document: its title and detail. A form's field errors are shown by their fields
+ * (`unplaced` names the paths the form places); then the box says so in words instead of
+ * repeating them, and lists only the others, each under the name of the member it is about.
+ */
 export function Problem({ problem, unplaced }: { problem?: ApiProblem; unplaced?: string[] }) {
   if (!problem) return null;
-  const rest = unplaced ? problem.errors.filter((e) => !unplaced.some((p) => e.path === p || e.path.startsWith(`${p}.`))) : problem.errors;
+  const placed = (path: string) => unplaced?.some((p) => path === p || path.startsWith(`${p}.`) || path.startsWith(`${p}[`)) ?? false;
+  const rest = problem.errors.filter((e) => !placed(e.path));
+  const byField = unplaced !== undefined && problem.errors.length > 0;
   return (
     <div class="problem" role="alert" data-testid="problem">
-      <strong class="problem-title">{problem.title}</strong>
-      {problem.detail ? <p class="problem-detail">{problem.detail}</p> : null}
-      {unplaced && rest.length ? (
+      <strong class="problem-title">{byField ? (rest.length ? 'Some values were not accepted' : 'Some values were not accepted: see the fields marked in red') : problem.title}</strong>
+      {problem.detail && !byField ? <p class="problem-detail">{problem.detail}</p> : null}
+      {byField && rest.length ? (
         <ul>
           {rest.map((e) => (
             <li key={e.path}>
-              <code>{e.path}</code>: {e.message}
+              {fieldName(e.path)}: {e.message}
             </li>
           ))}
         </ul>
       ) : null}
     </div>
   );
+}
+
+/** `body.callback.url` → "Callback url", `querystring.status` → "Status": the member a message is about, in words. */
+export function fieldName(path: string): string {
+  const words = path
+    .replace(/^(body|querystring|params|headers)\.?/, '')
+    .replace(/\[(\d+)\]/g, (_, n: string) => ` ${Number(n) + 1}`)
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .replace(/[._]/g, ' ')
+    .trim()
+    .toLowerCase();
+  return words ? words[0]!.toUpperCase() + words.slice(1) : 'The request';
 }
 
 let fieldIds = 0;
@@ -210,28 +249,79 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
   );
 }
 
-/** A secret shown once (signing secret, client secret): text to select plus a copy button. */
-export function ShownOnce({ label, value, testid }: { label: string; value: string; testid: string }) {
+/**
+ * A new secret: text to select plus a copy button, and whether it can be seen again (a client
+ * secret is stored hashed: never; a signing secret: on its subscription's page).
+ */
+export function ShownOnce({ label, value, testid, note = 'shown once; copy it now.' }: { label: string; value: string; testid: string; note?: string }) {
   return (
     <div class="shown-once" role="status" data-testid={testid}>
       <p>
-        <strong>{label}</strong> — shown once; copy it now.
+        <strong>{label}</strong> — {note}
       </p>
       <code class="secret">{value}</code> <CopyButton text={value} />
     </div>
   );
 }
 
-export function time(value: string | null | undefined): string {
-  if (!value) return '—';
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? value : date.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['year', 365 * 86_400_000],
+  ['month', 30 * 86_400_000],
+  ['day', 86_400_000],
+  ['hour', 3_600_000],
+  ['minute', 60_000],
+  ['second', 1000],
+];
+const relativeFormat = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+
+/** "3 minutes ago", "in 2 hours": how far a moment is from now, in its largest whole unit. */
+export function relativeTime(at: number, now = Date.now()): string {
+  const delta = at - now;
+  if (Math.abs(delta) < 10_000) return delta > 0 ? 'in a few seconds' : 'just now';
+  const [unit, size] = UNITS.find(([, ms]) => Math.abs(delta) >= ms) ?? UNITS[UNITS.length - 1]!;
+  return relativeFormat.format(Math.trunc(delta / size), unit);
 }
 
-/** With milliseconds: a request's steps are often within one second. */
-export function preciseTime(value: string): string {
+/** The exact moment in UTC, the zone of payloads, receivers' logs and the API: `2026-11-27 04:05:06 UTC`. */
+export function utc(value: string, { ms = false }: { ms?: boolean } = {}): string {
   const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? value : `${date.toLocaleDateString(undefined, { dateStyle: 'medium' })} ${date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', fractionalSecondDigits: 3 })}`;
+  if (Number.isNaN(date.getTime())) return value;
+  return `${date.toISOString().slice(0, ms ? 23 : 19).replace('T', ' ')} UTC`;
+}
+
+/**
+ * A moment as people read it: how long ago (or how soon), with the exact UTC time beside it, so
+ * it can be matched with a payload or a receiver's log. `ms` for a request's steps, which are often
+ * within one second.
+ */
+export function When({ at, ms = false }: { at: string | null | undefined; ms?: boolean }) {
+  if (!at) return <>—</>;
+  const date = new Date(at);
+  if (Number.isNaN(date.getTime())) return <>{at}</>;
+  return (
+    <time dateTime={date.toISOString()} class="when">
+      {relativeTime(date.getTime())} <span class="utc">{utc(at, { ms })}</span>
+    </time>
+  );
+}
+
+/** The same as text, for a label that must be one string (a badge). */
+export function whenText(at: string): string {
+  const date = new Date(at);
+  return Number.isNaN(date.getTime()) ? at : `${relativeTime(date.getTime())} (${utc(at)})`;
+}
+
+/**
+ * A `datetime-local` input's value read as UTC (the console's inputs all say "UTC"), as RFC 3339;
+ * empty stays empty. And back: a moment as such a value.
+ */
+export function utcInputToIso(value: string): string {
+  if (!value) return '';
+  const date = new Date(`${value.length === 16 ? `${value}:00` : value}Z`);
+  return Number.isNaN(date.getTime()) ? value : date.toISOString();
+}
+export function isoToUtcInput(at: number): string {
+  return new Date(at).toISOString().slice(0, 16);
 }
 
 export function Badge({ kind, children }: { kind: string; children: ComponentChildren }) {

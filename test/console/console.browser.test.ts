@@ -10,7 +10,7 @@ import { CONSOLE_BUILD_SCRIPT, CONSOLE_DIST_DIR } from '../../src/console-build.
 import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../support/authorization-server.js';
-import { CHROMIUM, chromiumAvailable, launchBrowser, seriousAccessibilityViolations, type TestBrowser } from '../support/browser.js';
+import { CHROMIUM, chromiumAvailable, launchBrowser, seriousAccessibilityViolations, sidewaysOverflow, type TestBrowser } from '../support/browser.js';
 import { testDialects } from '../support/databases.js';
 import { tenantWithExperience } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
@@ -91,10 +91,11 @@ for (const dialect of testDialects()) {
       await page.getByTestId('sign-out').waitFor();
     };
 
-    /** The page has no serious or critical axe violation; on SQLite its screenshot is kept. */
+    /** The page has no serious or critical axe violation and does not scroll sideways on a phone; on SQLite its screenshot is kept. */
     const checkPage = async (page: Page, name: string) => {
       await page.waitForLoadState('networkidle');
       assert.deepEqual(await seriousAccessibilityViolations(page), [], `axe on ${name}`);
+      assert.deepEqual(await sidewaysOverflow(page), [], `${name} at 390 px`);
       if (dialect === 'sqlite') await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
     };
 
@@ -115,11 +116,35 @@ for (const dialect of testDialects()) {
       const page = await open();
       await checkPage(page, 'sign-in');
       assert.equal(await page.title(), 'Sign in · Rewards console');
+      // A wrong secret is said in words, not in OAuth codes.
+      await page.getByTestId('client-id').fill(client.clientId);
+      await page.getByTestId('client-secret').fill(`${client.clientSecret}x`);
+      await page.getByTestId('sign-in').click();
+      await page.getByTestId('problem').waitFor();
+      const refusal = (await page.getByTestId('problem').textContent()) ?? '';
+      assert.match(refusal, /Sign-in refused/);
+      assert.doesNotMatch(refusal, /invalid_client/);
       await signIn(page, client);
       await page.getByTestId('health-card').first().waitFor();
       assert.equal(await page.title(), 'Overview · Rewards console', "the tab names the page");
       assert.equal(await page.getByTestId('health-card').count(), 1);
       await checkPage(page, 'overview');
+      // Focus starts at the top: Tab reaches the skip link, then the menu; after a move within the console too.
+      const focused = () => page.evaluate(() => document.activeElement?.textContent?.trim());
+      await page.keyboard.press('Tab');
+      assert.equal(await focused(), 'Skip to content');
+      await page.getByTestId('nav-subscriptions').click();
+      await page.getByRole('heading', { name: 'Subscriptions', level: 1 }).waitFor();
+      assert.equal(await focused(), 'Subscriptions · Rewards console', "the page's name has focus, read out on arrival");
+      await page.keyboard.press('Tab');
+      assert.equal(await focused(), 'Skip to content');
+      await page.keyboard.press('Tab');
+      assert.equal(await page.evaluate(() => document.activeElement?.closest('header, nav') !== null), true, 'then the header and the menu');
+      // The tab's icon is the console's own, served with its type.
+      const icon = await page.evaluate(() => (document.querySelector('link[rel=icon]') as HTMLLinkElement | null)?.href ?? '');
+      const iconAnswer = await fetch(icon);
+      assert.equal(iconAnswer.status, 200, icon);
+      assert.equal(iconAnswer.headers.get('content-type'), 'image/svg+xml');
       assert.equal(await page.evaluate(() => localStorage.length), 0, 'nothing in localStorage');
       await page.getByTestId('sign-out').click();
       await page.getByTestId('sign-in-form').waitFor();
@@ -146,6 +171,11 @@ for (const dialect of testDialects()) {
       assert.equal(tokenRequests.length, 1, `one token request: ${tokenRequests.join(', ')}`);
       const offered = await page.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();
       assert.deepEqual(offered, ['Overview', 'Subscriptions', 'Deliveries', 'Requests']);
+      // A page this session may not use still says which page it is, and why.
+      await page.goto(`${t.url}/console/subscriptions/new`);
+      await page.getByTestId('read-only').waitFor();
+      assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'New subscription');
+      assert.equal(await page.title(), 'New subscription · Rewards console');
       await page.close();
     });
 
@@ -228,7 +258,7 @@ for (const dialect of testDialects()) {
       await page.close();
     });
 
-    it('sends a test to a real receiver and shows the outcome in place; rotates the signing secret, shown once', async () => {
+    it('sends a test to a real receiver and shows the outcome in place; reveals the signing secret on demand; rotates it after asking, with the overlap chosen', async () => {
       const { client, token } = await tenant();
       const ok = await receiver();
       const created = (await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'processed-requests', description: 'Processed', callback: { url: `${ok.url}/p` } } })).body;
@@ -239,10 +269,33 @@ for (const dialect of testDialects()) {
       await page.getByTestId('test-result').getByText(/succeeded|delivered/i).waitFor({ timeout: 15_000 });
       const call = await eventually(() => ok.requests.find((r) => r.headers['x-webhook-test'] === 'true'), 5_000, 'the test send');
       assert.equal(call.headers['x-webhook-event'], 'processed-requests');
+      const secretOf = async () => (await api(t.url, 'GET', `/v2/subscriptions/${created._id}/secret`, { token })).body;
+      const first = await secretOf();
+      await page.getByTestId('reveal-secret').click();
+      await page.getByTestId('signing-secret').getByText(first.secret).waitFor();
+      await page.getByTestId('hide-secret').click();
+      assert.equal(await page.getByTestId('signing-secret').count(), 0, 'hidden again');
+      // Rotation asks first; "Cancel" changes nothing.
+      await page.getByTestId('rotate-overlap').selectOption('1h');
       await page.getByTestId('rotate-secret').click();
-      await page.getByTestId('rotated-secret').waitFor();
-      assert.match((await page.getByTestId('rotated-secret').textContent()) ?? '', /whsec_/);
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      assert.equal((await secretOf()).secret, first.secret, 'not rotated without a yes');
+      await page.getByTestId('rotate-secret').click();
+      await page.getByTestId('rotate-secret-confirm').click();
+      await page.getByTestId('previous-secret-until').waitFor();
+      const second = await secretOf();
+      assert.notEqual(second.secret, first.secret);
+      assert.ok(((await page.getByTestId('signing-secret').textContent()) ?? '').includes(second.secret), 'the new secret is shown');
+      const overlapMs = Date.parse(second.previousSecretExpiresAt) - Date.parse(second.createdAt);
+      assert.ok(Math.abs(overlapMs - 3_600_000) < 5_000, `the old secret signs for the hour chosen (${overlapMs} ms)`);
+      // The time is shown in UTC although the browser's clock is in São Paulo.
+      assert.ok(((await page.getByTestId('previous-secret-until').textContent()) ?? '').includes(`${second.previousSecretExpiresAt.slice(0, 19).replace('T', ' ')} UTC`));
       await checkPage(page, 'subscription');
+      await page.getByTestId('rotate-overlap').selectOption('0m');
+      await page.getByTestId('rotate-secret').click();
+      await page.getByTestId('rotate-secret-confirm').click();
+      await page.getByTestId('previous-secret-until').getByText('no longer signs').waitFor();
+      assert.equal((await secretOf()).previousSecretExpiresAt, undefined, 'rotated with no overlap: one secret signs');
       await page.close();
     });
 
@@ -272,6 +325,13 @@ for (const dialect of testDialects()) {
       assert.equal(await page.getByTestId('attempt').count(), 2);
       assert.ok(((await page.getByTestId('response-body').first().textContent()) ?? '').includes(HOSTILE), 'the answer is shown as text');
       assert.equal(await page.evaluate(() => (window as any).__pwned), undefined, 'nothing from the receiver ran');
+      // The headers each attempt sent, as recorded: the first attempt's timestamp, its signature masked.
+      const firstCall = flaky.requests.find((r) => r.headers['webhook-id'] === failed[0].id)!;
+      await page.getByTestId('attempt-headers').first().locator('summary').click();
+      const shown = (await page.getByTestId('attempt-headers').first().textContent()) ?? '';
+      assert.ok(shown.includes(String(firstCall.headers['webhook-timestamp'])), "the first attempt's own webhook-timestamp");
+      assert.match(shown, /v1,\*\*\*\*/);
+      assert.ok(!shown.includes(String(firstCall.headers['webhook-signature']).split(' ')[0]!.slice(3)), 'the signature is masked');
       await checkPage(page, 'delivery');
 
       flaky.respond(() => ({ status: 204 }));
@@ -288,12 +348,51 @@ for (const dialect of testDialects()) {
       assert.equal(await page.getByTestId('subscription-title').textContent(), HOSTILE);
       assert.equal(await page.evaluate(() => (window as any).__pwned), undefined);
 
-      await page.getByTestId('recover-since').fill(new Date(Date.now() - 3_600_000 - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16));
+      // The form reads UTC (the browser's clock is three hours behind it): an hour ago, in UTC.
+      await page.getByTestId('recover-since').fill(new Date(Date.now() - 3_600_000).toISOString().slice(0, 16));
       await page.getByTestId('recover').click();
       await page.getByTestId('recovered').getByText(/2/).waitFor();
       for (const id of [failed[1].id, failed[2].id]) {
         await eventually(async () => (await api(t.url, 'GET', `/v2/notifications/${id}`, { token })).body.status === 'succeeded', 15_000, `recovered ${id}`);
       }
+
+      // Everything was delivered in the end: the overview says so, and each figure opens exactly what it counts.
+      await page.goto(`${t.url}/console/`);
+      const card = page.locator(`[data-testid=health-card][data-subscription-id="${sub._id}"]`);
+      await card.getByTestId('failed').waitFor();
+      assert.equal((await card.getByTestId('failed').textContent())?.trim(), '0', 'no notification is failed now');
+      assert.equal((await card.getByTestId('pending').textContent())?.trim(), '0');
+      assert.match((await card.getByTestId('success-rate').textContent()) ?? '', /of 9/, 'the rate says it counts attempts: 2 × 3 failed, then 3 that succeeded');
+      assert.equal(await card.getByTestId('health-chart').getAttribute('data-buckets'), '24', '24 hours in hours');
+      await checkPage(page, 'overview');
+      await card.getByTestId('failed').getByRole('link').click();
+      await page.getByTestId('no-deliveries').waitFor();
+      await page.goto(`${t.url}/console/?window=1h`);
+      await card.getByTestId('health-chart').waitFor();
+      assert.equal(await card.getByTestId('health-chart').getAttribute('data-buckets'), '12', 'an hour in five minutes');
+      assert.equal(await page.getByTestId('stats-window').inputValue(), '1h');
+
+      // The delivery log: filtered by endpoint and event, with the endpoint shown, and new deliveries coming in by themselves.
+      await page.goto(`${t.url}/console/deliveries`);
+      await page.getByTestId('delivery-row').first().waitFor();
+      assert.ok(((await page.getByTestId('delivery-table').textContent()) ?? '').includes(`${flaky.url}/r`), 'the endpoint column');
+      await page.getByTestId('filter-subscription').selectOption(sub._id);
+      await page.getByTestId('filter-event').selectOption('processed-requests');
+      await page.getByTestId('apply-filters').click();
+      await page.getByTestId('no-deliveries').waitFor();
+      await page.getByTestId('filter-event').selectOption('registered-requests');
+      await page.getByTestId('apply-filters').click();
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid=delivery-row]').length === 3);
+      assert.match(page.url(), /subscriptionId=.*event=registered-requests/);
+      // Since a minute from now (UTC): none yet.
+      await page.getByTestId('filter-since').fill(new Date(Date.now() + 60_000).toISOString().slice(0, 16));
+      await page.getByTestId('apply-filters').click();
+      await page.getByTestId('no-deliveries').waitFor();
+      await page.goto(`${t.url}/console/deliveries?subscriptionId=${sub._id}`);
+      await page.getByTestId('refreshing').waitFor();
+      assert.equal(await page.getByTestId('delivery-row').count(), 3);
+      await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } });
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid=delivery-row]').length === 4, undefined, { timeout: 15_000 });
       await page.close();
     });
 
@@ -343,6 +442,17 @@ for (const dialect of testDialects()) {
 
       const page = await open('/console/requests');
       await signIn(page, client);
+      // The account's requests, newest first, filtered by status and experience.
+      await page.locator(`[data-testid=request-row][data-request-id="${id}"]`).waitFor();
+      await checkPage(page, 'requests');
+      await page.getByTestId('filter-request-status').selectOption('rejected');
+      await page.getByTestId('apply-request-filters').click();
+      await page.getByTestId('no-requests').waitFor();
+      await page.getByTestId('filter-request-status').selectOption('processed');
+      await page.getByTestId('filter-experience').fill('summer');
+      await page.getByTestId('apply-request-filters').click();
+      await page.locator(`[data-testid=request-row][data-request-id="${id}"]`).waitFor();
+      assert.equal(await page.getByTestId('request-row').count(), 1);
       await page.getByTestId('request-id').fill(id);
       await page.getByTestId('find-request').click();
       // The parts load on their own (request, events, notifications): wait for each.
@@ -365,6 +475,7 @@ for (const dialect of testDialects()) {
       await checkPage(page, 'accounts');
       await page.getByTestId('account-row').filter({ hasText: name }).getByRole('link').first().click();
       await page.getByTestId('account-page').waitFor();
+      assert.equal(await page.getByTestId('scope-admin').count(), 0, 'a client business account is not offered the operator scope');
       await page.getByTestId('create-client').getByRole('button').click();
       await page.getByTestId('client-secret-once').waitFor();
       // The list reloads after the secret is shown.
@@ -397,9 +508,63 @@ for (const dialect of testDialects()) {
       await first.getByTestId('session-expired').waitFor();
       await first.close();
 
-      await page.goto(`${t.url}/console/admin/experiences`);
-      await page.getByTestId('nav-experiences').waitFor();
+      await page.close();
+    });
+
+    it('the operator creates, edits and deletes an experience with its prizes; an edit leaves stock taken meanwhile alone', async () => {
+      const page = await open('/console/admin/experiences');
+      await signIn(page, t.operator);
+      const adminToken = await t.token(t.operator);
+      const existing = (await api(t.url, 'GET', '/v2/admin/experiences', { token: adminToken })).body as any[];
+      if (existing.length === 0) {
+        await page.getByTestId('no-experiences').waitFor();
+        await checkPage(page, 'experiences-empty');
+      }
+      await page.getByTestId('new-experience').click();
+      await page.getByTestId('experience-form').waitFor();
+      const name = `spring-${Date.now()}`;
+      await page.getByTestId('exp-name').fill(name);
+      await page.getByTestId('exp-title').fill('Spring sale');
+      await page.getByTestId('exp-events').fill('purchase, signup');
+      await page.getByTestId('add-prize').click();
+      const prize = page.getByTestId('prize-form').first();
+      await prize.getByTestId('prize-id').fill('bad id');
+      await prize.getByTestId('prize-title').fill('5 off');
+      await prize.getByTestId('prize-bucket').fill('spring-coupons');
+      await prize.getByTestId('prize-value').fill('5');
+      await prize.getByTestId('prize-stock').fill('5');
+      await page.getByTestId('exp-save').click();
+      // The API's answer lands under the prize's id, in words.
+      await prize.getByTestId('field-error').waitFor();
+      await checkPage(page, 'experience-new');
+      await prize.getByTestId('prize-id').fill('coupon-5');
+      await page.getByTestId('exp-save').click();
+      await page.getByTestId('experience').filter({ hasText: name }).waitFor();
+      const created = ((await api(t.url, 'GET', '/v2/admin/experiences', { token: adminToken })).body as any[]).find((x) => x.name === name);
+      assert.deepEqual(created.events, ['purchase', 'signup']);
+      assert.deepEqual(created.prizes.map((p: any) => [p.id, p.bucket, p.value, p.stock, p.kind]), [['coupon-5', 'spring-coupons', 5, 5, 'coupon']]);
       await checkPage(page, 'experiences');
+
+      // Opened for editing, then two units are taken elsewhere: saving a new title must not put them back.
+      await page.getByTestId('experience').filter({ hasText: name }).getByRole('link').click();
+      await page.getByTestId('experience-form').waitFor();
+      await api(t.url, 'PUT', `/v2/admin/experiences/${created.id}`, { token: adminToken, body: { prizes: [{ ...created.prizes[0], stock: 3 }] } });
+      await page.getByTestId('exp-title').fill('Spring sale, week 2');
+      await page.getByTestId('exp-save').click();
+      await page.getByTestId('experience').filter({ hasText: 'Spring sale, week 2' }).waitFor();
+      const edited = (await api(t.url, 'GET', `/v2/admin/experiences/${created.id}`, { token: adminToken })).body;
+      assert.equal(edited.prizes[0].stock, 3, 'the stock taken meanwhile stays taken');
+      // A stock typed in is the new stock.
+      await page.getByTestId('experience').filter({ hasText: name }).getByRole('link').click();
+      await page.getByTestId('prize-stock').fill('10');
+      await page.getByTestId('exp-save').click();
+      await page.getByTestId('experience').filter({ hasText: name }).getByTestId('stock').getByText('10').waitFor();
+
+      await page.getByTestId('experience').filter({ hasText: name }).getByRole('link').click();
+      await page.getByTestId('delete-experience').click();
+      await page.getByTestId('delete-experience-confirm').click();
+      await page.getByRole('heading', { name: 'Experiences', level: 1 }).waitFor();
+      assert.equal((await api(t.url, 'GET', `/v2/admin/experiences/${created.id}`, { token: adminToken })).status, 404);
       await page.close();
     });
 

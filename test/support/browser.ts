@@ -22,10 +22,13 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
-/** A fresh headless Chromium with a new, empty profile (user data dir), removed on close. */
+/**
+ * A fresh headless Chromium with a new, empty profile (user data dir), removed on close. Its clock
+ * is in São Paulo (UTC−3): a page that shows or reads local time where it says UTC is caught.
+ */
 export async function launchBrowser(): Promise<TestBrowser> {
   const profile = mkdtempSync(join(tmpdir(), 'rewards-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 860 } });
+  const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 860 }, timezoneId: BROWSER_TIME_ZONE });
   return {
     context,
     newPage: () => context.newPage(),
@@ -34,6 +37,28 @@ export async function launchBrowser(): Promise<TestBrowser> {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** The zone of the test browser's clock; never UTC, so that UTC shown as UTC is a real check. */
+export const BROWSER_TIME_ZONE = 'America/Sao_Paulo';
+
+/**
+ * What sticks out past the right edge of a phone's screen (390 CSS pixels): the page's width if it
+ * scrolls sideways, with the outermost elements that overflow. Empty when nothing does.
+ */
+export async function sidewaysOverflow(page: Page, width = 390): Promise<string[]> {
+  const before = page.viewportSize();
+  await page.setViewportSize({ width, height: 844 });
+  try {
+    return await page.evaluate((limit) => {
+      const wide = document.documentElement.scrollWidth;
+      if (wide <= limit) return [];
+      const culprits = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > limit + 0.5 && !(el.parentElement && el.parentElement.getBoundingClientRect().right > limit + 0.5));
+      return [`page is ${wide} px wide`, ...culprits.slice(0, 8).map((el) => `${el.tagName.toLowerCase()}${el.getAttribute('data-testid') ? `[data-testid=${el.getAttribute('data-testid')}]` : ''}${el.className ? `.${String(el.className).replace(/ /g, '.')}` : ''} ends at ${Math.round(el.getBoundingClientRect().right)} px`)];
+    }, width);
+  } finally {
+    if (before) await page.setViewportSize(before);
+  }
 }
 
 /** Serious and critical accessibility violations on the page as it is now (axe-core's WCAG 2 A/AA rules). */

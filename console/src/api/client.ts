@@ -61,9 +61,23 @@ export async function call<T>(pending: Promise<Result<T>>): Promise<T> {
   throw toProblem(result.response.status, result.error);
 }
 
+/**
+ * RFC 6749's error codes as a person reads them; the token endpoint's `error_description` is the
+ * detail. The codes stay what they are for programs.
+ */
+const OAUTH_ERRORS: Record<string, string> = {
+  invalid_client: 'Sign-in refused',
+  invalid_grant: 'This console link cannot be used',
+  invalid_scope: 'A scope this client does not hold',
+  invalid_request: 'Sign-in request incomplete',
+  unauthorized_client: 'This client may not sign in this way',
+  unsupported_grant_type: 'This way of signing in is not offered',
+  temporarily_unavailable: 'Too many sign-in attempts',
+};
+
 export function toProblem(status: number, body: unknown): ApiProblem {
   const doc = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-  const title = typeof doc.title === 'string' ? doc.title : typeof doc.error === 'string' ? doc.error : `HTTP ${status}`;
+  const title = typeof doc.title === 'string' ? doc.title : typeof doc.error === 'string' ? (OAUTH_ERRORS[doc.error] ?? doc.error) : `HTTP ${status}`;
   const detail = typeof doc.detail === 'string' ? doc.detail : typeof doc.error_description === 'string' ? doc.error_description : typeof body === 'string' ? body : '';
   const errors = Array.isArray(doc.errors)
     ? doc.errors.filter((e): e is { path: string; message: string } => typeof e?.path === 'string' && typeof e?.message === 'string')
@@ -110,6 +124,7 @@ export type Notification = NotificationPage['data'][number];
 export type NotificationDetail = paths['/v2/notifications/{notificationId}']['get']['responses'][200]['content']['application/json'];
 export type RewardRequest = paths['/v2/requests/{id}']['get']['responses'][200]['content']['application/json'];
 export type RequestEvent = paths['/v2/request/{id}/events']['get']['responses'][200]['content']['application/json'][number];
+export type SigningSecretView = paths['/v2/subscriptions/{subscriptionId}/secret']['get']['responses'][200]['content']['application/json'];
 export type Me = paths['/v2/me']['get']['responses'][200]['content']['application/json'];
 type AccountList = paths['/v2/admin/accounts']['get']['responses'][200]['content']['application/json'];
 export type Account = Extract<AccountList, unknown[]>[number];
@@ -119,6 +134,7 @@ type ConsoleLinkList = paths['/v2/admin/accounts/{id}/console-links']['get']['re
 export type ConsoleLinkState = Extract<ConsoleLinkList, unknown[]>[number];
 type ExperienceList = paths['/v2/admin/experiences']['get']['responses'][200]['content']['application/json'];
 export type Experience = Extract<ExperienceList, unknown[]>[number];
+export type ExperienceBody = NonNullable<paths['/v2/admin/experiences']['post']['requestBody']>['content']['application/json'];
 
 /** A list route's answer as one page (admin lists answer a bare array without `limit`). */
 export function asPage<T>(answer: T[] | { data: T[]; nextCursor: string | null }): { data: T[]; nextCursor: string | null } {

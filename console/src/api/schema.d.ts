@@ -323,7 +323,7 @@ export interface paths {
         };
         /**
          * The delivery log, newest first, with cursor paging
-         * @description Every notification sent or to be sent to the account's callbacks, newest first, filtered by `subscriptionId`, `requestId` or `status`; page with `limit` and the `nextCursor` of the previous page as `cursor`.
+         * @description Every notification sent or to be sent to the account's callbacks (test sends included, with `"test": true`), newest first, filtered by `subscriptionId`, `requestId`, `status`, `event` and a range of creation times (`since` inclusive, `until` exclusive), in any combination; page with `limit` and the `nextCursor` of the previous page as `cursor`. `?subscriptionId=…&status=pending` and `…&status=failed` list exactly the notifications that GET /subscriptions/{id}/stats counts as `pending` and `failed`.
          */
         get: operations["listNotificationsV1"];
         put?: never;
@@ -364,8 +364,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send one more attempt now (also for a failed or delivered notification)
-         * @description Queues one more delivery attempt now, whatever the notification's state; the receiver deduplicates on `webhook-id`.
+         * Send one extra attempt now (also for a failed or delivered notification)
+         * @description Queues one extra delivery attempt now, whatever the notification's state; the receiver deduplicates on `webhook-id`. It is not one of the RETRY_MAX_ATTEMPTS automatic attempts and does not move their schedule. A pending notification (waiting for its next automatic attempt): if the extra attempt succeeds it is delivered; if it fails it stays pending with the automatic attempts it had left, its next one due when it was due before (at once if that time has passed). A failed or delivered notification gets exactly this one attempt: failed again if it fails, succeeded if it succeeds. An attempt in flight is not doubled: the retry then changes nothing.
          */
         post: operations["retryNotificationV1"];
         delete?: never;
@@ -425,7 +425,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The account’s reward requests, newest first, with cursor paging
+         * @description The account's reward requests, newest first (by `createdAt`, then `id`), each as GET /requests/{id} shows it; filtered by `status`, `experience` and a range of creation times (`since` inclusive, `until` exclusive). Answers one page `{data, nextCursor}`: pass `nextCursor` as `cursor` for the next page (null on the last); pages do not skip or repeat a request, however many were made in the same millisecond. Operators may list another account's with `?accountId=`.
+         */
+        get: operations["listRequestsV1"];
         put?: never;
         /**
          * Send a reward request; it is stored durably, then registered and processed in the background
@@ -488,8 +492,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Replace the account’s default signing secret; the previous one keeps signing for 24 h
-         * @description A new default signing secret; the previous one keeps signing for 24 hours alongside it.
+         * Replace the account’s default signing secret; the previous one keeps signing for the overlap chosen (default 24 h)
+         * @description A new default signing secret. The replaced secret keeps signing for `overlap` (default `24h`, at most `7d`): in that time every notification carries a signature with each of the two secrets, so the receiver can switch without rejecting any; `previousSecretExpiresAt` says when it stops. `"overlap": "0m"` retires it at once, for a secret that leaked: only the new secret signs (delivery workers pick a rotation up within a second). An `overlap` that is not a duration from `0m` to `7d` is a 400 (`body.overlap`). No body, or `{}`, is the default.
          */
         post: operations["rotateSigningSecretV1"];
         delete?: never;
@@ -561,7 +565,7 @@ export interface paths {
         put?: never;
         /**
          * Send one more attempt of every notification that failed in a window
-         * @description Every notification of the subscription that ended `failed` with its completion time in [`since`, `until`) gets one new attempt now, with its original `webhook-id` and body (receivers deduplicate by `webhook-id`); test sends are left out. `until` defaults to now and is capped at the time of the call; the window is at most 30 days. A notification whose last failure used up RETRY_MAX_ATTEMPTS fails again if this attempt fails. The notifications are taken in batches of 1,000, each in its own short transaction; a concurrent call for an overlapping window skips what this one took, so nothing is sent twice. Answers how many notifications were taken. An inactive subscription is a 409: turn it on first (its notifications are not sent while it is off).
+         * @description Every notification of the subscription that ended `failed` with its completion time in [`since`, `until`) gets one new attempt now, with its original `webhook-id` and body (receivers deduplicate by `webhook-id`); test sends are left out. `until` defaults to now and is capped at the time of the call; the window is at most 30 days. A notification whose last failure used up RETRY_MAX_ATTEMPTS fails again if this attempt fails. The notifications are taken in batches of 1,000, each in its own short transaction; a concurrent call for an overlapping window skips what this one took, so nothing is sent twice. Answers how many notifications were taken. A switched-off subscription (`active: false`) is a 409: switch it on (`PUT` with `"active": true`), then recover; nothing is sent to it while it is off.
          */
         post: operations["recoverSubscriptionV1"];
         delete?: never;
@@ -579,7 +583,7 @@ export interface paths {
         };
         /**
          * The subscription’s current signing secret
-         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications, and the previous one while it still signs (24 h after a rotation).
+         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications, shown again whenever asked (the console's Reveal), and, while a replaced secret still signs after a rotation, when it stops (`previousSecretExpiresAt`).
          */
         get: operations["getSubscriptionSecretV1"];
         put?: never;
@@ -600,8 +604,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Replace the signing secret; the previous one keeps signing for 24 h
-         * @description A new signing secret; notifications carry a signature with each of the two secrets for 24 hours, so the receiver can switch without rejecting any.
+         * Replace the signing secret; the previous one keeps signing for the overlap chosen (default 24 h)
+         * @description A new signing secret. The replaced secret keeps signing for `overlap` (default `24h`, at most `7d`): in that time every notification carries a signature with each of the two secrets, so the receiver can switch without rejecting any; `previousSecretExpiresAt` says when it stops. `"overlap": "0m"` retires it at once, for a secret that leaked: only the new secret signs (delivery workers pick a rotation up within a second). An `overlap` that is not a duration from `0m` to `7d` is a 400 (`body.overlap`). No body, or `{}`, is the default.
          */
         post: operations["rotateSubscriptionSecretV1"];
         delete?: never;
@@ -619,7 +623,7 @@ export interface paths {
         };
         /**
          * The endpoint’s health over a window
-         * @description Attempts by outcome, success rate, latency percentiles, the last success and failure, the current run of failed attempts and the notifications still pending, read from a rollup kept with the attempt log (five-minute buckets: `1h` covers the last 60 to 65 minutes; latency percentiles are estimated from a histogram). Test sends do not count. `lastSuccess`, `lastFailure` and `consecutiveFailures` are not limited to the window.
+         * @description Over the window: delivery attempts by outcome, their success rate and latency percentiles, and the same as a time series (`series`: `1h` in 12 buckets of 5 minutes, `24h` in 24 of 1 hour, `7d` in 28 of 6 hours, oldest first, every bucket present), read from a rollup kept with the attempt log in five-minute buckets (the window ends with the one in progress: `1h` covers the last 55 to 60 minutes; the series adds up to the totals; percentiles are estimated from a histogram). Test sends do not count there. Not limited to the window: the last success and failure and the current run of failed attempts. Now: the notifications `pending` and `failed`, counted exactly as `GET /notifications?subscriptionId={id}&status=pending` (or `failed`) lists them, test sends included. Attempt figures count attempts, `pending` and `failed` count notifications.
          */
         get: operations["getSubscriptionStatsV1"];
         put?: never;
@@ -891,7 +895,7 @@ export interface paths {
         };
         /**
          * The delivery log, newest first, with cursor paging
-         * @description Every notification sent or to be sent to the account's callbacks, newest first, filtered by `subscriptionId`, `requestId` or `status`; page with `limit` and the `nextCursor` of the previous page as `cursor`.
+         * @description Every notification sent or to be sent to the account's callbacks (test sends included, with `"test": true`), newest first, filtered by `subscriptionId`, `requestId`, `status`, `event` and a range of creation times (`since` inclusive, `until` exclusive), in any combination; page with `limit` and the `nextCursor` of the previous page as `cursor`. `?subscriptionId=…&status=pending` and `…&status=failed` list exactly the notifications that GET /subscriptions/{id}/stats counts as `pending` and `failed`.
          */
         get: operations["listNotifications"];
         put?: never;
@@ -932,8 +936,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send one more attempt now (also for a failed or delivered notification)
-         * @description Queues one more delivery attempt now, whatever the notification's state; the receiver deduplicates on `webhook-id`.
+         * Send one extra attempt now (also for a failed or delivered notification)
+         * @description Queues one extra delivery attempt now, whatever the notification's state; the receiver deduplicates on `webhook-id`. It is not one of the RETRY_MAX_ATTEMPTS automatic attempts and does not move their schedule. A pending notification (waiting for its next automatic attempt): if the extra attempt succeeds it is delivered; if it fails it stays pending with the automatic attempts it had left, its next one due when it was due before (at once if that time has passed). A failed or delivered notification gets exactly this one attempt: failed again if it fails, succeeded if it succeeds. An attempt in flight is not doubled: the retry then changes nothing.
          */
         post: operations["retryNotification"];
         delete?: never;
@@ -993,7 +997,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * The account’s reward requests, newest first, with cursor paging
+         * @description The account's reward requests, newest first (by `createdAt`, then `id`), each as GET /requests/{id} shows it; filtered by `status`, `experience` and a range of creation times (`since` inclusive, `until` exclusive). Answers one page `{data, nextCursor}`: pass `nextCursor` as `cursor` for the next page (null on the last); pages do not skip or repeat a request, however many were made in the same millisecond. Operators may list another account's with `?accountId=`.
+         */
+        get: operations["listRequests"];
         put?: never;
         /**
          * Send a reward request; it is stored durably, then registered and processed in the background
@@ -1056,8 +1064,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Replace the account’s default signing secret; the previous one keeps signing for 24 h
-         * @description A new default signing secret; the previous one keeps signing for 24 hours alongside it.
+         * Replace the account’s default signing secret; the previous one keeps signing for the overlap chosen (default 24 h)
+         * @description A new default signing secret. The replaced secret keeps signing for `overlap` (default `24h`, at most `7d`): in that time every notification carries a signature with each of the two secrets, so the receiver can switch without rejecting any; `previousSecretExpiresAt` says when it stops. `"overlap": "0m"` retires it at once, for a secret that leaked: only the new secret signs (delivery workers pick a rotation up within a second). An `overlap` that is not a duration from `0m` to `7d` is a 400 (`body.overlap`). No body, or `{}`, is the default.
          */
         post: operations["rotateSigningSecret"];
         delete?: never;
@@ -1129,7 +1137,7 @@ export interface paths {
         put?: never;
         /**
          * Send one more attempt of every notification that failed in a window
-         * @description Every notification of the subscription that ended `failed` with its completion time in [`since`, `until`) gets one new attempt now, with its original `webhook-id` and body (receivers deduplicate by `webhook-id`); test sends are left out. `until` defaults to now and is capped at the time of the call; the window is at most 30 days. A notification whose last failure used up RETRY_MAX_ATTEMPTS fails again if this attempt fails. The notifications are taken in batches of 1,000, each in its own short transaction; a concurrent call for an overlapping window skips what this one took, so nothing is sent twice. Answers how many notifications were taken. An inactive subscription is a 409: turn it on first (its notifications are not sent while it is off).
+         * @description Every notification of the subscription that ended `failed` with its completion time in [`since`, `until`) gets one new attempt now, with its original `webhook-id` and body (receivers deduplicate by `webhook-id`); test sends are left out. `until` defaults to now and is capped at the time of the call; the window is at most 30 days. A notification whose last failure used up RETRY_MAX_ATTEMPTS fails again if this attempt fails. The notifications are taken in batches of 1,000, each in its own short transaction; a concurrent call for an overlapping window skips what this one took, so nothing is sent twice. Answers how many notifications were taken. A switched-off subscription (`active: false`) is a 409: switch it on (`PUT` with `"active": true`), then recover; nothing is sent to it while it is off.
          */
         post: operations["recoverSubscription"];
         delete?: never;
@@ -1147,7 +1155,7 @@ export interface paths {
         };
         /**
          * The subscription’s current signing secret
-         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications, and the previous one while it still signs (24 h after a rotation).
+         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications, shown again whenever asked (the console's Reveal), and, while a replaced secret still signs after a rotation, when it stops (`previousSecretExpiresAt`).
          */
         get: operations["getSubscriptionSecret"];
         put?: never;
@@ -1168,8 +1176,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Replace the signing secret; the previous one keeps signing for 24 h
-         * @description A new signing secret; notifications carry a signature with each of the two secrets for 24 hours, so the receiver can switch without rejecting any.
+         * Replace the signing secret; the previous one keeps signing for the overlap chosen (default 24 h)
+         * @description A new signing secret. The replaced secret keeps signing for `overlap` (default `24h`, at most `7d`): in that time every notification carries a signature with each of the two secrets, so the receiver can switch without rejecting any; `previousSecretExpiresAt` says when it stops. `"overlap": "0m"` retires it at once, for a secret that leaked: only the new secret signs (delivery workers pick a rotation up within a second). An `overlap` that is not a duration from `0m` to `7d` is a 400 (`body.overlap`). No body, or `{}`, is the default.
          */
         post: operations["rotateSubscriptionSecret"];
         delete?: never;
@@ -1187,7 +1195,7 @@ export interface paths {
         };
         /**
          * The endpoint’s health over a window
-         * @description Attempts by outcome, success rate, latency percentiles, the last success and failure, the current run of failed attempts and the notifications still pending, read from a rollup kept with the attempt log (five-minute buckets: `1h` covers the last 60 to 65 minutes; latency percentiles are estimated from a histogram). Test sends do not count. `lastSuccess`, `lastFailure` and `consecutiveFailures` are not limited to the window.
+         * @description Over the window: delivery attempts by outcome, their success rate and latency percentiles, and the same as a time series (`series`: `1h` in 12 buckets of 5 minutes, `24h` in 24 of 1 hour, `7d` in 28 of 6 hours, oldest first, every bucket present), read from a rollup kept with the attempt log in five-minute buckets (the window ends with the one in progress: `1h` covers the last 55 to 60 minutes; the series adds up to the totals; percentiles are estimated from a histogram). Test sends do not count there. Not limited to the window: the last success and failure and the current run of failed attempts. Now: the notifications `pending` and `failed`, counted exactly as `GET /notifications?subscriptionId={id}&status=pending` (or `failed`) lists them, test sends included. Attempt figures count attempts, `pending` and `failed` count notifications.
          */
         get: operations["getSubscriptionStats"];
         put?: never;
@@ -3125,7 +3133,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the experience is still referenced; deactivate it instead */
+            /** @description this experience is still in use, so it cannot be deleted; switch it off instead (`active: false`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3221,10 +3229,17 @@ export interface operations {
                 accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
+                event?: "registered-requests" | "processed-requests";
                 limit?: number;
+                /** @description only the notifications of this request */
                 requestId?: string;
+                /** @description RFC 3339 date-time with an offset (`Z`, or `%2B02:00` in a query string, where a bare `+` reads as a space): only those created at or after it */
+                since?: string;
                 status?: "pending" | "succeeded" | "failed";
+                /** @description only the notifications routed to this subscription (test sends included) */
                 subscriptionId?: string;
+                /** @description RFC 3339 date-time with an offset: only those created before it */
+                until?: string;
             };
             header?: never;
             path?: never;
@@ -3364,6 +3379,9 @@ export interface operations {
                             error: string | null;
                             latencyMs: number;
                             outcome: "succeeded" | "retry" | "failed";
+                            requestHeaders: {
+                                [key: string]: string;
+                            } | null;
                             responseBody: string | null;
                             statusCode: number | null;
                             url: string;
@@ -3771,6 +3789,165 @@ export interface operations {
             };
         };
     };
+    listRequestsV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+                /** @description nextCursor of the previous page, as it was given */
+                cursor?: string;
+                /** @description only the requests that named this experience (its `name`, the `experience` of POST /requests) */
+                experience?: string;
+                /** @description page size */
+                limit?: number;
+                /** @description RFC 3339 date-time with an offset (`Z`, or `%2B02:00` in a query string, where a bare `+` reads as a space): only those created at or after it */
+                since?: string;
+                /** @description only the requests in this status */
+                status?: "received" | "registered" | "rejected" | "processed" | "failed";
+                /** @description RFC 3339 date-time with an offset: only those created before it */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description newest first; each as GET /requests/{id} shows it */
+                        data: {
+                            canceled?: {
+                                deliveryDetail: {
+                                    forwarded: boolean;
+                                    info: {
+                                        description: string;
+                                        /** @enum {string} */
+                                        name: "canceled";
+                                        paymentId: string;
+                                        reason: string;
+                                        /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
+                                        reasonCode: number;
+                                    };
+                                    /** Format: date-time */
+                                    timestamp: string;
+                                };
+                                name: string;
+                                /** @description true when the prize has value 0 */
+                                priceless: boolean;
+                                quantity: number;
+                                title: string;
+                                value: number;
+                            }[];
+                            /** Format: date-time */
+                            concluded?: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            data?: unknown;
+                            delivered?: {
+                                deliveryDetail: {
+                                    /** @description true for physical prizes, handed to a delivery partner */
+                                    forwarded: boolean;
+                                    info: {
+                                        bucket: string;
+                                        /** @description coupon code of a coupon prize, else "" */
+                                        coupon: string;
+                                        description: string;
+                                        /** @enum {string} */
+                                        name: "delivered";
+                                        /** @description payment id of a payment prize, else "" */
+                                        paymentId: string;
+                                        requestId: string;
+                                        /** @description prize id */
+                                        rewardId: string;
+                                        /** @description the request's event ("" when none) */
+                                        triggerId: string;
+                                    };
+                                    /** Format: date-time */
+                                    timestamp: string;
+                                };
+                                /** @description experience name */
+                                name: string;
+                                quantity: number;
+                                /** @description experience title */
+                                title: string;
+                                value: number;
+                            }[];
+                            errorCode?: string;
+                            event?: string;
+                            experience: string;
+                            id: string;
+                            message?: string;
+                            processedCallbackUrl?: string;
+                            /**
+                             * Format: date-time
+                             * @description when registration decided (registered or rejected)
+                             */
+                            registeredAt?: string;
+                            registeredCallbackUrl?: string;
+                            rewardValue?: number;
+                            /** @enum {string} */
+                            status: "received" | "registered" | "rejected" | "processed" | "failed";
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        /** @description pass it as `cursor` for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `requests:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     createRequestV1: {
         parameters: {
             query?: never;
@@ -4053,7 +4230,7 @@ export interface operations {
                         createdAt: string;
                         /**
                          * Format: date-time
-                         * @description the replaced secret keeps signing until then
+                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
                          */
                         previousSecretExpiresAt?: string;
                         /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
@@ -4118,7 +4295,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h` */
+                    overlap?: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -4135,7 +4319,7 @@ export interface operations {
                         createdAt: string;
                         /**
                          * Format: date-time
-                         * @description the replaced secret keeps signing until then
+                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
                          */
                         previousSecretExpiresAt?: string;
                         /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
@@ -4172,6 +4356,24 @@ export interface operations {
             };
             /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4983,7 +5185,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the subscription is inactive: turn it on first (recovered notifications of an inactive subscription are not sent) */
+            /** @description the subscription is switched off; switch it on, then recover (while it is off, nothing is sent to it, so recovered notifications would fail again at once) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5050,7 +5252,7 @@ export interface operations {
                         createdAt: string;
                         /**
                          * Format: date-time
-                         * @description the replaced secret keeps signing until then
+                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
                          */
                         previousSecretExpiresAt?: string;
                         /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
@@ -5117,7 +5319,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h` */
+                    overlap?: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -5134,7 +5343,7 @@ export interface operations {
                         createdAt: string;
                         /**
                          * Format: date-time
-                         * @description the replaced secret keeps signing until then
+                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
                          */
                         previousSecretExpiresAt?: string;
                         /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
@@ -5178,6 +5387,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -5212,14 +5439,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description attempts in the window by outcome (retry: failed, another attempt scheduled) */
+                        /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in the window: the sums of `series` */
                         attempts: {
+                            /** @description attempts that failed with no attempt left: the notification ended failed */
                             failed: number;
+                            /** @description attempts that failed with another attempt scheduled */
                             retry: number;
+                            /** @description attempts the receiver answered with a 2xx */
                             succeeded: number;
                         };
-                        /** @description failed attempts since the last success */
+                        /** @description failed attempts (not notifications) since the last successful one, not limited to the window */
                         consecutiveFailures: number;
+                        /** @description notifications (not attempts) of this subscription whose status is failed now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again */
+                        failed: number;
                         lastFailure: {
                             /** Format: date-time */
                             at: string;
@@ -5231,16 +5463,39 @@ export interface operations {
                             at: string;
                             statusCode: number | null;
                         } | null;
-                        /** @description estimated from a histogram (1-2-5 steps from 1 ms to 30 s) */
+                        /** @description of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts */
                         latencyMs: {
                             p50: number | null;
                             p95: number | null;
                         };
-                        /** @description notifications waiting for an attempt */
+                        /** @description notifications (not attempts) of this subscription waiting for an attempt now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=pending lists */
                         pending: number;
+                        /** @description the window in equal buckets, oldest first, every bucket present (no attempt: zeros, null rate and latency): `1h` 12 × 5 minutes, `24h` 24 × 1 hour, `7d` 28 × 6 hours. Read from the same rollup as the window's figures: the buckets' attempts add up to `attempts` */
+                        series: {
+                            /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in this bucket */
+                            attempts: {
+                                /** @description attempts that failed with no attempt left: the notification ended failed */
+                                failed: number;
+                                /** @description attempts that failed with another attempt scheduled */
+                                retry: number;
+                                /** @description attempts the receiver answered with a 2xx */
+                                succeeded: number;
+                            };
+                            /** @description of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts */
+                            latencyMs: {
+                                p50: number | null;
+                                p95: number | null;
+                            };
+                            /**
+                             * Format: date-time
+                             * @description start of the bucket; it ends where the next one starts, the last one at the end of the five-minute bucket in progress
+                             */
+                            start: string;
+                            successRate: number | null;
+                        }[];
                         /**
                          * Format: date-time
-                         * @description start of the oldest five-minute bucket counted
+                         * @description start of the window and of its first bucket: the window ends with the five-minute bucket in progress and is exactly as long as its name, so `1h` covers the last 55 to 60 minutes
                          */
                         since: string;
                         successRate: number | null;
@@ -7077,7 +7332,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the experience is still referenced; deactivate it instead */
+            /** @description this experience is still in use, so it cannot be deleted; switch it off instead (`active: false`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7173,10 +7428,17 @@ export interface operations {
                 accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
+                event?: "registered-requests" | "processed-requests";
                 limit?: number;
+                /** @description only the notifications of this request */
                 requestId?: string;
+                /** @description RFC 3339 date-time with an offset (`Z`, or `%2B02:00` in a query string, where a bare `+` reads as a space): only those created at or after it */
+                since?: string;
                 status?: "pending" | "succeeded" | "failed";
+                /** @description only the notifications routed to this subscription (test sends included) */
                 subscriptionId?: string;
+                /** @description RFC 3339 date-time with an offset: only those created before it */
+                until?: string;
             };
             header?: never;
             path?: never;
@@ -7316,6 +7578,9 @@ export interface operations {
                             error: string | null;
                             latencyMs: number;
                             outcome: "succeeded" | "retry" | "failed";
+                            requestHeaders: {
+                                [key: string]: string;
+                            } | null;
                             responseBody: string | null;
                             statusCode: number | null;
                             url: string;
@@ -7731,6 +7996,165 @@ export interface operations {
             };
         };
     };
+    listRequests: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+                /** @description nextCursor of the previous page, as it was given */
+                cursor?: string;
+                /** @description only the requests that named this experience (its `name`, the `experience` of POST /requests) */
+                experience?: string;
+                /** @description page size */
+                limit?: number;
+                /** @description RFC 3339 date-time with an offset (`Z`, or `%2B02:00` in a query string, where a bare `+` reads as a space): only those created at or after it */
+                since?: string;
+                /** @description only the requests in this status */
+                status?: "received" | "registered" | "rejected" | "processed" | "failed";
+                /** @description RFC 3339 date-time with an offset: only those created before it */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description newest first; each as GET /requests/{id} shows it */
+                        data: {
+                            canceled?: {
+                                deliveryDetail: {
+                                    forwarded: boolean;
+                                    info: {
+                                        description: string;
+                                        /** @enum {string} */
+                                        name: "canceled";
+                                        paymentId: string;
+                                        reason: string;
+                                        /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
+                                        reasonCode: number;
+                                    };
+                                    /** Format: date-time */
+                                    timestamp: string;
+                                };
+                                name: string;
+                                /** @description true when the prize has value 0 */
+                                priceless: boolean;
+                                quantity: number;
+                                title: string;
+                                value: number;
+                            }[];
+                            /** Format: date-time */
+                            concluded?: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            data?: unknown;
+                            delivered?: {
+                                deliveryDetail: {
+                                    /** @description true for physical prizes, handed to a delivery partner */
+                                    forwarded: boolean;
+                                    info: {
+                                        bucket: string;
+                                        /** @description coupon code of a coupon prize, else "" */
+                                        coupon: string;
+                                        description: string;
+                                        /** @enum {string} */
+                                        name: "delivered";
+                                        /** @description payment id of a payment prize, else "" */
+                                        paymentId: string;
+                                        requestId: string;
+                                        /** @description prize id */
+                                        rewardId: string;
+                                        /** @description the request's event ("" when none) */
+                                        triggerId: string;
+                                    };
+                                    /** Format: date-time */
+                                    timestamp: string;
+                                };
+                                /** @description experience name */
+                                name: string;
+                                quantity: number;
+                                /** @description experience title */
+                                title: string;
+                                value: number;
+                            }[];
+                            errorCode?: string;
+                            event?: string;
+                            experience: string;
+                            id: string;
+                            message?: string;
+                            processedCallbackUrl?: string;
+                            /**
+                             * Format: date-time
+                             * @description when registration decided (registered or rejected)
+                             */
+                            registeredAt?: string;
+                            registeredCallbackUrl?: string;
+                            rewardValue?: number;
+                            /** @enum {string} */
+                            status: "received" | "registered" | "rejected" | "processed" | "failed";
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        /** @description pass it as `cursor` for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `requests:read` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     createRequest: {
         parameters: {
             query?: never;
@@ -8013,7 +8437,7 @@ export interface operations {
                         createdAt: string;
                         /**
                          * Format: date-time
-                         * @description the replaced secret keeps signing until then
+                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
                          */
                         previousSecretExpiresAt?: string;
                         /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
@@ -8078,7 +8502,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h` */
+                    overlap?: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -8095,7 +8526,7 @@ export interface operations {
                         createdAt: string;
                         /**
                          * Format: date-time
-                         * @description the replaced secret keeps signing until then
+                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
                          */
                         previousSecretExpiresAt?: string;
                         /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
@@ -8132,6 +8563,24 @@ export interface operations {
             };
             /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8943,7 +9392,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the subscription is inactive: turn it on first (recovered notifications of an inactive subscription are not sent) */
+            /** @description the subscription is switched off; switch it on, then recover (while it is off, nothing is sent to it, so recovered notifications would fail again at once) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9010,7 +9459,7 @@ export interface operations {
                         createdAt: string;
                         /**
                          * Format: date-time
-                         * @description the replaced secret keeps signing until then
+                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
                          */
                         previousSecretExpiresAt?: string;
                         /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
@@ -9077,7 +9526,14 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h` */
+                    overlap?: string;
+                };
+            };
+        };
         responses: {
             /** @description Default Response */
             200: {
@@ -9094,7 +9550,7 @@ export interface operations {
                         createdAt: string;
                         /**
                          * Format: date-time
-                         * @description the replaced secret keeps signing until then
+                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
                          */
                         previousSecretExpiresAt?: string;
                         /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
@@ -9138,6 +9594,24 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -9172,14 +9646,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description attempts in the window by outcome (retry: failed, another attempt scheduled) */
+                        /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in the window: the sums of `series` */
                         attempts: {
+                            /** @description attempts that failed with no attempt left: the notification ended failed */
                             failed: number;
+                            /** @description attempts that failed with another attempt scheduled */
                             retry: number;
+                            /** @description attempts the receiver answered with a 2xx */
                             succeeded: number;
                         };
-                        /** @description failed attempts since the last success */
+                        /** @description failed attempts (not notifications) since the last successful one, not limited to the window */
                         consecutiveFailures: number;
+                        /** @description notifications (not attempts) of this subscription whose status is failed now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again */
+                        failed: number;
                         lastFailure: {
                             /** Format: date-time */
                             at: string;
@@ -9191,16 +9670,39 @@ export interface operations {
                             at: string;
                             statusCode: number | null;
                         } | null;
-                        /** @description estimated from a histogram (1-2-5 steps from 1 ms to 30 s) */
+                        /** @description of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts */
                         latencyMs: {
                             p50: number | null;
                             p95: number | null;
                         };
-                        /** @description notifications waiting for an attempt */
+                        /** @description notifications (not attempts) of this subscription waiting for an attempt now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=pending lists */
                         pending: number;
+                        /** @description the window in equal buckets, oldest first, every bucket present (no attempt: zeros, null rate and latency): `1h` 12 × 5 minutes, `24h` 24 × 1 hour, `7d` 28 × 6 hours. Read from the same rollup as the window's figures: the buckets' attempts add up to `attempts` */
+                        series: {
+                            /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in this bucket */
+                            attempts: {
+                                /** @description attempts that failed with no attempt left: the notification ended failed */
+                                failed: number;
+                                /** @description attempts that failed with another attempt scheduled */
+                                retry: number;
+                                /** @description attempts the receiver answered with a 2xx */
+                                succeeded: number;
+                            };
+                            /** @description of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts */
+                            latencyMs: {
+                                p50: number | null;
+                                p95: number | null;
+                            };
+                            /**
+                             * Format: date-time
+                             * @description start of the bucket; it ends where the next one starts, the last one at the end of the five-minute bucket in progress
+                             */
+                            start: string;
+                            successRate: number | null;
+                        }[];
                         /**
                          * Format: date-time
-                         * @description start of the oldest five-minute bucket counted
+                         * @description start of the window and of its first bucket: the window ends with the five-minute bucket in progress and is exactly as long as its name, so `1h` covers the last 55 to 60 minutes
                          */
                         since: string;
                         successRate: number | null;

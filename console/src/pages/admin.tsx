@@ -1,10 +1,19 @@
 import { useState } from 'preact/hooks';
-import { api, asPage, call, type Account, type ConsoleLinkState, type Experience, type OAuthClient } from '../api/client';
+import { api, asPage, call, type Account, type ConsoleLinkState, type OAuthClient } from '../api/client';
 import { actFor } from '../session';
 import { href, navigate, route } from '../router';
-import { Badge, Checkbox, ConfirmButton, CopyButton, Field, Loading, Problem, ShownOnce, time, useAction, useAsync } from '../ui';
+import { Badge, Checkbox, ConfirmButton, CopyButton, Field, Loading, Problem, ShownOnce, When, whenText, useAction, useAsync } from '../ui';
 
-const SCOPES = ['subscriptions:read', 'subscriptions:write', 'requests:read', 'requests:write', 'events:read', 'events:write', 'admin'];
+/** Each scope a client can hold, and what it lets the client do. `admin` only for the operator's own account. */
+const SCOPES: [string, string][] = [
+  ['subscriptions:read', 'see subscriptions and the delivery log'],
+  ['subscriptions:write', 'create, change and retry them'],
+  ['requests:read', 'look up reward requests'],
+  ['requests:write', 'send reward requests'],
+  ['events:read', "read a request's events"],
+  ['events:write', 'post partner events'],
+  ['admin', 'operate the service: every account, client and experience'],
+];
 
 /** GET /v2/admin/accounts?limit=50&cursor=, POST /v2/admin/accounts. */
 export function Accounts() {
@@ -56,7 +65,9 @@ export function Accounts() {
                   <code>{a.id}</code>
                 </td>
                 <td>{a.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>}</td>
-                <td>{time(a.createdAt)}</td>
+                <td>
+                  <When at={a.createdAt} />
+                </td>
               </tr>
             ))}
           </tbody>
@@ -98,7 +109,7 @@ export function AccountPage({ id }: { id: string }) {
         {a.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>}
       </div>
       <p>
-        <code>{a.id}</code> · created {time(a.createdAt)}
+        <code>{a.id}</code> · created <When at={a.createdAt} />
       </p>
       <div class="actions">
         {!a.isOperator ? (
@@ -130,18 +141,18 @@ export function AccountPage({ id }: { id: string }) {
         </button>
       </div>
       <Problem problem={toggle.problem} />
-      <Clients accountId={id} />
+      <Clients accountId={id} operator={a.isOperator} />
       {!a.isOperator ? <ConsoleLink accountId={id} /> : null}
     </section>
   );
 }
 
-function Clients({ accountId }: { accountId: string }) {
+function Clients({ accountId, operator }: { accountId: string; operator: boolean }) {
   const path = { id: accountId };
   const list = useAsync(async () => asPage<OAuthClient>(await call(api.GET('/v2/admin/accounts/{id}/clients', { params: { path, query: { limit: 100 } } }))), [accountId]);
   const create = useAction();
   const act = useAction();
-  const [scopes, setScopes] = useState<string[]>(SCOPES.filter((s) => s !== 'admin'));
+  const [scopes, setScopes] = useState<string[]>(SCOPES.map(([scope]) => scope).filter((s) => s !== 'admin'));
   const [secret, setSecret] = useState<{ clientId: string; secret: string; label: string } | null>(null);
   return (
     <section aria-labelledby="clients-heading">
@@ -237,8 +248,8 @@ function Clients({ accountId }: { accountId: string }) {
       >
         <fieldset>
           <legend>New client's scopes</legend>
-          {SCOPES.map((scope) => (
-            <Checkbox key={scope} label={scope} checked={scopes.includes(scope)} onChecked={(on) => setScopes(on ? [...scopes, scope] : scopes.filter((s) => s !== scope))} data-testid={`scope-${scope}`} />
+          {SCOPES.filter(([scope]) => operator || scope !== 'admin').map(([scope, words]) => (
+            <Checkbox key={scope} label={`${scope} — ${words}`} checked={scopes.includes(scope)} onChecked={(on) => setScopes(on ? [...scopes, scope] : scopes.filter((s) => s !== scope))} data-testid={`scope-${scope}`} />
           ))}
           {create.problem?.field('body.scopes') ? <small class="field-error">{create.problem.field('body.scopes')}</small> : null}
         </fieldset>
@@ -281,7 +292,7 @@ function ConsoleLink({ accountId }: { accountId: string }) {
       {link ? (
         <div class="shown-once" role="status" data-testid="console-link">
           <p>
-            Usable once until {time(link.expiresAt)}; the session lasts {Math.round(link.tokenTtlSeconds / 60)} minutes.
+            Usable once until <When at={link.expiresAt} />; the session lasts {Math.round(link.tokenTtlSeconds / 60)} minutes.
           </p>
           <code class="secret">{link.url}</code> <CopyButton text={link.url} label="Copy link" />
         </div>
@@ -293,9 +304,9 @@ function ConsoleLink({ accountId }: { accountId: string }) {
 
 /** What a link is now: its code unused, its session open, or over. */
 function linkState(l: ConsoleLinkState, now: number): { label: string; kind: 'ok' | 'off'; open: boolean } {
-  if (l.revokedAt) return { label: `revoked ${time(l.revokedAt)}`, kind: 'off', open: false };
-  if (l.sessionExpiresAt) return Date.parse(l.sessionExpiresAt) > now ? { label: `session open until ${time(l.sessionExpiresAt)}`, kind: 'ok', open: true } : { label: 'session ended', kind: 'off', open: false };
-  return Date.parse(l.expiresAt) > now ? { label: `unused until ${time(l.expiresAt)}`, kind: 'ok', open: true } : { label: 'expired unused', kind: 'off', open: false };
+  if (l.revokedAt) return { label: `revoked ${whenText(l.revokedAt)}`, kind: 'off', open: false };
+  if (l.sessionExpiresAt) return Date.parse(l.sessionExpiresAt) > now ? { label: `session open until ${whenText(l.sessionExpiresAt)}`, kind: 'ok', open: true } : { label: 'session ended', kind: 'off', open: false };
+  return Date.parse(l.expiresAt) > now ? { label: `unused until ${whenText(l.expiresAt)}`, kind: 'ok', open: true } : { label: 'expired unused', kind: 'off', open: false };
 }
 
 /** GET /v2/admin/accounts/{id}/console-links; DELETE …/console-links/{linkId} revokes a link and the session it opened. */
@@ -324,7 +335,7 @@ function ConsoleLinks({ accountId, reloadKey }: { accountId: string; reloadKey: 
             return (
               <tr key={l.id} data-testid="console-link-row">
                 <td>
-                  {time(l.createdAt)} <code>{l.id}</code>
+                  <When at={l.createdAt} /> <code>{l.id}</code>
                 </td>
                 <td>
                   <Badge kind={state.kind}>{state.label}</Badge>
@@ -352,59 +363,5 @@ function ConsoleLinks({ accountId, reloadKey }: { accountId: string; reloadKey: 
         </tbody>
       </table>
     </>
-  );
-}
-
-/** GET /v2/admin/experiences (for the account acted for): experiences and their prizes with stock. */
-export function Experiences() {
-  const cursor = route.value.query.get('cursor') ?? '';
-  const list = useAsync(async () => asPage<Experience>(await call(api.GET('/v2/admin/experiences', { params: { query: { limit: 20, ...(cursor ? { cursor } : {}) } } }))), [cursor]);
-  return (
-    <section>
-      <h1>Experiences</h1>
-      <p class="lede">Of the account selected in "Acting for".</p>
-      {list.loading ? <Loading label="Loading experiences…" /> : null}
-      <Problem problem={list.error} />
-      {list.data && list.data.data.length === 0 ? <p>No experiences.</p> : null}
-      {list.data?.data.map((x) => (
-        <section key={x.id} class="card" data-testid="experience">
-          <h2>
-            {x.title} <code>{x.name}</code> {x.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>}
-          </h2>
-          <p>Events: {x.events.length ? x.events.join(', ') : 'any'}</p>
-          <table>
-            <caption class="sr-only">Prizes of {x.name}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Prize</th>
-                <th scope="col">Bucket</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Value</th>
-                <th scope="col">Quantity</th>
-                <th scope="col">Stock</th>
-              </tr>
-            </thead>
-            <tbody>
-              {x.prizes.map((p) => (
-                <tr key={p.id} data-testid="prize-row">
-                  <td>
-                    {p.title} <code>{p.id}</code>
-                  </td>
-                  <td>{p.bucket}</td>
-                  <td>{p.kind}</td>
-                  <td>{p.value}</td>
-                  <td>{p.quantity}</td>
-                  <td data-testid="stock">{p.stock === null ? 'unlimited' : p.stock}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </section>
-      ))}
-      <nav aria-label="Pages" class="pager">
-        {cursor ? <a href={href('/admin/experiences')}>First page</a> : null}
-        {list.data?.nextCursor ? <a href={href('/admin/experiences', { cursor: list.data.nextCursor })}>Next page</a> : null}
-      </nav>
-    </section>
   );
 }

@@ -1,8 +1,8 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, call, type Notification, type NotificationDetail, type Subscription } from '../api/client';
+import { useState } from 'preact/hooks';
+import { api, call, type Notification, type NotificationDetail } from '../api/client';
 import { can } from '../session';
 import { href, navigate, route } from '../router';
-import { Badge, Field, Json, Loading, Problem, Select, time, useAction, useAsync } from '../ui';
+import { Badge, Checkbox, Field, Json, Loading, Problem, Select, When, useAction, useAsync, useFollow, utcInputToIso } from '../ui';
 
 const PAGE = 50;
 
@@ -10,12 +10,21 @@ export function statusBadge(status: string) {
   return <Badge kind={status === 'succeeded' ? 'ok' : status === 'failed' ? 'failed' : 'pending'}>{status}</Badge>;
 }
 
-/** GET /v2/notifications?status=&subscriptionId=&requestId=&limit=50&cursor=: one page at a time. */
+const FILTERS = ['status', 'subscriptionId', 'event', 'since', 'until', 'requestId'] as const;
+type Filters = Record<(typeof FILTERS)[number], string>;
+
+/**
+ * GET /v2/notifications?status=&subscriptionId=&event=&since=&until=&requestId=&limit=50&cursor=:
+ * one page at a time; the newest page refreshes itself every 5 seconds while it is open.
+ */
 export function Deliveries() {
   const query = route.value.query;
-  const filters = { status: query.get('status') ?? '', subscriptionId: query.get('subscriptionId') ?? '', requestId: query.get('requestId') ?? '' };
+  const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) ?? ''])) as Filters;
   const cursor = query.get('cursor') ?? '';
-  const [draft, setDraft] = useState(filters);
+  // The form shows since/until as UTC `datetime-local` values; the URL and the API carry RFC 3339.
+  const [draft, setDraft] = useState<Filters>({ ...filters, since: filters.since ? filters.since.slice(0, 16) : '', until: filters.until ? filters.until.slice(0, 16) : '' });
+  const [live, setLive] = useState(true);
+  const subs = useAsync(() => call(api.GET('/v2/subscriptions')), []);
   const page = useAsync(
     () =>
       call(
@@ -25,15 +34,21 @@ export function Deliveries() {
               limit: PAGE,
               ...(filters.status ? { status: filters.status as 'pending' | 'succeeded' | 'failed' } : {}),
               ...(filters.subscriptionId ? { subscriptionId: filters.subscriptionId } : {}),
+              ...(filters.event ? { event: filters.event as 'registered-requests' | 'processed-requests' } : {}),
+              ...(filters.since ? { since: filters.since } : {}),
+              ...(filters.until ? { until: filters.until } : {}),
               ...(filters.requestId ? { requestId: filters.requestId } : {}),
               ...(cursor ? { cursor } : {}),
             },
           },
         }),
       ),
-    [filters.status, filters.subscriptionId, filters.requestId, cursor],
+    FILTERS.map((name) => filters[name]).concat(cursor),
   );
+  const refreshing = useFollow(page, { everyMs: 5000, follow: live && !cursor });
   const problem = page.error;
+  const subscriptions = subs.data ?? [];
+  const known = new Map(subscriptions.map((s) => [s._id, s]));
   return (
     <section>
       <h1>Deliveries</h1>
@@ -44,7 +59,7 @@ export function Deliveries() {
         data-testid="delivery-filters"
         onSubmit={(e) => {
           e.preventDefault();
-          navigate(href('/deliveries', draft));
+          navigate(href('/deliveries', { ...draft, since: utcInputToIso(draft.since), until: utcInputToIso(draft.until) }));
         }}
       >
         <Select
@@ -60,14 +75,39 @@ export function Deliveries() {
           error={problem?.field('querystring.status')}
           data-testid="filter-status"
         />
-        <Field label="Subscription id" value={draft.subscriptionId} onValue={(v) => setDraft({ ...draft, subscriptionId: v.trim() })} error={problem?.field('querystring.subscriptionId')} data-testid="filter-subscription" />
+        <Select
+          label="Endpoint"
+          value={draft.subscriptionId}
+          onValue={(v) => setDraft({ ...draft, subscriptionId: v })}
+          options={[['', 'Any'] as [string, string], ...subscriptions.map((s): [string, string] => [s._id, `${s.description || s.callback.url} (${s.event})`]), ...(draft.subscriptionId && !known.has(draft.subscriptionId) ? [[draft.subscriptionId, draft.subscriptionId] as [string, string]] : [])]}
+          error={problem?.field('querystring.subscriptionId')}
+          data-testid="filter-subscription"
+        />
+        <Select
+          label="Event"
+          value={draft.event}
+          onValue={(v) => setDraft({ ...draft, event: v })}
+          options={[
+            ['', 'Any'],
+            ['registered-requests', 'registered-requests'],
+            ['processed-requests', 'processed-requests'],
+          ]}
+          error={problem?.field('querystring.event')}
+          data-testid="filter-event"
+        />
+        <Field label="Created since (UTC)" type="datetime-local" value={draft.since} onValue={(v) => setDraft({ ...draft, since: v })} error={problem?.field('querystring.since')} data-testid="filter-since" />
+        <Field label="Created before (UTC)" type="datetime-local" value={draft.until} onValue={(v) => setDraft({ ...draft, until: v })} error={problem?.field('querystring.until')} data-testid="filter-until" />
         <Field label="Request id" value={draft.requestId} onValue={(v) => setDraft({ ...draft, requestId: v.trim() })} error={problem?.field('querystring.requestId')} data-testid="filter-request" />
         <button type="submit" data-testid="apply-filters">
           Filter
         </button>
       </form>
-      {page.loading ? <Loading label="Loading deliveries…" /> : null}
-      <Problem problem={problem} unplaced={['querystring.status', 'querystring.subscriptionId', 'querystring.requestId']} />
+      <div class="row live">
+        <Checkbox label="Refresh every 5 seconds" checked={live} onChecked={setLive} data-testid="auto-refresh" />
+        {cursor ? <span class="hint">Older pages do not refresh.</span> : refreshing ? <span class="hint" data-testid="refreshing">Showing new deliveries as they come.</span> : null}
+      </div>
+      {page.loading && !page.data ? <Loading label="Loading deliveries…" /> : null}
+      <Problem problem={problem} unplaced={FILTERS.map((name) => `querystring.${name}`)} />
       {page.data && page.data.data.length === 0 ? <p data-testid="no-deliveries">No deliveries match.</p> : null}
       {page.data && page.data.data.length > 0 ? <NotificationTable rows={page.data.data} /> : null}
       <nav aria-label="Pages" class="pager">
@@ -94,6 +134,7 @@ export function NotificationTable({ rows }: { rows: Notification[] }) {
         <tr>
           <th scope="col">Created</th>
           <th scope="col">Event</th>
+          <th scope="col">Endpoint</th>
           <th scope="col">Status</th>
           <th scope="col">Attempts</th>
           <th scope="col">Last answer</th>
@@ -104,10 +145,15 @@ export function NotificationTable({ rows }: { rows: Notification[] }) {
         {rows.map((n) => (
           <tr key={n.id} data-testid="delivery-row" data-notification-id={n.id}>
             <td>
-              <a href={href(`/deliveries/${encodeURIComponent(n.id)}`)}>{time(n.createdAt)}</a>
+              <a href={href(`/deliveries/${encodeURIComponent(n.id)}`)}>
+                <When at={n.createdAt} />
+              </a>
             </td>
             <td>
               <code>{n.event}</code> {n.test ? <Badge kind="test">test</Badge> : null}
+            </td>
+            <td class="url">
+              {n.subscriptionId ? <a href={href(`/subscriptions/${encodeURIComponent(n.subscriptionId)}`)}>{n.url}</a> : n.url}
             </td>
             <td>
               {statusBadge(n.status)}
@@ -137,10 +183,36 @@ export function Attempts({ attempts }: { attempts: NotificationDetail['attempts'
       {attempts.map((a) => (
         <li key={a.attempt} data-testid="attempt">
           <p>
-            <strong>Attempt {a.attempt}</strong> {time(a.at)} · <Badge kind={a.outcome === 'succeeded' ? 'ok' : a.outcome === 'failed' ? 'failed' : 'pending'}>{a.outcome}</Badge> · {a.statusCode !== null ? `HTTP ${a.statusCode}` : 'no HTTP answer'} · {a.latencyMs} ms
+            <strong>Attempt {a.attempt}</strong> <When at={a.at} /> · <Badge kind={a.outcome === 'succeeded' ? 'ok' : a.outcome === 'failed' ? 'failed' : 'pending'}>{a.outcome}</Badge> · {a.statusCode !== null ? `HTTP ${a.statusCode}` : 'no HTTP answer'} · {a.latencyMs} ms
           </p>
           <p class="url">{a.url}</p>
           {a.error ? <p class="attempt-error">{a.error}</p> : null}
+          {a.requestHeaders ? (
+            <details data-testid="attempt-headers">
+              <summary>Headers sent ({Object.keys(a.requestHeaders).length}, secrets masked)</summary>
+              <table>
+                <caption class="sr-only">Headers attempt {a.attempt} sent</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Header</th>
+                    <th scope="col">Value</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {Object.entries(a.requestHeaders).map(([name, value]) => (
+                    <tr key={name}>
+                      <td>
+                        <code>{name}</code>
+                      </td>
+                      <td>
+                        <code>{value}</code>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </details>
+          ) : null}
           {a.responseBody !== null && a.responseBody !== '' ? (
             <details>
               <summary>Receiver's answer (first 1 KiB)</summary>
@@ -155,46 +227,15 @@ export function Attempts({ attempts }: { attempts: NotificationDetail['attempts'
   );
 }
 
-/** The headers every attempt carries (docs/delivery.md), with secrets masked. */
-function headersOf(n: NotificationDetail, s: Subscription | undefined): [string, string][] {
-  const headers: [string, string][] = [
-    ['content-type', 'application/json'],
-    ['webhook-id', n.id],
-    ['webhook-timestamp', '(the attempt time, Unix seconds)'],
-    ['webhook-signature', 'v1,•••• (HMAC-SHA256 with the signing secret)'],
-    ['x-webhook-event', n.event],
-  ];
-  if (n.test) headers.push(['x-webhook-test', 'true']);
-  const auth = s?.callback.authorization as Record<string, unknown> | undefined;
-  if (auth?.Bearer) headers.push(['authorization', `Bearer ${String(auth.Bearer)}`]);
-  else if (auth?.Basic) headers.push(['authorization', `Basic ${String(auth.Basic)}`]);
-  else if (auth?.oauth2 || (auth?.mtls as { twoFactor?: unknown } | undefined)?.twoFactor) headers.push(['authorization', 'Bearer •••• (OAuth2 token)']);
-  for (const [name, value] of Object.entries(s?.callback.customHeaders ?? {})) headers.push([name, value]);
-  return headers;
-}
 
 /** GET /v2/notifications/{id}: payload, headers, every attempt; POST …/retry. */
 export function DeliveryPage({ id }: { id: string }) {
   const n = useAsync(() => call(api.GET('/v2/notifications/{notificationId}', { params: { path: { notificationId: id } } })), [id]);
-  const subId = n.data?.subscriptionId ?? null;
-  const sub = useAsync(async () => (subId ? call(api.GET('/v2/subscriptions/{subscriptionId}', { params: { path: { subscriptionId: subId } } })).catch(() => undefined) : undefined), [subId]);
   const retry = useAction();
   // After Retry now the page follows the delivery (every 0.5 s, for 30 s at most) until the
   // attempt it asked for is logged, as a test send does: its outcome shows where it was asked.
   const [retriedAfter, setRetriedAfter] = useState<number | null>(null);
-  const [polls, setPolls] = useState(0);
-  useEffect(() => {
-    if (retriedAfter === null || !n.data || n.loading) return;
-    if (n.data.attempts.length > retriedAfter || polls >= 60) {
-      setRetriedAfter(null);
-      return;
-    }
-    const timer = setTimeout(() => {
-      setPolls((count) => count + 1);
-      n.reload();
-    }, 500);
-    return () => clearTimeout(timer);
-  }, [retriedAfter, n.data, n.loading, polls]);
+  const waitingForRetry = useFollow(n, { everyMs: 500, forMs: 30_000, follow: retriedAfter, done: (d) => d.attempts.length > (retriedAfter ?? Infinity) });
   if (n.loading && !n.data) return <Loading label="Loading the delivery…" />;
   if (!n.data)
     return (
@@ -229,7 +270,9 @@ export function DeliveryPage({ id }: { id: string }) {
         <dt>Subscription</dt>
         <dd>{d.subscriptionId ? <a href={href(`/subscriptions/${encodeURIComponent(d.subscriptionId)}`)}>{d.subscriptionId}</a> : "the request's own callback URL"}</dd>
         <dt>Created</dt>
-        <dd>{time(d.createdAt)}</dd>
+        <dd>
+          <When at={d.createdAt} />
+        </dd>
         {d.waitingFor ? (
           <>
             <dt>Waiting for</dt>
@@ -241,11 +284,15 @@ export function DeliveryPage({ id }: { id: string }) {
         ) : (
           <>
             <dt>Next attempt</dt>
-            <dd>{time(d.nextAttemptAt)}</dd>
+            <dd>
+              <When at={d.nextAttemptAt} />
+            </dd>
           </>
         )}
         <dt>Completed</dt>
-        <dd>{time(d.completedAt)}</dd>
+        <dd>
+          <When at={d.completedAt} />
+        </dd>
       </dl>
       {can('subscriptions:write') ? (
         <button
@@ -256,7 +303,6 @@ export function DeliveryPage({ id }: { id: string }) {
             retry.run(async () => {
               const attemptsBefore = d.attempts.length;
               await call(api.POST('/v2/notifications/{notificationId}/retry', { params: { path: { notificationId: id } } }));
-              setPolls(0);
               setRetriedAfter(attemptsBefore);
               n.reload();
             })
@@ -265,38 +311,18 @@ export function DeliveryPage({ id }: { id: string }) {
           Retry now
         </button>
       ) : null}
-      {retriedAfter !== null ? (
+      {waitingForRetry ? (
         <p role="status" data-testid="retry-waiting">
           Retry sent: waiting for its attempt…
         </p>
+      ) : retriedAfter !== null && d.attempts.length <= retriedAfter ? (
+        <p role="status">No attempt logged 30 seconds after the retry; the worker may be busy. Reload the page to look again.</p>
       ) : null}
       <Problem problem={retry.problem} />
       <h2>Attempts</h2>
       <Attempts attempts={d.attempts} />
       <h2>Payload</h2>
       <Json value={d.payload} testid="payload" />
-      <h2>Headers</h2>
-      <p class="hint">As sent now (the subscription's current authorization and custom headers); secrets masked.</p>
-      {sub.loading ? <Loading /> : null}
-      <table data-testid="headers">
-        <caption class="sr-only">Request headers</caption>
-        <thead>
-          <tr>
-            <th scope="col">Header</th>
-            <th scope="col">Value</th>
-          </tr>
-        </thead>
-        <tbody>
-          {headersOf(d, sub.data).map(([name, value]) => (
-            <tr key={name}>
-              <td>
-                <code>{name}</code>
-              </td>
-              <td class="url">{value}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
     </section>
   );
 }

@@ -1,14 +1,27 @@
 import { api, call, type Stats, type Subscription } from '../api/client';
-import { href } from '../router';
-import { Badge, Loading, Problem, time, useAsync } from '../ui';
+import { href, navigate, route } from '../router';
+import { Badge, Loading, Problem, Select, When, useAsync } from '../ui';
 
-/** GET /v2/subscriptions, then GET /v2/subscriptions/{id}/stats?window=24h for each. */
+const WINDOWS: [string, string][] = [
+  ['1h', 'Last hour'],
+  ['24h', 'Last 24 hours'],
+  ['7d', 'Last 7 days'],
+];
+type Window = '1h' | '24h' | '7d';
+
+/** GET /v2/subscriptions, then GET /v2/subscriptions/{id}/stats?window= for each (`?window=` in the URL, 24h by default). */
 export function Overview() {
+  const chosen = route.value.query.get('window');
+  const window: Window = chosen === '1h' || chosen === '7d' ? chosen : '24h';
+  const label = WINDOWS.find(([w]) => w === window)![1].toLowerCase();
   const subs = useAsync(() => call(api.GET('/v2/subscriptions')), []);
   return (
     <section>
-      <h1>Overview</h1>
-      <p class="lede">Each endpoint's health over the last 24 hours.</p>
+      <div class="title-row">
+        <h1>Overview</h1>
+        <Select label="Period" value={window} onValue={(w) => navigate(href('/', { window: w === '24h' ? undefined : w }), true)} options={WINDOWS} data-testid="stats-window" />
+      </div>
+      <p class="lede">Each endpoint's health over the {label}: its attempts, and the notifications waiting or given up on now.</p>
       {subs.loading && !subs.data ? <Loading label="Loading subscriptions…" /> : null}
       <Problem problem={subs.error} />
       {subs.data && subs.data.length === 0 ? (
@@ -17,14 +30,14 @@ export function Overview() {
         </p>
       ) : null}
       <ul class="cards" data-testid="overview-list">
-        {subs.data?.map((s) => <HealthCard key={s._id} subscription={s} />)}
+        {subs.data?.map((s) => <HealthCard key={`${s._id}|${window}`} subscription={s} window={window} />)}
       </ul>
     </section>
   );
 }
 
-function HealthCard({ subscription: s }: { subscription: Subscription }) {
-  const stats = useAsync(() => call(api.GET('/v2/subscriptions/{subscriptionId}/stats', { params: { path: { subscriptionId: s._id }, query: { window: '24h' } } })), [s._id]);
+function HealthCard({ subscription: s, window }: { subscription: Subscription; window: Window }) {
+  const stats = useAsync(() => call(api.GET('/v2/subscriptions/{subscriptionId}/stats', { params: { path: { subscriptionId: s._id }, query: { window } } })), [s._id, window]);
   const disabled = Boolean(s.disabledReason);
   return (
     <li class={disabled ? 'card card-disabled' : 'card'} data-testid="health-card" data-subscription-id={s._id}>
@@ -37,7 +50,7 @@ function HealthCard({ subscription: s }: { subscription: Subscription }) {
       </p>
       {disabled ? (
         <p class="disabled-reason" role="note" data-testid="disabled-reason">
-          <strong>Switched off by the service</strong> {time(s.disabledAt)}: {s.disabledReason}
+          <strong>Switched off by the service</strong> <When at={s.disabledAt} />: {s.disabledReason}
         </p>
       ) : null}
       {stats.loading && !stats.data ? <Loading label="Loading health…" /> : null}
@@ -55,15 +68,27 @@ function ms(value: number | null): string {
   return value === null ? '—' : `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
 }
 
+/**
+ * Each figure says what it counts: attempts in the period (a notification retried twice then
+ * delivered is three attempts, one of them a success), or notifications as they stand now, each
+ * linked to the list of exactly those notifications.
+ */
 function Health({ stats, subscriptionId }: { stats: Stats; subscriptionId: string }) {
   const { succeeded, retry, failed } = stats.attempts;
+  const total = succeeded + retry + failed;
   return (
     <div class="health">
-      <AttemptsChart stats={stats} />
+      <SeriesChart stats={stats} />
       <dl class="figures">
         <div>
-          <dt>Success rate</dt>
-          <dd data-testid="success-rate">{pct(stats.successRate)}</dd>
+          <dt>Attempts that succeeded</dt>
+          <dd data-testid="success-rate">
+            {total === 0 ? 'no attempts' : (
+              <>
+                {pct(stats.successRate)} <small>of {total}</small>
+              </>
+            )}
+          </dd>
         </div>
         <div>
           <dt>p50 latency</dt>
@@ -72,27 +97,31 @@ function Health({ stats, subscriptionId }: { stats: Stats; subscriptionId: strin
         <div>
           <dt>Attempts</dt>
           <dd>
-            {succeeded} ok · {retry} retried · {failed} failed
+            {succeeded} succeeded · {retry} failed, retried · {failed} failed, final
           </dd>
         </div>
         <div>
-          <dt>Pending</dt>
+          <dt>Pending now</dt>
           <dd data-testid="pending">
             <a href={href('/deliveries', { subscriptionId, status: 'pending' })}>{stats.pending}</a>
           </dd>
         </div>
         <div>
-          <dt>Failed</dt>
+          <dt>Failed now</dt>
           <dd data-testid="failed">
-            <a href={href('/deliveries', { subscriptionId, status: 'failed' })}>{failed}</a>
+            <a href={href('/deliveries', { subscriptionId, status: 'failed' })}>{stats.failed}</a>
           </dd>
         </div>
         <div>
-          <dt>Last error</dt>
+          <dt>Last failed attempt</dt>
           <dd data-testid="last-error">
             {stats.lastFailure ? (
               <>
-                {stats.lastFailure.error ?? `HTTP ${stats.lastFailure.statusCode ?? '?'}`} <small>({time(stats.lastFailure.at)})</small>
+                {stats.lastFailure.error ?? `HTTP ${stats.lastFailure.statusCode ?? '?'}`}{' '}
+                <small>
+                  <When at={stats.lastFailure.at} />
+                </small>
+                {stats.lastSuccess && stats.lastSuccess.at > stats.lastFailure.at ? <small class="hint"> succeeded since</small> : null}
               </>
             ) : (
               'none'
@@ -104,42 +133,48 @@ function Health({ stats, subscriptionId }: { stats: Stats; subscriptionId: strin
   );
 }
 
-/** An inline SVG built from the data: the window's attempts as one stacked bar, plus p50/p95. */
-function AttemptsChart({ stats }: { stats: Stats }) {
-  const { succeeded, retry, failed } = stats.attempts;
-  const total = succeeded + retry + failed;
-  const width = 240;
-  const parts: [string, number][] = [
-    ['ok', succeeded],
-    ['retry', retry],
-    ['failed', failed],
-  ];
-  let x = 0;
-  const p95 = stats.latencyMs.p95 ?? 0;
-  const p50 = stats.latencyMs.p50 ?? 0;
-  const scale = (v: number) => (p95 > 0 ? Math.max(2, (v / p95) * width) : 0);
-  const label = total === 0 ? 'No attempts in 24 hours' : `${succeeded} succeeded, ${retry} retried, ${failed} failed of ${total} attempts in 24 hours`;
+/**
+ * The period as a time series, built from the data as inline SVG: per bucket a bar of its attempts
+ * (succeeded, to retry, failed), and the p50 latency as a line over them.
+ */
+function SeriesChart({ stats }: { stats: Stats }) {
+  const series = stats.series;
+  const width = 300;
+  const barsHeight = 48;
+  const lineHeight = 28;
+  const step = width / Math.max(1, series.length);
+  const most = Math.max(1, ...series.map((b) => b.attempts.succeeded + b.attempts.retry + b.attempts.failed));
+  const slowest = Math.max(0, ...series.map((b) => b.latencyMs.p50 ?? 0));
+  const total = stats.attempts.succeeded + stats.attempts.retry + stats.attempts.failed;
+  const points = series
+    .map((b, i) => (b.latencyMs.p50 === null || slowest === 0 ? null : `${(i + 0.5) * step},${barsHeight + 4 + lineHeight - (b.latencyMs.p50 / slowest) * lineHeight}`))
+    .filter((p): p is string => p !== null);
+  const label =
+    total === 0
+      ? `No attempts in the period (${series.length} buckets)`
+      : `${stats.attempts.succeeded} succeeded, ${stats.attempts.retry} to retry, ${stats.attempts.failed} failed of ${total} attempts, in ${series.length} buckets; busiest bucket ${most} attempts; p50 latency up to ${ms(slowest || null)}`;
   return (
-    <svg class="chart" viewBox={`0 0 ${width} 44`} width={width} height={44} role="img" aria-label={label} data-testid="health-chart">
+    <svg class="chart" viewBox={`0 0 ${width} ${barsHeight + lineHeight + 18}`} width={width} height={barsHeight + lineHeight + 18} role="img" aria-label={label} data-testid="health-chart" data-buckets={series.length}>
       <title>{label}</title>
-      <rect class="bar-empty" x={0} y={0} width={width} height={16} rx={3} />
-      {total > 0
-        ? parts.map(([kind, n]) => {
-            const w = (n / total) * width;
-            const rect = <rect key={kind} class={`bar-${kind}`} x={x} y={0} width={w} height={16} />;
-            x += w;
-            return rect;
-          })
-        : null}
-      {p95 > 0 ? (
-        <>
-          <rect class="bar-p95" x={0} y={24} width={scale(p95)} height={8} />
-          <rect class="bar-p50" x={0} y={24} width={scale(p50)} height={8} />
-          <text class="chart-text" x={0} y={43}>
-            latency p50 {ms(stats.latencyMs.p50)} · p95 {ms(stats.latencyMs.p95)}
-          </text>
-        </>
-      ) : null}
+      <rect class="bar-empty" x={0} y={0} width={width} height={barsHeight} />
+      {series.map((b, i) => {
+        let y = barsHeight;
+        return (['succeeded', 'retry', 'failed'] as const).map((kind) => {
+          const h = (b.attempts[kind] / most) * barsHeight;
+          y -= h;
+          return h > 0 ? <rect key={`${i}-${kind}`} class={`bar-${kind === 'succeeded' ? 'ok' : kind}`} x={i * step + 0.5} y={y} width={Math.max(1, step - 1)} height={h} /> : null;
+        });
+      })}
+      {points.length > 1 ? <polyline class="line-p50" points={points.join(' ')} /> : null}
+      <text class="chart-text" x={0} y={barsHeight + lineHeight + 16}>
+        attempts per {bucketName(series)} · line: p50 latency (max {ms(slowest || null)})
+      </text>
     </svg>
   );
+}
+
+function bucketName(series: Stats['series']): string {
+  if (series.length < 2) return 'bucket';
+  const minutes = (Date.parse(series[1]!.start) - Date.parse(series[0]!.start)) / 60_000;
+  return minutes < 60 ? `${minutes} minutes` : minutes === 60 ? 'hour' : `${minutes / 60} hours`;
 }

@@ -2,20 +2,50 @@ import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, call, type NotificationDetail, type RequestEvent, type RewardRequest } from '../api/client';
 import { can } from '../session';
-import { href, navigate } from '../router';
-import { Badge, Field, Json, Loading, Problem, preciseTime, useAsync } from '../ui';
+import { href, navigate, route } from '../router';
+import { Badge, Field, Json, Loading, Problem, Select, When, useAsync, utcInputToIso } from '../ui';
 import { statusBadge } from './deliveries';
 
+const REQUEST_FILTERS = ['status', 'experience', 'since', 'until'] as const;
+type RequestFilters = Record<(typeof REQUEST_FILTERS)[number], string>;
+
+/**
+ * GET /v2/requests?status=&experience=&since=&until=&limit=50&cursor=: the account's requests,
+ * newest first, filtered; and a request found by its id.
+ */
 export function RequestSearch() {
+  const query = route.value.query;
+  const filters = Object.fromEntries(REQUEST_FILTERS.map((name) => [name, query.get(name) ?? ''])) as RequestFilters;
+  const cursor = query.get('cursor') ?? '';
   const [id, setId] = useState('');
+  const [draft, setDraft] = useState<RequestFilters>({ ...filters, since: filters.since.slice(0, 16), until: filters.until.slice(0, 16) });
+  const list = useAsync(
+    () =>
+      call(
+        api.GET('/v2/requests', {
+          params: {
+            query: {
+              limit: PAGE,
+              ...(filters.status ? { status: filters.status as RewardRequest['status'] } : {}),
+              ...(filters.experience ? { experience: filters.experience } : {}),
+              ...(filters.since ? { since: filters.since } : {}),
+              ...(filters.until ? { until: filters.until } : {}),
+              ...(cursor ? { cursor } : {}),
+            },
+          },
+        }),
+      ),
+    REQUEST_FILTERS.map((name) => filters[name]).concat(cursor),
+  );
+  const problem = list.error;
   return (
     <section>
       <h1>Requests</h1>
-      <p class="lede">A reward request's whole story: received, registered or rejected, processed, partner events, and every notification with every attempt.</p>
+      <p class="lede">The account's reward requests, newest first. Open one for its whole story: received, registered or rejected, processed, partner events, and every notification with every attempt.</p>
       <form
         class="form inline"
         role="search"
-        aria-label="Find a request"
+        aria-label="Find a request by id"
         data-testid="request-search"
         onSubmit={(e) => {
           e.preventDefault();
@@ -27,9 +57,101 @@ export function RequestSearch() {
           Show timeline
         </button>
       </form>
+      <form
+        class="form inline filters"
+        role="search"
+        aria-label="Filter requests"
+        data-testid="request-filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          navigate(href('/requests', { ...draft, since: utcInputToIso(draft.since), until: utcInputToIso(draft.until) }));
+        }}
+      >
+        <Select
+          label="Status"
+          value={draft.status}
+          onValue={(v) => setDraft({ ...draft, status: v })}
+          options={[
+            ['', 'Any'],
+            ['received', 'Received'],
+            ['registered', 'Registered'],
+            ['rejected', 'Rejected'],
+            ['processed', 'Processed'],
+            ['failed', 'Failed'],
+          ]}
+          error={problem?.field('querystring.status')}
+          data-testid="filter-request-status"
+        />
+        <Field label="Experience" value={draft.experience} onValue={(v) => setDraft({ ...draft, experience: v.trim() })} error={problem?.field('querystring.experience')} data-testid="filter-experience" />
+        <Field label="Received since (UTC)" type="datetime-local" value={draft.since} onValue={(v) => setDraft({ ...draft, since: v })} error={problem?.field('querystring.since')} data-testid="filter-request-since" />
+        <Field label="Received before (UTC)" type="datetime-local" value={draft.until} onValue={(v) => setDraft({ ...draft, until: v })} error={problem?.field('querystring.until')} data-testid="filter-request-until" />
+        <button type="submit" data-testid="apply-request-filters">
+          Filter
+        </button>
+      </form>
+      {list.loading && !list.data ? <Loading label="Loading requests…" /> : null}
+      <Problem problem={problem} unplaced={REQUEST_FILTERS.map((name) => `querystring.${name}`)} />
+      {list.data && list.data.data.length === 0 ? (
+        <p data-testid="no-requests">{cursor || Object.values(filters).some(Boolean) ? 'No requests match.' : 'No requests yet: they appear here as soon as the API accepts them (POST /v2/requests).'}</p>
+      ) : null}
+      {list.data && list.data.data.length > 0 ? (
+        <table data-testid="request-table">
+          <caption class="sr-only">Reward requests, newest first</caption>
+          <thead>
+            <tr>
+              <th scope="col">Received</th>
+              <th scope="col">Request</th>
+              <th scope="col">Experience</th>
+              <th scope="col">Status</th>
+              <th scope="col">Outcome</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.data.map((r) => (
+              <tr key={r.id} data-testid="request-row" data-request-id={r.id}>
+                <td>
+                  <When at={r.createdAt} />
+                </td>
+                <td>
+                  <a href={href(`/requests/${encodeURIComponent(r.id)}`)}>{r.id}</a>
+                </td>
+                <td>
+                  <code>{r.experience}</code>
+                </td>
+                <td>
+                  <Badge kind={r.status === 'processed' || r.status === 'registered' ? 'ok' : r.status === 'rejected' || r.status === 'failed' ? 'failed' : 'pending'}>{r.status}</Badge>
+                </td>
+                <td>{outcomeOf(r)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <nav aria-label="Pages" class="pager">
+        {cursor ? (
+          <a href={href('/requests', filters)} data-testid="requests-first-page">
+            Newest
+          </a>
+        ) : null}
+        {list.data?.nextCursor ? (
+          <a href={href('/requests', { ...filters, cursor: list.data.nextCursor })} data-testid="requests-next-page">
+            Older
+          </a>
+        ) : null}
+      </nav>
     </section>
   );
 }
+
+/** One line on what became of a request. */
+function outcomeOf(r: RewardRequest): string {
+  if (r.status === 'rejected') return `${r.errorCode ?? 'rejected'}${r.message ? `: ${r.message}` : ''}`;
+  if (r.status === 'processed') return `${r.delivered?.length ?? 0} delivered, ${r.canceled?.length ?? 0} canceled`;
+  if (r.status === 'registered') return r.rewardValue ? `reward value ${r.rewardValue}` : 'registered';
+  return '—';
+}
+
+const PAGE = 50;
 
 interface Entry {
   at: string;
@@ -188,7 +310,7 @@ export function RequestTimeline({ id }: { id: string }) {
       <ol class="timeline" data-testid="timeline">
         {entries.map((e, i) => (
           <li key={i} class={`tl tl-${e.kind}`} data-testid="timeline-entry" data-kind={e.kind}>
-            <time dateTime={e.at}>{preciseTime(e.at)}</time>
+            <When at={e.at} ms />
             <h3>{e.title}</h3>
             {e.body}
           </li>

@@ -1,8 +1,8 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, call, type NotificationDetail, type Subscription } from '../api/client';
+import { useState } from 'preact/hooks';
+import { api, call, type SigningSecretView, type Subscription } from '../api/client';
 import { can } from '../session';
 import { href, navigate } from '../router';
-import { Badge, ConfirmButton, Field, Loading, Problem, ShownOnce, time, useAction, useAsync } from '../ui';
+import { Badge, ConfirmButton, CopyButton, Field, Loading, Problem, Select, ShownOnce, When, useAction, utcInputToIso, useAsync, useFollow } from '../ui';
 import { SubscriptionForm, bodyOf, formOf } from './subscription-form';
 
 export function SubscriptionList() {
@@ -63,13 +63,21 @@ function State({ s }: { s: Subscription }) {
 export function NewSubscription() {
   const action = useAction();
   const [secret, setSecret] = useState<{ id: string; secret: string } | null>(null);
-  if (!can('subscriptions:write')) return <p>This session cannot create subscriptions.</p>;
+  if (!can('subscriptions:write'))
+    return (
+      <section>
+        <h1>New subscription</h1>
+        <p data-testid="read-only">
+          This session can look at subscriptions but not create them. Sign in with a client that holds the <code>subscriptions:write</code> scope.
+        </p>
+      </section>
+    );
   return (
     <section>
       <h1>New subscription</h1>
       {secret ? (
         <>
-          <ShownOnce label="Signing secret" value={secret.secret} testid="new-signing-secret" />
+          <ShownOnce label="Signing secret" value={secret.secret} testid="new-signing-secret" note="give it to your receiver; the subscription's page reveals it again when you need it." />
           <p>
             <a href={href(`/subscriptions/${encodeURIComponent(secret.id)}`)} data-testid="open-created">
               Open the subscription
@@ -123,7 +131,7 @@ export function SubscriptionPage({ id }: { id: string }) {
       </div>
       {s.disabledReason ? (
         <p class="disabled-reason" role="note" data-testid="disabled-reason">
-          <strong>Switched off by the service</strong> {time(s.disabledAt)}: {s.disabledReason}
+          <strong>Switched off by the service</strong> <When at={s.disabledAt} />: {s.disabledReason}
         </p>
       ) : null}
       <dl class="facts">
@@ -144,7 +152,9 @@ export function SubscriptionPage({ id }: { id: string }) {
         <dt>Rate limit</dt>
         <dd>{s.rateLimit ? `${s.rateLimit} per second` : 'none'}</dd>
         <dt>Updated</dt>
-        <dd>{time(s.updatedAt)}</dd>
+        <dd>
+          <When at={s.updatedAt} />
+        </dd>
       </dl>
       <p>
         <a href={href('/deliveries', { subscriptionId: s._id })} data-testid="subscription-deliveries">
@@ -211,7 +221,7 @@ export function SubscriptionPage({ id }: { id: string }) {
         <>
           <TestSend id={id} />
           <Recover id={id} />
-          <RotateSecret id={id} />
+          <SigningSecret id={id} />
         </>
       ) : null}
     </section>
@@ -221,34 +231,12 @@ export function SubscriptionPage({ id }: { id: string }) {
 /** POST …/test → 202 {notificationId}, then GET /v2/notifications/{id} until its one attempt is logged. */
 function TestSend({ id }: { id: string }) {
   const action = useAction();
-  const [result, setResult] = useState<NotificationDetail | null>(null);
-  const [waiting, setWaiting] = useState<string | null>(null);
-  useEffect(() => {
-    if (!waiting) return;
-    let live = true;
-    let tries = 0;
-    const poll = async () => {
-      while (live && tries++ < 60) {
-        try {
-          const n = await call(api.GET('/v2/notifications/{notificationId}', { params: { path: { notificationId: waiting } } }));
-          if (!live) return;
-          setResult(n);
-          if (n.status !== 'pending' || n.attempts.length > 0) {
-            setWaiting(null);
-            return;
-          }
-        } catch {
-          /* the problem shows on the next try's give-up */
-        }
-        await new Promise((r) => setTimeout(r, 500));
-      }
-      if (live) setWaiting(null);
-    };
-    void poll();
-    return () => {
-      live = false;
-    };
-  }, [waiting]);
+  const [sent, setSent] = useState<string | null>(null);
+  const followed = useAsync(async () => (sent ? call(api.GET('/v2/notifications/{notificationId}', { params: { path: { notificationId: sent } } })) : undefined), [sent]);
+  // Until the test's own notification is in (a previous one may still be shown while it loads).
+  const result = followed.data && followed.data.id === sent ? followed.data : undefined;
+  const following = useFollow(followed, { everyMs: 500, forMs: 30_000, follow: sent, done: (n) => n?.id === sent && (n.status !== 'pending' || n.attempts.length > 0) });
+  const waiting = following || (sent !== null && !result && followed.loading);
   const attempt = result?.attempts[result.attempts.length - 1];
   return (
     <section aria-labelledby="test-heading" class="panel">
@@ -257,12 +245,12 @@ function TestSend({ id }: { id: string }) {
       <button
         type="button"
         data-testid="send-test"
-        disabled={action.busy || waiting !== null}
+        disabled={action.busy || waiting}
         onClick={() =>
           action.run(async () => {
-            setResult(null);
+            setSent(null);
             const answer = await call(api.POST('/v2/subscriptions/{subscriptionId}/test', { params: { path: { subscriptionId: id } } }));
-            setWaiting(answer.notificationId);
+            setSent(answer.notificationId);
           })
         }
       >
@@ -295,11 +283,10 @@ function Recover({ id }: { id: string }) {
   const [since, setSince] = useState('');
   const [until, setUntil] = useState('');
   const [recovered, setRecovered] = useState<number | null>(null);
-  const iso = (local: string) => (local ? new Date(local).toISOString() : '');
   return (
     <section aria-labelledby="recover-heading" class="panel">
       <h2 id="recover-heading">Recover failed deliveries</h2>
-      <p>Every notification that failed in the window gets one more attempt now.</p>
+      <p>Every notification that failed in the window gets one more attempt now. Times are UTC, like the payloads.</p>
       <form
         class="form inline"
         data-testid="recover-form"
@@ -307,13 +294,13 @@ function Recover({ id }: { id: string }) {
           e.preventDefault();
           void action.run(async () => {
             setRecovered(null);
-            const answer = await call(api.POST('/v2/subscriptions/{subscriptionId}/recover', { params: { path: { subscriptionId: id } }, body: { since: iso(since), ...(until ? { until: iso(until) } : {}) } }));
+            const answer = await call(api.POST('/v2/subscriptions/{subscriptionId}/recover', { params: { path: { subscriptionId: id } }, body: { since: utcInputToIso(since), ...(until ? { until: utcInputToIso(until) } : {}) } }));
             setRecovered(answer.recovered);
           });
         }}
       >
-        <Field label="Failed since" type="datetime-local" value={since} onValue={setSince} required error={action.problem?.field('body.since')} data-testid="recover-since" />
-        <Field label="Until (optional)" type="datetime-local" value={until} onValue={setUntil} error={action.problem?.field('body.until')} data-testid="recover-until" />
+        <Field label="Failed since (UTC)" type="datetime-local" value={since} onValue={setSince} required error={action.problem?.field('body.since')} data-testid="recover-since" />
+        <Field label="Until (UTC, optional)" type="datetime-local" value={until} onValue={setUntil} error={action.problem?.field('body.until')} data-testid="recover-until" />
         <button type="submit" disabled={action.busy} data-testid="recover">
           Recover
         </button>
@@ -328,34 +315,79 @@ function Recover({ id }: { id: string }) {
   );
 }
 
-/** POST …/secret/rotate: the new secret is shown once. */
-function RotateSecret({ id }: { id: string }) {
+const OVERLAPS: [string, string][] = [
+  ['0m', 'stops at once'],
+  ['1h', 'for 1 hour'],
+  ['24h', 'for 24 hours'],
+  ['3d', 'for 3 days'],
+  ['7d', 'for 7 days'],
+];
+
+/**
+ * The signing secret: revealed on demand (GET …/secret), hidden again with a click; rotated after
+ * a confirmation, the old one signing on for the overlap chosen (POST …/secret/rotate {overlap}).
+ */
+function SigningSecret({ id }: { id: string }) {
   const action = useAction();
-  const [secret, setSecret] = useState<{ secret: string; previousSecretExpiresAt?: string } | null>(null);
+  const [secret, setSecret] = useState<SigningSecretView | null>(null);
+  const [rotated, setRotated] = useState(false);
+  const [overlap, setOverlap] = useState('24h');
+  const reveal = () =>
+    action.run(async () => {
+      setSecret(await call(api.GET('/v2/subscriptions/{subscriptionId}/secret', { params: { path: { subscriptionId: id } } })));
+      setRotated(false);
+    });
+  const chosen = OVERLAPS.find(([value]) => value === overlap)?.[1] ?? overlap;
   return (
     <section aria-labelledby="secret-heading" class="panel">
       <h2 id="secret-heading">Signing secret</h2>
-      <p>Rotating makes a new secret; the old one keeps signing for 24 hours.</p>
-      <button
-        type="button"
-        class="secondary"
-        data-testid="rotate-secret"
-        disabled={action.busy}
-        onClick={() =>
-          action.run(async () => {
-            setSecret(await call(api.POST('/v2/subscriptions/{subscriptionId}/secret/rotate', { params: { path: { subscriptionId: id } } })));
-          })
-        }
-      >
-        Rotate signing secret
-      </button>
-      <Problem problem={action.problem} />
+      <p>Receivers check each call's signature with this secret (Standard Webhooks).</p>
+      <div class="actions">
+        {secret ? (
+          <button type="button" class="secondary" data-testid="hide-secret" onClick={() => setSecret(null)}>
+            Hide secret
+          </button>
+        ) : (
+          <button type="button" class="secondary" data-testid="reveal-secret" disabled={action.busy} onClick={() => void reveal()}>
+            Reveal secret
+          </button>
+        )}
+      </div>
       {secret ? (
-        <>
-          <ShownOnce label="New signing secret" value={secret.secret} testid="rotated-secret" />
-          {secret.previousSecretExpiresAt ? <p>The previous secret signs until {time(secret.previousSecretExpiresAt)}.</p> : null}
-        </>
+        <div class="shown-once" role="status" data-testid="signing-secret">
+          <p>
+            <strong>{rotated ? 'New signing secret' : 'Signing secret'}</strong>
+            {rotated ? ' — give it to your receiver now.' : null}
+          </p>
+          <code class="secret">{secret.secret}</code> <CopyButton text={secret.secret} />
+          {secret.previousSecretExpiresAt && Date.parse(secret.previousSecretExpiresAt) > Date.now() ? (
+            <p data-testid="previous-secret-until">
+              The previous secret also signs until <When at={secret.previousSecretExpiresAt} />.
+            </p>
+          ) : rotated ? (
+            <p data-testid="previous-secret-until">The previous secret no longer signs.</p>
+          ) : null}
+        </div>
       ) : null}
+      <h3>Rotate</h3>
+      <div class="row">
+        <Select label="The old secret keeps signing" value={overlap} onValue={setOverlap} options={OVERLAPS} error={action.problem?.field('body.overlap')} data-testid="rotate-overlap" />
+        <ConfirmButton
+          kind="secondary"
+          testid="rotate-secret"
+          disabled={action.busy}
+          question={overlap === '0m' ? 'Rotate now? Calls signed only with the new secret start at once: receivers still on the old one will reject them.' : `Rotate? The old secret keeps signing ${chosen}; switch your receivers to the new one before then.`}
+          onConfirm={() =>
+            void action.run(async () => {
+              setSecret(await call(api.POST('/v2/subscriptions/{subscriptionId}/secret/rotate', { params: { path: { subscriptionId: id } }, body: { overlap } })));
+              setRotated(true);
+            })
+          }
+        >
+          Rotate signing secret
+        </ConfirmButton>
+      </div>
+      <Problem problem={action.problem} unplaced={['body.overlap']} />
     </section>
   );
 }
