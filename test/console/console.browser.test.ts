@@ -140,6 +140,8 @@ for (const dialect of testDialects()) {
       assert.equal(await focused(), 'Skip to content');
       await page.keyboard.press('Tab');
       assert.equal(await page.evaluate(() => document.activeElement?.closest('header, nav') !== null), true, 'then the header and the menu');
+      await page.getByTestId('subscription-row').first().waitFor();
+      await checkPage(page, 'subscriptions');
       // The tab's icon is the console's own, served with its type.
       const icon = await page.evaluate(() => (document.querySelector('link[rel=icon]') as HTMLLinkElement | null)?.href ?? '');
       const iconAnswer = await fetch(icon);
