@@ -1,8 +1,9 @@
 import { useState } from 'preact/hooks';
 import { api, call, type Notification, type NotificationDetail } from '../api/client';
 import { can } from '../session';
-import { href, navigate, route } from '../router';
-import { Badge, Checkbox, Field, Json, Loading, Problem, Select, When, useAction, useAsync, useFollow, utcInputToIso } from '../ui';
+import { href } from '../router';
+import { FilterForm, Pager, useListFilters } from '../list-filters';
+import { Badge, Checkbox, Field, Json, Loading, Problem, Select, When, useAction, useAsync, useFollow } from '../ui';
 
 const PAGE = 50;
 
@@ -11,18 +12,14 @@ export function statusBadge(status: string) {
 }
 
 const FILTERS = ['status', 'subscriptionId', 'event', 'since', 'until', 'requestId'] as const;
-type Filters = Record<(typeof FILTERS)[number], string>;
 
 /**
  * GET /v2/notifications?status=&subscriptionId=&event=&since=&until=&requestId=&limit=50&cursor=:
  * one page at a time; the newest page refreshes itself every 5 seconds while it is open.
  */
 export function Deliveries() {
-  const query = route.value.query;
-  const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) ?? ''])) as Filters;
-  const cursor = query.get('cursor') ?? '';
-  // The form shows since/until as UTC `datetime-local` values; the URL and the API carry RFC 3339.
-  const [draft, setDraft] = useState<Filters>({ ...filters, since: filters.since ? filters.since.slice(0, 16) : '', until: filters.until ? filters.until.slice(0, 16) : '' });
+  const list = useListFilters('/deliveries', FILTERS);
+  const { filters, cursor, draft, edit } = list;
   const [live, setLive] = useState(true);
   const subs = useAsync(() => call(api.GET('/v2/subscriptions')), []);
   const page = useAsync(
@@ -43,7 +40,7 @@ export function Deliveries() {
           },
         }),
       ),
-    FILTERS.map((name) => filters[name]).concat(cursor),
+    list.deps,
   );
   const refreshing = useFollow(page, { everyMs: 5000, follow: live && !cursor });
   const problem = page.error;
@@ -52,20 +49,11 @@ export function Deliveries() {
   return (
     <section>
       <h1>Deliveries</h1>
-      <form
-        class="form inline filters"
-        role="search"
-        aria-label="Filter deliveries"
-        data-testid="delivery-filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          navigate(href('/deliveries', { ...draft, since: utcInputToIso(draft.since), until: utcInputToIso(draft.until) }));
-        }}
-      >
+      <FilterForm label="Filter deliveries" testid="delivery-filters" onApply={list.apply}>
         <Select
           label="Status"
           value={draft.status}
-          onValue={(v) => setDraft({ ...draft, status: v })}
+          onValue={edit('status')}
           options={[
             ['', 'Any'],
             ['pending', 'Pending'],
@@ -78,7 +66,7 @@ export function Deliveries() {
         <Select
           label="Endpoint"
           value={draft.subscriptionId}
-          onValue={(v) => setDraft({ ...draft, subscriptionId: v })}
+          onValue={edit('subscriptionId')}
           options={[['', 'Any'] as [string, string], ...subscriptions.map((s): [string, string] => [s._id, `${s.description || s.callback.url} (${s.event})`]), ...(draft.subscriptionId && !known.has(draft.subscriptionId) ? [[draft.subscriptionId, draft.subscriptionId] as [string, string]] : [])]}
           error={problem?.field('querystring.subscriptionId')}
           data-testid="filter-subscription"
@@ -86,7 +74,7 @@ export function Deliveries() {
         <Select
           label="Event"
           value={draft.event}
-          onValue={(v) => setDraft({ ...draft, event: v })}
+          onValue={edit('event')}
           options={[
             ['', 'Any'],
             ['registered-requests', 'registered-requests'],
@@ -95,13 +83,13 @@ export function Deliveries() {
           error={problem?.field('querystring.event')}
           data-testid="filter-event"
         />
-        <Field label="Created since (UTC)" type="datetime-local" value={draft.since} onValue={(v) => setDraft({ ...draft, since: v })} error={problem?.field('querystring.since')} data-testid="filter-since" />
-        <Field label="Created before (UTC)" type="datetime-local" value={draft.until} onValue={(v) => setDraft({ ...draft, until: v })} error={problem?.field('querystring.until')} data-testid="filter-until" />
-        <Field label="Request id" value={draft.requestId} onValue={(v) => setDraft({ ...draft, requestId: v.trim() })} error={problem?.field('querystring.requestId')} data-testid="filter-request" />
+        <Field label="Created since (UTC)" type="datetime-local" value={draft.since} onValue={edit('since')} error={problem?.field('querystring.since')} data-testid="filter-since" />
+        <Field label="Created before (UTC)" type="datetime-local" value={draft.until} onValue={edit('until')} error={problem?.field('querystring.until')} data-testid="filter-until" />
+        <Field label="Request id" value={draft.requestId} onValue={edit('requestId', (v) => v.trim())} error={problem?.field('querystring.requestId')} data-testid="filter-request" />
         <button type="submit" data-testid="apply-filters">
           Filter
         </button>
-      </form>
+      </FilterForm>
       <div class="row live">
         <Checkbox label="Refresh every 5 seconds" checked={live} onChecked={setLive} data-testid="auto-refresh" />
         {cursor ? <span class="hint">Older pages do not refresh.</span> : refreshing ? <span class="hint" data-testid="refreshing">Showing new deliveries as they come.</span> : null}
@@ -110,18 +98,7 @@ export function Deliveries() {
       <Problem problem={problem} unplaced={FILTERS.map((name) => `querystring.${name}`)} />
       {page.data && page.data.data.length === 0 ? <p data-testid="no-deliveries">No deliveries match.</p> : null}
       {page.data && page.data.data.length > 0 ? <NotificationTable rows={page.data.data} /> : null}
-      <nav aria-label="Pages" class="pager">
-        {cursor ? (
-          <a href={href('/deliveries', filters)} data-testid="first-page">
-            Newest
-          </a>
-        ) : null}
-        {page.data?.nextCursor ? (
-          <a href={href('/deliveries', { ...filters, cursor: page.data.nextCursor })} data-testid="next-page">
-            Older
-          </a>
-        ) : null}
-      </nav>
+      <Pager path="/deliveries" filters={filters} cursor={cursor} nextCursor={page.data?.nextCursor} />
     </section>
   );
 }

@@ -2,24 +2,22 @@ import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, call, type NotificationDetail, type RequestEvent, type RewardRequest } from '../api/client';
 import { can } from '../session';
-import { href, navigate, route } from '../router';
-import { Badge, Field, Json, Loading, Problem, Select, When, useAsync, utcInputToIso } from '../ui';
+import { href, navigate } from '../router';
+import { FilterForm, Pager, useListFilters } from '../list-filters';
+import { Badge, Field, Json, Loading, Problem, Select, When, useAsync } from '../ui';
 import { statusBadge } from './deliveries';
 
 const REQUEST_FILTERS = ['status', 'experience', 'since', 'until'] as const;
-type RequestFilters = Record<(typeof REQUEST_FILTERS)[number], string>;
 
 /**
  * GET /v2/requests?status=&experience=&since=&until=&limit=50&cursor=: the account's requests,
  * newest first, filtered; and a request found by its id.
  */
 export function RequestSearch() {
-  const query = route.value.query;
-  const filters = Object.fromEntries(REQUEST_FILTERS.map((name) => [name, query.get(name) ?? ''])) as RequestFilters;
-  const cursor = query.get('cursor') ?? '';
+  const list = useListFilters('/requests', REQUEST_FILTERS);
+  const { filters, cursor, draft, edit } = list;
   const [id, setId] = useState('');
-  const [draft, setDraft] = useState<RequestFilters>({ ...filters, since: filters.since.slice(0, 16), until: filters.until.slice(0, 16) });
-  const list = useAsync(
+  const page = useAsync(
     () =>
       call(
         api.GET('/v2/requests', {
@@ -35,9 +33,9 @@ export function RequestSearch() {
           },
         }),
       ),
-    REQUEST_FILTERS.map((name) => filters[name]).concat(cursor),
+    list.deps,
   );
-  const problem = list.error;
+  const problem = page.error;
   return (
     <section>
       <h1>Requests</h1>
@@ -57,20 +55,11 @@ export function RequestSearch() {
           Show timeline
         </button>
       </form>
-      <form
-        class="form inline filters"
-        role="search"
-        aria-label="Filter requests"
-        data-testid="request-filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          navigate(href('/requests', { ...draft, since: utcInputToIso(draft.since), until: utcInputToIso(draft.until) }));
-        }}
-      >
+      <FilterForm label="Filter requests" testid="request-filters" onApply={list.apply}>
         <Select
           label="Status"
           value={draft.status}
-          onValue={(v) => setDraft({ ...draft, status: v })}
+          onValue={edit('status')}
           options={[
             ['', 'Any'],
             ['received', 'Received'],
@@ -82,19 +71,19 @@ export function RequestSearch() {
           error={problem?.field('querystring.status')}
           data-testid="filter-request-status"
         />
-        <Field label="Experience" value={draft.experience} onValue={(v) => setDraft({ ...draft, experience: v.trim() })} error={problem?.field('querystring.experience')} data-testid="filter-experience" />
-        <Field label="Received since (UTC)" type="datetime-local" value={draft.since} onValue={(v) => setDraft({ ...draft, since: v })} error={problem?.field('querystring.since')} data-testid="filter-request-since" />
-        <Field label="Received before (UTC)" type="datetime-local" value={draft.until} onValue={(v) => setDraft({ ...draft, until: v })} error={problem?.field('querystring.until')} data-testid="filter-request-until" />
+        <Field label="Experience" value={draft.experience} onValue={edit('experience', (v) => v.trim())} error={problem?.field('querystring.experience')} data-testid="filter-experience" />
+        <Field label="Received since (UTC)" type="datetime-local" value={draft.since} onValue={edit('since')} error={problem?.field('querystring.since')} data-testid="filter-request-since" />
+        <Field label="Received before (UTC)" type="datetime-local" value={draft.until} onValue={edit('until')} error={problem?.field('querystring.until')} data-testid="filter-request-until" />
         <button type="submit" data-testid="apply-request-filters">
           Filter
         </button>
-      </form>
-      {list.loading && !list.data ? <Loading label="Loading requests…" /> : null}
+      </FilterForm>
+      {page.loading && !page.data ? <Loading label="Loading requests…" /> : null}
       <Problem problem={problem} unplaced={REQUEST_FILTERS.map((name) => `querystring.${name}`)} />
-      {list.data && list.data.data.length === 0 ? (
+      {page.data && page.data.data.length === 0 ? (
         <p data-testid="no-requests">{cursor || Object.values(filters).some(Boolean) ? 'No requests match.' : 'No requests yet: they appear here as soon as the API accepts them (POST /v2/requests).'}</p>
       ) : null}
-      {list.data && list.data.data.length > 0 ? (
+      {page.data && page.data.data.length > 0 ? (
         <table data-testid="request-table">
           <caption class="sr-only">Reward requests, newest first</caption>
           <thead>
@@ -107,7 +96,7 @@ export function RequestSearch() {
             </tr>
           </thead>
           <tbody>
-            {list.data.data.map((r) => (
+            {page.data.data.map((r) => (
               <tr key={r.id} data-testid="request-row" data-request-id={r.id}>
                 <td>
                   <When at={r.createdAt} />
@@ -127,18 +116,7 @@ export function RequestSearch() {
           </tbody>
         </table>
       ) : null}
-      <nav aria-label="Pages" class="pager">
-        {cursor ? (
-          <a href={href('/requests', filters)} data-testid="requests-first-page">
-            Newest
-          </a>
-        ) : null}
-        {list.data?.nextCursor ? (
-          <a href={href('/requests', { ...filters, cursor: list.data.nextCursor })} data-testid="requests-next-page">
-            Older
-          </a>
-        ) : null}
-      </nav>
+      <Pager path="/requests" filters={filters} cursor={cursor} nextCursor={page.data?.nextCursor} prefix="requests-" />
     </section>
   );
 }
