@@ -7,8 +7,7 @@ import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { startAuthorizationServer } from '../support/authorization-server.js';
 import { testDialects } from '../support/databases.js';
-import { tenantWithExperience } from '../support/experiences.js';
-import { eventually, verifyWebhook } from '../support/notifications.js';
+import { eventually, notificationTenant, verifyWebhook } from '../support/notifications.js';
 import { startHttpReceiver, unusedPort, type RecordedRequest } from '../support/receivers.js';
 import { api, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -73,30 +72,7 @@ for (const dialect of testDialects()) {
       await t.close();
     });
 
-    const tenant = async () => {
-      const { token } = await tenantWithExperience(t, { prizes: [{ value: 10, stock: null }] });
-      const subscribe = async (callback: Record<string, unknown>) => {
-        const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback } });
-        assert.equal(created.status, 201, JSON.stringify(created.body));
-        return created.body as { _id: string; secret: string };
-      };
-      const send = async () => {
-        const response = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer' } });
-        assert.equal(response.status, 202, JSON.stringify(response.body));
-        return response.body.id as string;
-      };
-      /** The request's notification once it has ended, with its attempts. */
-      const ended = async (requestId: string) => {
-        const listed = await eventually(async () => {
-          const data = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token })).body.data;
-          return data.length === 1 && data[0].status !== 'pending' && data[0];
-        }, 15_000, `the notification of ${requestId}`);
-        const detail = await api(t.url, 'GET', `/v2/notifications/${listed.id}`, { token });
-        assert.equal(detail.status, 200);
-        return detail.body;
-      };
-      return { token, subscribe, send, ended };
-    };
+    const tenant = () => notificationTenant(t);
 
     /** The attempt rows as stored, every column as text. */
     const storedAttempts = async (notificationId: string) =>

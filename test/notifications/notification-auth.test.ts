@@ -5,8 +5,7 @@ import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../support/authorization-server.js';
 import { testDialects } from '../support/databases.js';
-import { tenantWithExperience } from '../support/experiences.js';
-import { eventually, verifyWebhook } from '../support/notifications.js';
+import { eventually, notificationTenant, verifyWebhook } from '../support/notifications.js';
 import { startHttpReceiver, startHttpsReceiver, type RecordedRequest, type Reply, type Responder } from '../support/receivers.js';
 import { testPki, writePkiFiles, type TestPki } from '../support/test-pki.js';
 import { api, startTestApp, type TestApp } from '../support/test-app.js';
@@ -72,29 +71,13 @@ for (const dialect of testDialects()) {
       await t.close();
     });
 
-    /** A fresh account with an unlimited `summer` experience, and helpers bound to its token. */
+    /** A fresh account (notificationTenant) whose finished notification also comes with the delivery log's text, to search for secrets. */
     const tenant = async () => {
-      const { token } = await tenantWithExperience(t, { prizes: [{ id: 'cpn', value: 10, stock: null }] });
-      const subscribe = async (callback: Record<string, unknown>) => {
-        const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback } });
-        assert.equal(created.status, 201, JSON.stringify(created.body));
-        return created.body as { _id: string; secret: string };
-      };
-      const send = async () => {
-        const response = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer' } });
-        assert.equal(response.status, 202, JSON.stringify(response.body));
-        return response.body.id as string;
-      };
-      /** The request's registered-requests notification once it is finished (succeeded or failed), with its attempts. */
+      const { token, subscribe, send, ended } = await notificationTenant(t);
       const settled = async (requestId: string) => {
-        const listed = await eventually(async () => {
-          const body = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token })).body;
-          return body.data.length === 1 && body.data[0].status !== 'pending' && body.data[0];
-        }, 15_000, `notification of ${requestId}`);
-        const detail = await api(t.url, 'GET', `/v2/notifications/${listed.id}`, { token });
-        assert.equal(detail.status, 200);
+        const detail = await ended(requestId);
         const list = await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token });
-        return { detail: detail.body, text: JSON.stringify(detail.body) + JSON.stringify(list.body) };
+        return { detail, text: JSON.stringify(detail) + JSON.stringify(list.body) };
       };
       const deleteSubscription = (id: string) => api(t.url, 'DELETE', `/v2/subscriptions/${id}`, { token });
       return { subscribe, send, settled, deleteSubscription };
