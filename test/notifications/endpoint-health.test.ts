@@ -167,9 +167,10 @@ for (const dialect of testDialects()) {
     it('keeps the run of failures exactly across batches, and a success ends it (the rollup as written in one transaction)', async () => {
       await tenant();
       const sub = await subscribe('http://127.0.0.1:9/run');
+      const hourAgo = Date.now() - 3_600_000; // one base, so the offsets are exact however long the writes take
       const at = (offset: number, outcome: CountedAttempt['outcome']): CountedAttempt => ({
         subscriptionId: sub._id,
-        at: Date.now() - 3_600_000 + offset,
+        at: hourAgo + offset,
         outcome,
         latencyMs: 12,
         statusCode: outcome === 'succeeded' ? 204 : 500,
