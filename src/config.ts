@@ -106,7 +106,12 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 export type Env = Record<string, string | undefined>;
 
-export function loadConfig(env: Env = process.env): Config {
+export interface LoadConfigOptions {
+  /** Where a variable's value came from, added to the message of a bad value (`in /etc/rewards/rewards.env`); undefined: the environment. */
+  origin?: (name: string) => string | undefined;
+}
+
+export function loadConfig(env: Env = process.env, options: LoadConfigOptions = {}): Config {
   const problems: string[] = [];
   const read = <T>(name: string, fallback: T, parse: (raw: string) => T): T => {
     const raw = env[name];
@@ -114,7 +119,8 @@ export function loadConfig(env: Env = process.env): Config {
     try {
       return parse(raw);
     } catch (error) {
-      problems.push(`${name}: ${(error as Error).message}`);
+      const origin = options.origin?.(name);
+      problems.push(`${name}${origin ? ` (${origin})` : ''}: ${(error as Error).message}`);
       return fallback;
     }
   };
@@ -208,3 +214,74 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return Object.freeze(config);
 }
+
+/** `3h`, `10s`, `250ms`: the largest unit that gives a whole number (the form the settings are written in). */
+export function formatDuration(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    const size = DURATION_UNITS[unit]!;
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}
+
+/** A secret shown as `****` and its last 4 characters, as the API masks stored credentials. */
+export function maskSecret(secret: string): string {
+  return `****${secret.slice(-4)}`;
+}
+
+/** A database URL with its password masked (`postgres://rewards:****@db:5432/rewards`). */
+export function maskDatabaseUrl(url: string): string {
+  if (url.startsWith('sqlite:')) return url;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '****';
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/([^:/@]*):[^@]*@/, '//$1:****@');
+  }
+}
+
+const duration = formatDuration;
+const durationOrNever = (ms: number) => (ms === 0 ? '0' : formatDuration(ms));
+
+function formatTrustProxy(trust: TrustProxy): string {
+  if (trust.kind === 'none') return 'false';
+  if (trust.kind === 'all') return 'true';
+  return trust.kind === 'hops' ? String(trust.hops) : trust.addresses.join(',');
+}
+
+/**
+ * Every variable the service reads (loadConfig), each with its effective value as `rewards config
+ * show` prints it: defaults filled in, DATA_DIR absolute, secrets and passwords masked, null when unset.
+ * A configuration file may set these keys and no others.
+ */
+export const CONFIG_VARIABLES: Readonly<Record<string, (config: Config) => string | null>> = Object.freeze({
+  PORT: (c: Config) => String(c.port),
+  HOST: (c: Config) => c.host,
+  DATA_DIR: (c: Config) => c.dataDir,
+  DATABASE_URL: (c: Config) => maskDatabaseUrl(c.databaseUrl),
+  DATABASE_LISTEN_URL: (c: Config) => (c.databaseListenUrl === undefined ? null : maskDatabaseUrl(c.databaseListenUrl)),
+  DATABASE_PREPARED_STATEMENTS: (c: Config) => (c.databasePreparedStatements ? 'on' : 'off'),
+  PUBLIC_URL: (c: Config) => c.publicUrl,
+  TOKEN_TTL: (c: Config) => duration(c.tokenTtlMs),
+  SECRET_KEY: (c: Config) => (c.secretKey === undefined ? null : maskSecret(c.secretKey)),
+  SECRET_KEY_PREVIOUS: (c: Config) => (c.secretKeyPrevious.length === 0 ? null : c.secretKeyPrevious.map(maskSecret).join(',')),
+  RETRY_MAX_ATTEMPTS: (c: Config) => String(c.retryMaxAttempts),
+  RETRY_INTERVAL: (c: Config) => duration(c.retryIntervalMs),
+  SUBSCRIPTION_DISABLE_AFTER: (c: Config) => durationOrNever(c.subscriptionDisableAfterMs),
+  NOTIFICATION_RETENTION: (c: Config) => durationOrNever(c.notificationRetentionMs),
+  CALLBACK_TIMEOUT: (c: Config) => duration(c.callbackTimeoutMs),
+  CALLBACK_ALLOW_PRIVATE_NETWORKS: (c: Config) => String(c.callbackAllowPrivateNetworks),
+  MTLS_CERT_FILE: (c: Config) => c.mtlsCertFile ?? null,
+  MTLS_KEY_FILE: (c: Config) => c.mtlsKeyFile ?? null,
+  MTLS_CA_FILE: (c: Config) => c.mtlsCaFile ?? null,
+  JOB_LEASE: (c: Config) => duration(c.jobLeaseMs),
+  METRICS_PORT: (c: Config) => (c.metricsPort === undefined ? null : String(c.metricsPort)),
+  TRUST_PROXY: (c: Config) => formatTrustProxy(c.trustProxy),
+  HTTP_REQUEST_TIMEOUT: (c: Config) => duration(c.httpRequestTimeoutMs),
+  HTTP_HEADERS_TIMEOUT: (c: Config) => duration(c.httpHeadersTimeoutMs),
+  HTTP_MAX_CONNECTIONS: (c: Config) => String(c.httpMaxConnections),
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: (c: Config) => String(c.httpMaxConnectionsPerAddress),
+  LOG_LEVEL: (c: Config) => c.logLevel,
+  AUTH_REFRESH_INTERVAL: (c: Config) => duration(c.authRefreshIntervalMs),
+});

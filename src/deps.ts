@@ -60,14 +60,22 @@ export interface CreateDepsOptions extends StorageOptions {
   log?: Logger;
   /** Run migrations and make sure a signing key exists (default true). */
   prepare?: boolean;
+  /** SQLite without SECRET_KEY: generate DATA_DIR/secret.key when it is missing (default true; the operator's commands never do). */
+  generateSecretKey?: boolean;
 }
 
-/** SECRET_KEY from the environment, or for SQLite generated once into DATA_DIR/secret.key (0600). */
-export function resolveSecretKey(config: Config, log?: FileModeLog): string {
+/** The SQLite database's generated key, when SECRET_KEY is not set. */
+export function secretKeyFile(config: Config): string {
+  return join(config.dataDir, 'secret.key');
+}
+
+/** SECRET_KEY from the environment, or for SQLite generated once into DATA_DIR/secret.key (0600) unless `generate` is false. */
+export function resolveSecretKey(config: Config, log?: FileModeLog, options: { generate?: boolean } = {}): string {
   if (config.secretKey) return config.secretKey;
   if (!config.databaseUrl.startsWith('sqlite:')) throw new Error('SECRET_KEY is required with PostgreSQL');
+  const file = secretKeyFile(config);
+  if (options.generate === false && !existsSync(file)) throw new Error(`SECRET_KEY is not set and there is no key file at ${file}`);
   ensurePrivateDirectory(config.dataDir, log);
-  const file = join(config.dataDir, 'secret.key');
   if (existsSync(file)) {
     restrictFile(file, log);
     return readFileSync(file, 'utf8').trim();
@@ -90,7 +98,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
   const log = options.log ?? createLogger(config);
   const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), preparedStatements: config.databasePreparedStatements, ...options, log });
   try {
-    const box = new SecretBox(resolveSecretKey(config, log), config.secretKeyPrevious);
+    const box = new SecretBox(resolveSecretKey(config, log, { generate: options.generateSecretKey !== false }), config.secretKeyPrevious);
     if (options.prepare !== false) {
       await migrateToLatest(storage.db);
       // The delivery log's partitions for now and the next period (PostgreSQL); the worker keeps

@@ -35,6 +35,7 @@ for (const dialect of testDialects()) {
         assert.doesNotMatch(result.stderr, /Warning/i, `rewards ${args.join(' ')} printed a warning`);
         return JSON.parse(result.stdout);
       };
+      cli(['migrate']);
       const account = cli(['accounts', 'create', '--name', 'node-line']);
       const client = cli(['clients', 'create', '--account', account.id]);
       const file = join(child.dataDir, 'experiences.json');

@@ -1,7 +1,10 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, Option } from 'commander';
-import { ConfigError, loadConfig, parsePublicUrl, type Env } from '../config.js';
-import { createDeps, createLogger, type Deps } from '../deps.js';
+import { CONFIG_VARIABLES, ConfigError, loadConfig, maskSecret, parsePublicUrl, type Config, type Env } from '../config.js';
+import { loadSettings, type Settings } from '../config-file.js';
+import { createDeps, createLogger, secretKeyFile, type Deps } from '../deps.js';
+import { configFileNote, requireExistingDatabase, requireSecretKey } from './existing-database.js';
 import {
   createAccount,
   createClient,
@@ -20,11 +23,34 @@ import { openStorage } from '../storage/database.js';
 import { startServer, type Role } from '../server.js';
 import { iso } from '../domain/time.js';
 
-/** Opens the database for one command, runs it, closes it; errors become one line on stderr. */
-async function withDeps<T>(io: CliIo, run: (deps: Deps) => Promise<T>): Promise<void> {
-  const config = loadConfig(io.env);
+/** The settings of this run (the configuration file under the environment) and the configuration they make. */
+interface Effective {
+  settings: Settings;
+  config: Config;
+}
+
+function loadEffective(io: CliIo, configFile: string | undefined): Effective {
+  const settings = loadSettings({ configFile, env: io.env });
+  try {
+    const config = loadConfig(settings.env, { origin: (name) => (settings.sourceOf(name) === 'config file' ? `in ${settings.file!.path}` : undefined) });
+    return { settings, config };
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ConfigError(`${error.message}\n  ${configFileNote(settings)}`);
+    throw error;
+  }
+}
+
+/**
+ * Opens the service's existing database for one command, runs it, closes it; errors become one
+ * line on stderr. A database or SECRET_KEY that is not there is refused, never created
+ * (existing-database.ts).
+ */
+async function withDeps<T>(io: CliIo, effective: () => Effective, run: (deps: Deps) => Promise<T>): Promise<void> {
+  const { config, settings } = effective();
+  await requireExistingDatabase(config, settings);
+  requireSecretKey(config, settings);
   // Log lines go to stderr: stdout is the command's JSON.
-  const deps = await createDeps(config, { log: createLogger(config, { write: io.err }) });
+  const deps = await createDeps(config, { log: createLogger(config, { write: io.err }), generateSecretKey: false });
   try {
     io.out(`${JSON.stringify(await run(deps))}\n`);
   } finally {
@@ -58,15 +84,18 @@ export function buildProgram(io: CliIo): Command {
     .description('Reward Request Service: API server, background worker and operator commands. Output is JSON.')
     .showHelpAfterError()
     .exitOverride()
-    .configureOutput({ writeOut: io.out, writeErr: io.err });
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .option('--config <file>', 'the configuration file (KEY=VALUE lines; default: REWARDS_CONFIG, else ./rewards.env, else /etc/rewards/rewards.env); environment variables override it');
+  const effective = () => loadEffective(io, program.opts<{ config?: string }>().config);
 
   program
     .command('serve')
     .description('run the HTTP API and/or the background worker')
     .addOption(new Option('--role <role>', 'what this process runs').choices(['all', 'api', 'worker']).default('all'))
     .action(async (options: { role: Role }) => {
-      const config = loadConfig(io.env);
+      const { config, settings } = effective();
       const server = await startServer(config, options.role);
+      if (settings.file) server.deps.log.info({ file: settings.file.path, from: settings.file.from }, 'settings read from the configuration file (environment variables override it)');
       const shutdown = (signal: string) => {
         server.deps.log.info({ signal }, 'shutting down');
         const force = setTimeout(() => process.exit(1), 30_000);
@@ -82,9 +111,9 @@ export function buildProgram(io: CliIo): Command {
 
   program
     .command('migrate')
-    .description('bring the database schema up to date')
+    .description('create the database when there is none, or bring its schema up to date')
     .action(async () => {
-      const config = loadConfig(io.env);
+      const { config } = effective();
       const storage = openStorage(config.databaseUrl, { log: createLogger(config, { write: io.err }), preparedStatements: config.databasePreparedStatements });
       try {
         io.out(`${JSON.stringify(await migrateToLatest(storage.db))}\n`);
@@ -99,7 +128,7 @@ export function buildProgram(io: CliIo): Command {
     .description('create a client account')
     .requiredOption('--name <name>', 'unique account name')
     .action((options: { name: string }) =>
-      withDeps(io, async (deps) => {
+      withDeps(io, effective, async (deps) => {
         const account = await createAccount(deps.db, options.name, { field: '--name' });
         return { id: account.id, name: account.name };
       }),
@@ -112,7 +141,7 @@ export function buildProgram(io: CliIo): Command {
     .requiredOption('--account <idOrName>', 'account id or name')
     .option('--scopes <scopes>', 'space-separated scopes (default: every scope except admin)')
     .action((options: { account: string; scopes?: string }) =>
-      withDeps(io, async (deps) => {
+      withDeps(io, effective, async (deps) => {
         const account = await requireAccount(deps, options.account);
         const scopes = resolveScopes(options.scopes, '--scopes');
         checkClientScopes(account, scopes, '--scopes');
@@ -125,7 +154,7 @@ export function buildProgram(io: CliIo): Command {
     .description('issue a new secret; the previous one stays valid for 24 hours')
     .argument('<clientId>', 'the client to rotate')
     .action((clientId: string) =>
-      withDeps(io, async (deps) => {
+      withDeps(io, effective, async (deps) => {
         const issued = await rotateClientSecret(deps.db, clientId);
         return {
           client_id: issued.client.clientId,
@@ -142,7 +171,7 @@ export function buildProgram(io: CliIo): Command {
     .argument('<file>', 'JSON file, same shape as the admin API body (docs/operators.md)')
     .requiredOption('--account <idOrName>', 'account id or name the experiences belong to')
     .action((file: string, options: { account: string }) =>
-      withDeps(io, async (deps) => {
+      withDeps(io, effective, async (deps) => {
         const text = await readFile(file, 'utf8').catch((error: Error) => {
           throw invalid(`cannot read ${file}: ${error.message}`);
         });
@@ -159,7 +188,7 @@ export function buildProgram(io: CliIo): Command {
     .description('seal every stored secret with the current SECRET_KEY, reading older ones with SECRET_KEY_PREVIOUS; in batches, safe to interrupt and run again')
     .option('--batch-size <rows>', 'rows per transaction', '500')
     .action((options: { batchSize: string }) =>
-      withDeps(io, async (deps) => {
+      withDeps(io, effective, async (deps) => {
         const batchSize = Number(options.batchSize);
         if (!Number.isInteger(batchSize) || batchSize < 1) throw invalid('--batch-size must be a whole number ≥ 1');
         return reencryptSecrets(deps.db, deps.box, { batchSize });
@@ -174,11 +203,11 @@ export function buildProgram(io: CliIo): Command {
     .option('--ttl <duration>', 'lifetime of the token the link grants (at most 24h)', '1h')
     .option('--base-url <url>', "the service's address as a browser reaches it (default: PUBLIC_URL, else http://HOST:PORT)")
     .action((options: { account: string; ttl: string; baseUrl?: string }) =>
-      withDeps(io, async (deps) => {
+      withDeps(io, effective, async (deps) => {
         const ttlMs = parseConsoleTokenTtl(options.ttl, '--ttl');
         const publicUrl = options.baseUrl === undefined ? deps.config.publicUrl : baseUrlOption(options.baseUrl);
         // Only the service knows where it answers: a link built from defaults is a guess, and says so.
-        if (options.baseUrl === undefined && !io.env.PUBLIC_URL) {
+        if (options.baseUrl === undefined && effective().settings.sourceOf('PUBLIC_URL') === 'default') {
           io.err(`rewards: PUBLIC_URL is not set here, so the link assumes the service answers at ${publicUrl}; if it answers elsewhere, give --base-url or PUBLIC_URL as the service has it\n`);
         }
         return createConsoleLink({ ...deps, config: { publicUrl } }, await requireAccount(deps, options.account), ttlMs);
@@ -190,12 +219,42 @@ export function buildProgram(io: CliIo): Command {
     .command('rotate')
     .description('sign new tokens with a new key; the previous key verifies until its tokens expire')
     .action(() =>
-      withDeps(io, async (deps) => {
+      withDeps(io, effective, async (deps) => {
         const { kid } = await deps.keys.rotate(deps.config.tokenTtlMs);
         return { kid, previous_keys_valid_until: iso(deps.clock() + deps.config.tokenTtlMs) };
       }),
     );
+  const configCommand = program.command('config').description('the settings the commands and the service read (docs/operators.md)');
+  configCommand
+    .command('show')
+    .description('print the effective settings, each with where it comes from (environment, config file, default); secrets masked')
+    .action(() => {
+      const { config, settings } = effective();
+      io.out(`${JSON.stringify(showSettings(config, settings))}\n`);
+    });
   return program;
+}
+
+/** `rewards config show`: which file was read, and every setting with its effective value and its source. */
+function showSettings(config: Config, settings: Settings) {
+  const values: Record<string, { value: string | null; source: string; keyFile?: string }> = {};
+  for (const [name, format] of Object.entries(CONFIG_VARIABLES)) values[name] = { value: format(config), source: settings.sourceOf(name) };
+  // SQLite without SECRET_KEY: the key the service generated into DATA_DIR (masked), if it has.
+  if (config.secretKey === undefined && config.databaseUrl.startsWith('sqlite:')) {
+    const keyFile = secretKeyFile(config);
+    let key: string | undefined;
+    try {
+      key = existsSync(keyFile) ? readFileSync(keyFile, 'utf8').trim() : undefined;
+    } catch {
+      key = undefined; // there, but not readable by this user: shown as its path only
+    }
+    values.SECRET_KEY = key !== undefined ? { value: maskSecret(key), source: 'key file', keyFile } : { value: null, source: existsSync(keyFile) ? 'key file' : 'default', keyFile };
+  }
+  return {
+    configFile: settings.file ? { path: settings.file.path, from: settings.file.from } : null,
+    ...(settings.file?.from === 'default location' || !settings.file ? { searched: settings.searched } : {}),
+    settings: values,
+  };
 }
 
 function baseUrlOption(raw: string): string {

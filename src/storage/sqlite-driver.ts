@@ -28,7 +28,7 @@ const require = createRequire(import.meta.url);
 export const SQLITE_PACKAGE = Number(process.versions.napi) >= 10 ? 'better-sqlite3' : 'better-sqlite3-node20';
 
 /** Opens a SQLite database file (or `:memory:`) with this line's driver (require caches the module). */
-export function openSqliteDatabase(path: string): SqliteDatabase {
+export function openSqliteDatabase(path: string, options?: BetterSqlite3.Options): SqliteDatabase {
   let Driver: SqliteConstructor;
   try {
     Driver = require(SQLITE_PACKAGE) as SqliteConstructor;
@@ -39,5 +39,5 @@ export function openSqliteDatabase(path: string): SqliteDatabase {
       { cause: error },
     );
   }
-  return new Driver(path);
+  return new Driver(path, options);
 }

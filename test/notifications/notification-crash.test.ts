@@ -75,6 +75,7 @@ async function prepare(dialect: TestDialect): Promise<Scenario> {
       assert.equal(result.status, 0, `rewards ${args.join(' ')}: ${result.stderr}`);
       return JSON.parse(result.stdout);
     };
+    await cli(['migrate']);
     const account = await cli(['accounts', 'create', '--name', 'crash-test']);
     const client = await cli(['clients', 'create', '--account', account.id]);
     const experienceFile = join(child.dataDir, 'experiences.json');

@@ -133,6 +133,8 @@ export async function cliTenant(env: Record<string, string>, dataDir: string, na
     if (result.status !== 0) throw new Error(`rewards ${args.join(' ')}: ${result.stderr}`);
     return JSON.parse(result.stdout);
   };
+  // The operator's commands work on an existing database only: made by `rewards migrate` (or the service's first start).
+  await cli(['migrate']);
   const account = await cli(['accounts', 'create', '--name', name]);
   const client = (await cli(['clients', 'create', '--account', account.id])) as CliClient;
   const file = join(dataDir, `experience-${account.id}.json`);
