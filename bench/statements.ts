@@ -129,6 +129,7 @@ async function measureWal(url: string): Promise<WalBytes> {
             error: null,
             outcome: 'succeeded' as const,
             request_headers: loggedHeaders(job.id, eventOf.get(job.id)!),
+            retry_after: null,
           },
           lease: job.lease,
           status: 'succeeded' as const,
@@ -170,7 +171,7 @@ async function measure(url: string, preparedStatements: boolean, rounds: number)
       if (!job) throw new Error('the claim found nothing');
       await timed('load', () => findNotificationsForDelivery(storage.db, [job.id]));
       const requestHeaders = loggedHeaders(job.id, 'registered-requests');
-      const attempt = { notification_id: job.id, attempt: 1, started_at: Date.now(), url: 'https://receiver.example/hook', status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const, request_headers: requestHeaders };
+      const attempt = { notification_id: job.id, attempt: 1, started_at: Date.now(), url: 'https://receiver.example/hook', status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const, request_headers: requestHeaders, retry_after: null };
       await timed('settle', () => recordAttempts(storage.db, [{ attempt, lease: job.lease, status: 'succeeded', nextAttemptAt: null, now: Date.now() }]));
     }
     const partitions = (await listLogPartitions(storage.db)).length;

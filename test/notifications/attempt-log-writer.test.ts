@@ -37,7 +37,7 @@ for (const dialect of testDialects()) {
     const settlement = (job: AttemptSettlement['job'], notificationId: string, responseBody: string, url = 'http://127.0.0.1:9/hook'): AttemptSettlement => ({
       job,
       accountId: job.groupKey!,
-      attempt: { notification_id: notificationId, attempt: 1, started_at: Date.now(), url, status_code: 500, latency_ms: 3, response_body: responseBody, error: 'callback answered HTTP 500', outcome: 'retry', request_headers: null },
+      attempt: { notification_id: notificationId, attempt: 1, started_at: Date.now(), url, status_code: 500, latency_ms: 3, response_body: responseBody, error: 'callback answered HTTP 500', outcome: 'retry', request_headers: null, retry_after: null },
       status: 'pending',
       nextAttemptAt: Date.now() + 60_000,
       now: Date.now(),
@@ -79,9 +79,11 @@ for (const dialect of testDialects()) {
         await sql.raw(`create trigger refuse_nul before insert on notification_attempts when instr(new.response_body, char(0)) > 0 begin select raise(abort, 'refused'); end`).execute(t.deps.db);
       }
       const writer = new AttemptLogWriter(t.deps.db);
-      assert.equal(await writer.settle(settlement(entry!.job, entry!.notificationId, refused)), true);
+      const answered = settlement(entry!.job, entry!.notificationId, refused);
+      assert.equal(await writer.settle({ ...answered, attempt: { ...answered.attempt, retry_after: '120' } }), true);
       const [attempt] = await listAttempts(t.deps.db, entry!.notificationId);
       assert.equal(attempt!.response_body, null);
+      assert.equal(attempt!.retry_after, null, "the answer's Retry-After is left out with it");
       assert.equal(attempt!.error, ANSWER_NOT_STORED);
       assert.equal(attempt!.status_code, 500);
       assert.equal(attempt!.outcome, 'retry');

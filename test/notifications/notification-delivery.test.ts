@@ -4,8 +4,8 @@ import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
 import { insertExperience, tenantWithExperience } from '../support/experiences.js';
-import { eventually, verifyWebhook } from '../support/notifications.js';
-import { startHttpReceiver, type Receiver } from '../support/receivers.js';
+import { eventually, notificationTenant, verifyWebhook } from '../support/notifications.js';
+import { startHttpReceiver, type Receiver, type Reply } from '../support/receivers.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
 
 for (const dialect of testDialects()) {
@@ -274,6 +274,123 @@ for (const dialect of testDialects()) {
       }
       // Drawn per notification: twelve failures in one burst do not come back together.
       assert.ok(Math.max(...delays) - Math.min(...delays) > 60_000, JSON.stringify(delays));
+    });
+  });
+}
+
+for (const dialect of testDialects()) {
+  describe(`the delivery log shows each answer's Retry-After and the next attempt's time [${dialect}]`, () => {
+    // Retries 24 to 36 s after a failure: no second automatic attempt comes while a test looks.
+    const INTERVAL = 30_000;
+    let t: TestApp;
+    let worker: JobWorker;
+    let receiver: Receiver;
+    /** What the receiver answers, by path: each test's subscription has its own. */
+    const replies = new Map<string, Reply>();
+    before(async () => {
+      t = await startTestApp(dialect, { RETRY_INTERVAL: `${INTERVAL}ms`, RETRY_MAX_ATTEMPTS: '3' });
+      worker = startWorker(t.deps, { pollIntervalMs: 25 });
+      receiver = await startHttpReceiver((request) => replies.get(request.path) ?? { status: 204 });
+    });
+    after(async () => {
+      await worker.stop();
+      await receiver.close();
+      await t.close();
+    });
+
+    /** A subscription answered with `reply`, one request, and its notification once it has `attempts` attempts and is not in flight. */
+    const deliveredOnce = async (path: string, reply: Reply) => {
+      replies.set(path, reply);
+      const { token, subscribe, send } = await notificationTenant(t);
+      await subscribe({ url: `${receiver.url}${path}` });
+      const requestId = await send();
+      const detail = async () => {
+        const listed = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token })).body.data[0];
+        return listed && (await api(t.url, 'GET', `/v2/notifications/${listed.id}`, { token })).body;
+      };
+      const settled = (attempts: number) =>
+        eventually(async () => ((d) => d?.attempts.length === attempts && (d.status !== 'pending' || d.nextAttemptAt !== null) && d)(await detail()), 15_000, `attempt ${attempts} on ${path}`);
+      return { token, settled, first: await settled(1) };
+    };
+    /** When the worker scheduled the notification's next attempt: its row's run_at. */
+    const scheduled = async (id: string) => {
+      const row = await t.deps.db.selectFrom('notifications').select(['run_at', 'lease']).where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(row.lease, null, 'not in flight');
+      return row.run_at === null ? null : new Date(Number(row.run_at)).toISOString();
+    };
+    /**
+     * The next attempt is due between `min` and `max` after the attempt's start, plus the time the
+     * attempt took (the delay runs from its answer; a loaded machine takes seconds to prepare a call).
+     */
+    const assertDelay = (notification: any, min: number, max: number) => {
+      const delay = Date.parse(notification.nextAttemptAt) - Date.parse(notification.attempts[0].at);
+      assert.ok(delay >= min && delay <= max + 10_000, `${notification.id}: next attempt ${delay} ms after the attempt, not in [${min}, ${max}]`);
+    };
+
+    it('503 with Retry-After: 120: the attempt shows "120", the next attempt is due 120 s after it; a manual retry keeps that time; once delivered there is none', async () => {
+      const { token, settled, first } = await deliveredOnce('/busy', { status: 503, headers: { 'retry-after': '120' }, body: 'busy' });
+      assert.equal(first.status, 'pending');
+      assert.equal(first.attempts[0].statusCode, 503);
+      assert.equal(first.attempts[0].retryAfter, '120');
+      assertDelay(first, 120_000, 120_000);
+      assert.equal(first.nextAttemptAt, await scheduled(first.id), 'the time the worker scheduled');
+      const listed = (await api(t.url, 'GET', `/v2/notifications?requestId=${first.requestId}`, { token })).body.data[0];
+      assert.equal(listed.nextAttemptAt, first.nextAttemptAt, 'the list shows the same time');
+
+      // A manual attempt answered the same: recorded with its Retry-After, the schedule unchanged.
+      assert.equal((await api(t.url, 'POST', `/v2/notifications/${first.id}/retry`, { token })).status, 202);
+      const second = await settled(2);
+      assert.equal(second.attempts[1].retryAfter, '120');
+      assert.equal(second.nextAttemptAt, first.nextAttemptAt, "a manual attempt's Retry-After does not move the automatic one");
+      assert.equal(second.nextAttemptAt, await scheduled(first.id));
+
+      replies.set('/busy', { status: 204 });
+      assert.equal((await api(t.url, 'POST', `/v2/notifications/${first.id}/retry`, { token })).status, 202);
+      const delivered = await settled(3);
+      assert.equal(delivered.status, 'succeeded');
+      assert.equal(delivered.attempts[2].retryAfter, null);
+      assert.equal(delivered.nextAttemptAt, null, 'nothing scheduled once delivered');
+      assert.equal(await scheduled(first.id), null);
+    });
+
+    it('500 without Retry-After: null, and the next attempt is RETRY_INTERVAL ± 20 % after it', async () => {
+      const { first } = await deliveredOnce('/down', { status: 500, body: 'down' });
+      assert.equal(first.attempts[0].retryAfter, null);
+      assertDelay(first, 0.8 * INTERVAL, 1.2 * INTERVAL);
+      assert.equal(first.nextAttemptAt, await scheduled(first.id));
+    });
+
+    it('an HTTP-date on a 429 is recorded as received and is the next attempt\'s time to the millisecond', async () => {
+      const until = new Date(Math.ceil((Date.now() + 90_000) / 1000) * 1000).toUTCString();
+      const { first } = await deliveredOnce('/slow-down', { status: 429, headers: { 'retry-after': until } });
+      assert.equal(first.attempts[0].retryAfter, until);
+      assert.equal(first.nextAttemptAt, new Date(until).toISOString());
+      assert.equal(first.nextAttemptAt, await scheduled(first.id));
+    });
+
+    it('recorded as received whatever it says; the schedule honours it on 429 and 503 only, and as a lower bound', async () => {
+      const ignored = await deliveredOnce('/error-with-wait', { status: 500, headers: { 'retry-after': '120' } });
+      assert.equal(ignored.first.attempts[0].retryAfter, '120');
+      assertDelay(ignored.first, 0.8 * INTERVAL, 1.2 * INTERVAL);
+      const shorter = await deliveredOnce('/short-wait', { status: 503, headers: { 'retry-after': '5' } });
+      assert.equal(shorter.first.attempts[0].retryAfter, '5');
+      assertDelay(shorter.first, 0.8 * INTERVAL, 1.2 * INTERVAL);
+      const unreadable = await deliveredOnce('/odd-wait', { status: 503, headers: { 'retry-after': 'soon, maybe' } });
+      assert.equal(unreadable.first.attempts[0].retryAfter, 'soon, maybe');
+      assertDelay(unreadable.first, 0.8 * INTERVAL, 1.2 * INTERVAL);
+    });
+
+    it('a failed notification has no next attempt, whatever its last answer asked for', async () => {
+      // A test send gets one attempt: a 503 ends it failed.
+      replies.set('/test-busy', { status: 503, headers: { 'retry-after': '120' } });
+      const { token, subscribe } = await notificationTenant(t);
+      const sub = await subscribe({ url: `${receiver.url}/test-busy` });
+      const sent = await api(t.url, 'POST', `/v2/subscriptions/${sub._id}/test`, { token });
+      assert.equal(sent.status, 202, JSON.stringify(sent.body));
+      const failed = await eventually(async () => ((d) => d.status === 'failed' && d)((await api(t.url, 'GET', `/v2/notifications/${sent.body.notificationId}`, { token })).body), 15_000, 'the test send');
+      assert.equal(failed.attempts[0].retryAfter, '120');
+      assert.equal(failed.nextAttemptAt, null);
+      assert.equal(await scheduled(failed.id), null);
     });
   });
 }

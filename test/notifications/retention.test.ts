@@ -28,7 +28,7 @@ for (const dialect of testDialects()) {
       const row = { ...newNotificationRow({ accountId, requestId: `req_${ageDays}_${status}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, at), lease };
       await insertNotifications(t.deps.db, [row]);
       if (lease !== null) {
-        const attempt = { notification_id: row.id, attempt: 1, started_at: at, url: row.url, status_code: status === 'succeeded' ? 204 : 500, latency_ms: 3, response_body: null, error: null, outcome: status as 'succeeded' | 'failed', request_headers: null };
+        const attempt = { notification_id: row.id, attempt: 1, started_at: at, url: row.url, status_code: status === 'succeeded' ? 204 : 500, latency_ms: 3, response_body: null, error: null, outcome: status as 'succeeded' | 'failed', request_headers: null, retry_after: null };
         await recordAttempts(t.deps.db, [{ attempt, lease, status, nextAttemptAt: null, now: at }]);
       }
       return row.id;

@@ -54,7 +54,7 @@ for (const dialect of testDialects()) {
       const row = { ...newNotificationRow({ accountId: 'acc_p', requestId: newId('req', time), subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, time), lease };
       await insertNotifications(t.deps.db, [row]);
       if (lease !== null) {
-        const attempt = { notification_id: row.id, attempt: 1, started_at: time, url: row.url, status_code: 204, latency_ms: 3, response_body: null, error: null, outcome: status as 'succeeded' | 'failed', request_headers: null };
+        const attempt = { notification_id: row.id, attempt: 1, started_at: time, url: row.url, status_code: 204, latency_ms: 3, response_body: null, error: null, outcome: status as 'succeeded' | 'failed', request_headers: null, retry_after: null };
         await recordAttempts(t.deps.db, [{ attempt, lease, status, nextAttemptAt: null, now: time }]);
       }
       return row.id;

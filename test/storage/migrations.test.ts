@@ -210,6 +210,27 @@ for (const dialect of testDialects()) {
       await migrateTo(storage.db, '020_manual_retry');
       assert.deepEqual(await indexed(), []);
     });
+
+    it('022: attempts logged before have no recorded Retry-After; every partition gets the column; and back', async () => {
+      const storage = await olderDatabase();
+      cleanups.unshift(() => storage.close());
+      await migrateTo(storage.db, '021_account_failed_notifications');
+      const id = newId('msg', Date.now());
+      await sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, test, waits_for, has_waiters, run_at)
+                values (${id}, 'acc_1', 'req_1', null, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 1, 1000, 1000, 0, null, 0, 121000)`.execute(storage.db);
+      await sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, outcome) values (${id}, 1, 1000, 'https://example.com/hook', 503, 5, 'retry')`.execute(storage.db);
+      assert.deepEqual((await migrateTo(storage.db, '022_attempt_retry_after')).applied, ['022_attempt_retry_after']);
+      const attempt = (await sql<Record<string, unknown>>`select retry_after, status_code from notification_attempts`.execute(storage.db)).rows[0]!;
+      assert.deepEqual({ ...attempt }, { retry_after: null, status_code: 503 });
+      const columnsOf = async (table: string) => (await storage.db.introspection.getTables()).find((t) => t.name === table)?.columns.map((c) => c.name) ?? [];
+      if (dialect === 'postgres') {
+        const partitions = (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notification_attempts'::regclass`.execute(storage.db)).rows;
+        assert.ok(partitions.length >= 1);
+        for (const { name } of partitions) assert.ok((await columnsOf(name)).includes('retry_after'), `${name}.retry_after`);
+      }
+      await migrateTo(storage.db, '021_account_failed_notifications');
+      assert.ok(!(await columnsOf('notification_attempts')).includes('retry_after'));
+    });
   });
 }
 

@@ -153,6 +153,32 @@ export function NotificationTable({ rows }: { rows: Notification[] }) {
   );
 }
 
+/**
+ * The receiver's `Retry-After`, as the retry policy reads it (src/domain/notifications/retry-policy.ts):
+ * delay-seconds or an HTTP-date, honoured on a 429 or 503 only (as a lower bound, at most 24 h).
+ */
+function RetryAfter({ value, statusCode }: { value: string; statusCode: number | null }) {
+  const text = value.trim();
+  const seconds = /^\d+$/.test(text) ? Number(text) : null;
+  const date = seconds === null && /^[A-Za-z]{3},? /.test(text) ? Date.parse(text) : NaN;
+  const until = Number.isNaN(date) ? null : new Date(date).toISOString();
+  return (
+    <p class="meta" data-testid="retry-after">
+      {seconds !== null ? (
+        <>Receiver asked to wait {seconds} s</>
+      ) : until !== null ? (
+        <>
+          Receiver asked to wait until <When at={until} />
+        </>
+      ) : (
+        <>Receiver sent a Retry-After that is neither seconds nor a date</>
+      )}{' '}
+      (Retry-After: <code>{value}</code>)
+      {seconds === null && until === null ? '; it was not used.' : statusCode === 429 || statusCode === 503 ? null : '; only a 429 or 503 sets a wait, so it did not change the schedule.'}
+    </p>
+  );
+}
+
 export function Attempts({ attempts }: { attempts: NotificationDetail['attempts'] }) {
   if (attempts.length === 0) return <p>No attempt yet.</p>;
   return (
@@ -164,6 +190,7 @@ export function Attempts({ attempts }: { attempts: NotificationDetail['attempts'
           </p>
           <p class="url">{a.url}</p>
           {a.error ? <p class="attempt-error">{a.error}</p> : null}
+          {a.retryAfter !== null ? <RetryAfter value={a.retryAfter} statusCode={a.statusCode} /> : null}
           {a.requestHeaders ? (
             <details data-testid="attempt-headers">
               <summary>Headers sent ({Object.keys(a.requestHeaders).length}, secrets masked)</summary>
@@ -261,8 +288,14 @@ export function DeliveryPage({ id }: { id: string }) {
         ) : (
           <>
             <dt>Next attempt</dt>
-            <dd>
-              <When at={d.nextAttemptAt} />
+            <dd data-testid="next-attempt">
+              {d.nextAttemptAt !== null ? (
+                <When at={d.nextAttemptAt} />
+              ) : d.status === 'pending' ? (
+                'an attempt is being made now'
+              ) : (
+                `none: ${d.status === 'succeeded' ? 'delivered' : 'failed'}`
+              )}
             </dd>
           </>
         )}

@@ -38,5 +38,7 @@ export function toAttemptResource(row: NotificationAttemptRow) {
     outcome: row.outcome,
     // Stored as compact JSON, secrets already masked; null: no call made, or logged before migration 019.
     requestHeaders: row.request_headers === null ? null : (JSON.parse(row.request_headers) as Record<string, string>),
+    // As received, on any status (the retry policy honours it on 429 and 503); null: none, or logged before migration 022.
+    retryAfter: row.retry_after,
   };
 }

@@ -21,6 +21,7 @@ import * as m018 from './018_delivery_log_fillfactor.js';
 import * as m019 from './019_attempt_request_headers.js';
 import * as m020 from './020_manual_retry.js';
 import * as m021 from './021_account_failed_notifications.js';
+import * as m022 from './022_attempt_retry_after.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -48,6 +49,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '019_attempt_request_headers': m019,
   '020_manual_retry': m020,
   '021_account_failed_notifications': m021,
+  '022_attempt_retry_after': m022,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -64,4 +64,10 @@ export interface NotificationAttemptsTable {
    * call, and for attempts logged before migration 019.
    */
   request_headers: string | null;
+  /**
+   * The `Retry-After` header of the receiver's answer as received (its first 256 characters), on
+   * any status: the retry policy honours it on 429 and 503 only. null when the answer had none, when
+   * there was no answer, and for attempts logged before migration 022.
+   */
+  retry_after: string | null;
 }

@@ -43,8 +43,9 @@ export const ANSWER_NOT_STORED = 'the answer could not be stored; the attempt is
  * A call whose attempt is not recorded is made again (its job is retried), so one attempt the
  * database refuses must not take the others of its commit down with it: a failed group is written
  * again one attempt at a time, and an attempt refused on its own is written once more without the
- * receiver's answer and error text (the part of an attempt that comes from outside). Only what
- * still fails then (the database unreachable, the notification gone) is left to the job's retry.
+ * receiver's answer, its Retry-After and the error text (the parts of an attempt that come from
+ * outside). Only what still fails then (the database unreachable, the notification gone) is left
+ * to the job's retry.
  */
 export class AttemptLogWriter {
   readonly #batcher: Batcher<AttemptSettlement, boolean>;
@@ -68,7 +69,7 @@ export class AttemptLogWriter {
     } catch (error) {
       if (settlements.length > 1) throw error;
       const [settlement] = settlements as [AttemptSettlement];
-      const withoutAnswer = { ...settlement, attempt: { ...settlement.attempt, response_body: null, error: ANSWER_NOT_STORED } };
+      const withoutAnswer = { ...settlement, attempt: { ...settlement.attempt, response_body: null, retry_after: null, error: ANSWER_NOT_STORED } };
       written = await this.#write([withoutAnswer]).catch(() => Promise.reject(error));
     }
     for (const disabled of written.disabled) this.options.onDisabled?.(disabled);

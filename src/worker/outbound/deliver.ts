@@ -46,7 +46,7 @@ export interface AttemptResult {
   /** First 1 KiB of the answer, decoded as UTF-8. */
   responseBody?: string;
   error?: string;
-  /** The answer's Retry-After header, for the retry policy. */
+  /** The answer's Retry-After header as received (its first MAX_RETRY_AFTER_CHARS), for the retry policy and the delivery log. */
   retryAfter?: string;
   /**
    * The headers of the call made (the last one: an OAuth2 401 makes a second), secrets masked
@@ -68,6 +68,13 @@ export interface DeliveryDeps {
 function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
+
+/**
+ * The first 256 characters of an answer's Retry-After are kept (a valid one has at most 29: an
+ * HTTP-date): the delivery log records the header (`notification_attempts.retry_after`), and no
+ * valid value is cut, so the retry policy reads the same.
+ */
+export const MAX_RETRY_AFTER_CHARS = 256;
 
 /**
  * Text kept in the attempt log (the answer's first KiB, an error message): as received, except
@@ -127,7 +134,7 @@ export async function deliverAttempt(input: Omit<DeliveryAttemptInput, 'accountI
 
     const response = await sendAuthenticated(plan.credential, send, deps.tokens);
     const error = failureMessage(response.statusCode);
-    const retryAfter = headerText(response.headers['retry-after']);
+    const retryAfter = headerText(response.headers['retry-after'])?.slice(0, MAX_RETRY_AFTER_CHARS);
     return {
       ok: error === undefined,
       statusCode: response.statusCode,
