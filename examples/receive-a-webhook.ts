@@ -67,7 +67,7 @@ async function main(): Promise<void> {
   const api = createClient<paths>({ baseUrl, headers: { authorization: `Bearer ${await accessToken()}` } });
   const receiver = await startReceiver();
   try {
-    // 2. A subscription to registered requests; its signing secret comes back once, here.
+    // 2. A subscription to registered requests; its signing secret comes back here (and at GET /v2/subscriptions/{id}/secret whenever asked).
     const created = await api.POST('/v2/subscriptions', { body: { event: 'registered-requests', description: 'example receiver', callback: { url: receiver.url } } });
     if (!created.data) throw new Error(`create subscription: ${JSON.stringify(created.error)}`);
     const { _id: subscriptionId, secret } = created.data;

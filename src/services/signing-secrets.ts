@@ -7,18 +7,26 @@ import type { RotatedSecret, SigningSecret } from '../domain/subscriptions/types
 export type { RotatedSecret, SigningSecret };
 import type { Db, Executor } from '../storage/database.js';
 import {
+  deleteSubscriptionSecrets,
   insertSigningSecret,
   insertSigningSecretIfNone,
+  listSubscriptionIdsAtUrl,
+  listValidSecretsAtUrl,
   listValidSigningSecrets,
   retireSigningSecrets,
   type SigningSecretOwner,
   type SigningSecretRow,
 } from '../storage/repositories/signing-secrets.js';
-import { lockAccountSubscriptions, lockSubscription } from '../storage/repositories/subscriptions.js';
+import { findSubscription, lockAccountSubscriptions, lockSubscription } from '../storage/repositories/subscriptions.js';
 
 /**
- * Standard Webhooks signing secrets (`whsec_` + base64 of 32 random bytes). Every subscription
- * has one; every account has a default one for per-request callback URLs, created on first use.
+ * Standard Webhooks signing secrets (`whsec_` + base64 of 32 random bytes). **One secret per
+ * receiver URL** (docs/subscriptions.md, "Signing secrets"): the account's subscriptions at one
+ * callback URL hold copies of one secret, so a receiver that takes both events at one URL verifies
+ * every call with the one secret it configured. A per-request callback URL (`registeredCallbackUrl`,
+ * `processedCallbackUrl`) is signed with the secret of the account's subscriptions at that exact
+ * URL when there are any, otherwise with the account's default secret, created on first use.
+ *
  * After a rotation the previous secret keeps signing for the overlap the caller chose (default
  * ROTATION_GRACE_MS), so receivers can switch without rejecting a notification (Standard Webhooks
  * sends one signature per valid secret); an overlap of 0 retires it at once (a leaked secret).
@@ -76,11 +84,73 @@ function open(box: SecretBox, row: SigningSecretRow): SigningSecret {
   return { secret: box.decrypt(row.secret_encrypted, secretPurpose(row.id)), createdAt: row.created_at, expiresAt: row.expires_at };
 }
 
-/** Gives a new subscription its first secret; call inside the transaction that inserts it. */
-export async function createSigningSecret(db: Executor, box: SecretBox, owner: SecretOwnerRef, now: number): Promise<SigningSecret> {
+/**
+ * Copies the secrets of the URL's oldest subscription with any (current and still in overlap) to
+ * `subscriptionId`; false when no other subscription of the account at `url` has one. Subscriptions
+ * written before secrets were shared may hold different ones at one URL: the oldest's is taken.
+ */
+async function adoptUrlSecrets(db: Executor, box: SecretBox, owner: { accountId: string; subscriptionId: string }, url: string, now: number): Promise<SigningSecret[] | undefined> {
+  const rows = (await listValidSecretsAtUrl(db, owner.accountId, url, now)).filter((row) => row.subscription_id !== owner.subscriptionId);
+  if (rows.length === 0) return undefined;
+  const source = rows[0]!.subscription_id;
+  const adopted: SigningSecret[] = [];
+  for (const row of rows.filter((r) => r.subscription_id === source)) {
+    const copy = { ...open(box, row) };
+    const id = newId('whs', now);
+    await insertSigningSecret(db, {
+      id,
+      account_id: owner.accountId,
+      subscription_id: owner.subscriptionId,
+      secret_encrypted: box.encrypt(copy.secret, secretPurpose(id)),
+      created_at: row.created_at,
+      expires_at: row.expires_at,
+    });
+    adopted.push(copy);
+  }
+  return adopted.sort((a, b) => Number(a.expiresAt !== null) - Number(b.expiresAt !== null));
+}
+
+/**
+ * Gives a new subscription its secret: the one its URL already has (another subscription of the
+ * account at the same URL), or a new one. Call inside the transaction that inserts it, under
+ * lockAccountSubscriptions (two subscriptions created at once at a new URL share one too).
+ */
+export async function createSigningSecret(db: Executor, box: SecretBox, owner: { accountId: string; subscriptionId: string }, url: string, now: number): Promise<SigningSecret> {
+  const adopted = await adoptUrlSecrets(db, box, owner, url, now);
+  if (adopted) return adopted[0]!;
   const secret = generateWebhookSecret();
   await insertSigningSecret(db, sealedRow(box, owner, secret, now));
   return { secret, createdAt: now, expiresAt: null };
+}
+
+/**
+ * A subscription moved to `url`: it takes the secret of the subscriptions already there, or keeps
+ * its own when there are none (its receiver, moved with it, still verifies). Call in the
+ * transaction that changes the URL, under lockAccountSubscriptions.
+ */
+export async function moveSigningSecret(db: Executor, box: SecretBox, owner: { accountId: string; subscriptionId: string }, url: string, now: number): Promise<void> {
+  const others = (await listSubscriptionIdsAtUrl(db, owner.accountId, url)).filter((id) => id !== owner.subscriptionId);
+  if (others.length === 0) return;
+  await deleteSubscriptionSecrets(db, owner.subscriptionId);
+  if (!(await adoptUrlSecrets(db, box, owner, url, now))) await insertSigningSecret(db, sealedRow(box, owner, generateWebhookSecret(), now));
+}
+
+/** Distinct secrets, current ones first (copies of one secret at one URL sign once). */
+function distinct(secrets: SigningSecret[]): SigningSecret[] {
+  const seen = new Set<string>();
+  return secrets
+    .sort((a, b) => Number(a.expiresAt !== null) - Number(b.expiresAt !== null))
+    .filter((s) => !seen.has(s.secret) && seen.add(s.secret));
+}
+
+/**
+ * The secrets that sign a call to a per-request callback URL: those of the account's subscriptions
+ * at exactly that URL, or, when it has none, the account's default secret.
+ */
+export async function loadSigningSecretsForUrl(db: Executor, box: SecretBox, accountId: string, url: string, now = Date.now()): Promise<SigningSecret[]> {
+  const rows = await listValidSecretsAtUrl(db, accountId, url, now);
+  if (rows.length > 0) return distinct(rows.map((row) => open(box, row)));
+  return loadSigningSecrets(db, box, { accountId }, now);
 }
 
 /** Every secret that may sign at `now`, current first. The account default is created on first use. */
@@ -101,7 +171,9 @@ export async function loadSigningSecrets(
 
 /**
  * Replaces the current secret; the replaced one signs for `overlapMs` more (0: not at all, from
- * `now`). Undefined when the subscription is not the account's (checked under the same lock as the change).
+ * `now`). A subscription's secret is its URL's: every subscription of the account at that URL gets
+ * the same new secret. Undefined when the subscription is not the account's (checked under the
+ * same lock as the change).
  */
 export async function rotateSigningSecret(
   db: Db,
@@ -111,16 +183,21 @@ export async function rotateSigningSecret(
   overlapMs: number = ROTATION_GRACE_MS,
 ): Promise<RotatedSecret | undefined> {
   return db.transaction().execute(async (trx) => {
+    await lockAccountSubscriptions(trx, owner.accountId);
+    let owners: SecretOwnerRef[] = [owner];
     if (owner.subscriptionId !== null) {
       if (!(await lockSubscription(trx, owner.accountId, owner.subscriptionId))) return undefined;
-    } else {
-      await lockAccountSubscriptions(trx, owner.accountId);
+      const subscription = (await findSubscription(trx, owner.accountId, owner.subscriptionId))!;
+      owners = (await listSubscriptionIdsAtUrl(trx, owner.accountId, subscription.callback_url)).map((subscriptionId) => ({ accountId: owner.accountId, subscriptionId }));
     }
-    const current = (await listValidSigningSecrets(trx, ownerFilter(owner), now)).find((row) => row.expires_at === null);
     const graceUntil = now + overlapMs;
-    await retireSigningSecrets(trx, ownerFilter(owner), now, graceUntil);
     const secret = generateWebhookSecret();
-    await insertSigningSecret(trx, sealedRow(box, owner, secret, now));
-    return { secret, createdAt: now, previousExpiresAt: current ? graceUntil : null };
+    let replaced = false;
+    for (const each of owners) {
+      replaced ||= (await listValidSigningSecrets(trx, ownerFilter(each), now)).some((row) => row.expires_at === null);
+      await retireSigningSecrets(trx, ownerFilter(each), now, graceUntil);
+      await insertSigningSecret(trx, sealedRow(box, each, secret, now));
+    }
+    return { secret, createdAt: now, previousExpiresAt: replaced ? graceUntil : null };
   });
 }

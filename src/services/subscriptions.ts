@@ -15,10 +15,10 @@ import {
 import { restartFailureRun } from '../storage/repositories/subscription-health.js';
 import { authorizationUrls, restoreMaskedSecrets } from '../domain/subscriptions/authorization.js';
 import { encryptAuthorization, rowToSubscription, subscriptionToRow } from '../domain/subscriptions/mapping.js';
-import { createSigningSecret, type SigningSecret } from './signing-secrets.js';
+import { createSigningSecret, moveSigningSecret, type SigningSecret } from './signing-secrets.js';
 import { liftsRateLimit, releaseRateLimitedDeliveries } from './rate-limit.js';
 import { LIMITS, type FieldError, type Subscription, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from '../domain/subscriptions/types.js';
-import { parseSubscriptionBody } from '../domain/subscriptions/validation.js';
+import { parseSubscriptionBody, validateEventExperiences } from '../domain/subscriptions/validation.js';
 
 /** The use cases behind the subscription endpoints; transactions open here. */
 
@@ -87,7 +87,7 @@ export async function createSubscription(ctx: SubscriptionsContext, accountId: s
     await lockAccountSubscriptions(trx, accountId);
     if ((await countSubscriptions(trx, accountId)) >= LIMITS.subscriptionsPerAccount) throw conflict(`an account can have at most ${LIMITS.subscriptionsPerAccount} subscriptions; delete one first`);
     await insertSubscription(trx, subscriptionToRow(subscription, ctx.box));
-    const signingSecret = await createSigningSecret(trx, ctx.box, { accountId, subscriptionId: subscription.id }, ctx.now);
+    const signingSecret = await createSigningSecret(trx, ctx.box, { accountId, subscriptionId: subscription.id }, callback.url, ctx.now);
     return { subscription, signingSecret };
   });
 }
@@ -117,13 +117,17 @@ export async function updateSubscription(ctx: SubscriptionsContext, accountId: s
     disabled: changes.active === true ? null : stored.disabled,
     rateLimit: changes.rateLimit === undefined ? stored.rateLimit : changes.rateLimit,
   };
+  // The body alone was checked above; an event changed to an operational one must not keep stored experiences.
+  throwIfAny(validateEventExperiences(updated.event, updated.experiences));
   const reenabled = stored.disabled !== null && updated.disabled === null;
   const found = await ctx.db.transaction().execute(async (tx) => {
     // Its run of failures starts over, or the next failed attempt would switch it off again at once.
     if (reenabled) await restartFailureRun(tx, id);
     // Rate limit (rate-limit.ts): deliveries waiting for their turn under a removed or raised limit are due now.
     if (liftsRateLimit(stored.rateLimit, updated.rateLimit)) await releaseRateLimitedDeliveries(tx, id, ctx.now);
-    return updateSubscriptionRow(tx, accountId, id, {
+    const moved = updated.callback.url !== stored.callback.url;
+    if (moved) await lockAccountSubscriptions(tx, accountId);
+    const written = await updateSubscriptionRow(tx, accountId, id, {
     event: updated.event,
     description: updated.description,
     active: updated.active ? 1 : 0,
@@ -136,6 +140,9 @@ export async function updateSubscription(ctx: SubscriptionsContext, accountId: s
     disabled_at: updated.disabled?.at ?? null,
     rate_limit: updated.rateLimit,
     });
+    // One secret per receiver URL: at a URL that has subscriptions, it takes theirs.
+    if (written && moved) await moveSigningSecret(tx, ctx.box, { accountId, subscriptionId: id }, updated.callback.url, ctx.now);
+    return written;
   });
   return found ? updated : undefined;
 }

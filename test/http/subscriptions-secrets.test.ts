@@ -124,7 +124,8 @@ for (const dialect of testDialects()) {
     });
 
     it('shows the signing secret on creation and at GET …/secret; rotation keeps the old one signing for 24 h', async () => {
-      const created = (await create({})).body;
+      // A URL of its own: the first subscription there gets a new secret (docs/subscriptions.md, "Signing secrets").
+      const created = (await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'processed-request', callback: { url: 'http://127.0.0.1:9/shown-on-creation' } } })).body;
       const read = await api(t.url, 'GET', `/v2/subscriptions/${created._id}/secret`, { token });
       assert.equal(read.status, 200);
       assert.deepEqual(read.body, { secret: created.secret, createdAt: created.createdAt });

@@ -8,6 +8,7 @@ import { eventually } from '../support/notifications.js';
 import { startHttpReceiver, type Receiver, type RecordedRequest } from '../support/receivers.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
 import type { Db, Tx } from '../../src/storage/database.js';
+import { orderKey } from '../../src/domain/notifications/order.js';
 import { findPendingRegistered, insertNotifications, markHasWaiters, markNotificationFailed, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
 import { releaseHeld } from '../../src/services/schedule-delivery.js';
 
@@ -131,7 +132,28 @@ for (const dialect of testDialects()) {
       assert.equal(rows.find((n) => n.event === 'processed-requests').status, 'succeeded');
     });
 
-    it('two URLs: processed is not held behind a registered retry to another URL', async () => {
+    it('one receiver, a path per event: processed waits for registered to the same origin', async () => {
+      await tenant();
+      const r = await receiver((event, _id, nth) => (event === 'registered-requests' && nth === 0 ? 503 : 204));
+      await subscribe('registered-request', `${r.url}/hooks/registered`);
+      await subscribe('processed-request', `${r.url}/hooks/processed?v=2`);
+      const requestId = await send();
+      await eventually(() => of(r.calls, requestId).length === 3, 15_000, 'three calls');
+      assert.deepEqual(of(r.calls, requestId), ['registered 503', 'registered 204', 'processed 204']);
+    });
+
+    it('a per-request registeredCallbackUrl and a processed subscription at the same receiver keep the order', async () => {
+      await tenant();
+      const r = await receiver((event, _id, nth) => (event === 'registered-requests' && nth === 0 ? 503 : 204));
+      await subscribe('processed-request', `${r.url}/hooks/processed`);
+      const response = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', registeredCallbackUrl: `${r.url}/orders/registered` } });
+      assert.equal(response.status, 202, JSON.stringify(response.body));
+      const requestId = response.body.id as string;
+      await eventually(() => of(r.calls, requestId).length === 3, 15_000, 'three calls');
+      assert.deepEqual(of(r.calls, requestId), ['registered 503', 'registered 204', 'processed 204']);
+    });
+
+    it('two receivers (origins): processed is not held behind a registered retry to another receiver', async () => {
       await tenant();
       const reg = await receiver((_event, _id, nth) => (nth === 0 ? 503 : 204));
       const proc = await receiver(() => 204);
@@ -199,7 +221,7 @@ for (const dialect of testDialects()) {
         await insertNotifications(db, [second]);
         const processing2 = await openTransaction(db);
         const waitsFor = await findPendingRegistered(processing2.tx, [{ requestId, url }]);
-        assert.equal(waitsFor.get(`${requestId}\u0000${url}`), second.id);
+        assert.equal(waitsFor.get(orderKey(requestId, url)), second.id);
         const held = { ...row('processed-requests'), waits_for: second.id };
         await insertNotifications(processing2.tx, [held]);
         const ending2 = await openTransaction(db);
@@ -219,13 +241,13 @@ for (const dialect of testDialects()) {
         const third = { ...row('registered-requests'), lease: 'w-test:third', lease_until: now + 60_000 };
         await insertNotifications(db, [third]);
         const processing3 = await openTransaction(db);
-        const waitsFor3 = (await findPendingRegistered(processing3.tx, [{ requestId, url }])).get(`${requestId}\u0000${url}`)!;
+        const waitsFor3 = (await findPendingRegistered(processing3.tx, [{ requestId, url }])).get(orderKey(requestId, url))!;
         assert.equal(waitsFor3, third.id);
         const held3 = { ...row('processed-requests'), waits_for: waitsFor3 };
         await markHasWaiters(processing3.tx, [waitsFor3]);
         await insertNotifications(processing3.tx, [held3]);
         const ending3 = await openTransaction(db);
-        const attempt = { notification_id: third.id, attempt: 1, started_at: now, url, status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const, request_headers: null };
+        const attempt = { notification_id: third.id, attempt: 1, started_at: now, url, status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const, request_headers: null, retry_after: null };
         const waited = recordAttempts(ending3.tx, [{ attempt, lease: third.lease!, status: 'succeeded', nextAttemptAt: null, now }]);
         await new Promise((resolve) => setTimeout(resolve, 200));
         await processing3.commit();

@@ -221,7 +221,7 @@ export function SubscriptionPage({ id }: { id: string }) {
         <>
           <TestSend id={id} />
           <Recover id={id} />
-          <SigningSecret id={id} />
+          <SigningSecret id={id} url={s.callback.url} />
         </>
       ) : null}
     </section>
@@ -326,8 +326,9 @@ const OVERLAPS: [string, string][] = [
 /**
  * The signing secret: revealed on demand (GET …/secret), hidden again with a click; rotated after
  * a confirmation, the old one signing on for the overlap chosen (POST …/secret/rotate {overlap}).
+ * It is the callback URL's: the account's other subscriptions at that URL share it.
  */
-function SigningSecret({ id }: { id: string }) {
+function SigningSecret({ id, url }: { id: string; url: string }) {
   const action = useAction();
   const [secret, setSecret] = useState<SigningSecretView | null>(null);
   const [rotated, setRotated] = useState(false);
@@ -342,6 +343,10 @@ function SigningSecret({ id }: { id: string }) {
     <section aria-labelledby="secret-heading" class="panel">
       <h2 id="secret-heading">Signing secret</h2>
       <p>Receivers check each call's signature with this secret (Standard Webhooks).</p>
+      <p data-testid="secret-shared">
+        It belongs to the callback URL <span class="url">{url}</span>: every subscription at that URL, and requests that name it as their callback URL, are signed
+        with it, and rotating it here rotates it for all of them.
+      </p>
       <div class="actions">
         {secret ? (
           <button type="button" class="secondary" data-testid="hide-secret" onClick={() => setSecret(null)}>
@@ -376,7 +381,11 @@ function SigningSecret({ id }: { id: string }) {
           kind="secondary"
           testid="rotate-secret"
           disabled={action.busy}
-          question={overlap === '0m' ? 'Rotate now? Calls signed only with the new secret start at once: receivers still on the old one will reject them.' : `Rotate? The old secret keeps signing ${chosen}; switch your receivers to the new one before then.`}
+          question={
+            overlap === '0m'
+              ? 'Rotate the secret of this URL now? Calls signed only with the new secret start at once: receivers still on the old one will reject them.'
+              : `Rotate the secret of this URL? The old secret keeps signing ${chosen}; switch your receiver to the new one before then.`
+          }
           onConfirm={() =>
             void action.run(async () => {
               setSecret(await call(api.POST('/v2/subscriptions/{subscriptionId}/secret/rotate', { params: { path: { subscriptionId: id } }, body: { overlap } })));

@@ -17,7 +17,7 @@ export async function signingSecretRoutes(app: TypedApp, deps: AppDeps): Promise
     '/signing-secret',
     {
       config: { scope: 'subscriptions:read', secretBearing: true },
-      schema: { ...common, operationId: 'getSigningSecret', description: 'The account\'s default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`).', summary: 'The account’s default signing secret (for per-request callback URLs)' },
+      schema: { ...common, operationId: 'getSigningSecret', description: 'The account\'s default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`) that no subscription of the account uses. A per-request URL that a subscription uses is signed with that subscription\'s secret: one secret per receiver URL.', summary: 'The account’s default signing secret (for per-request callback URLs without subscriptions)' },
     },
     async (request: FastifyRequest) => {
       const secrets = await loadSigningSecrets(deps.db, deps.box, { accountId: request.auth.accountId }, deps.clock());

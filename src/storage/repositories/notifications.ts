@@ -1,3 +1,4 @@
+import { orderKey } from '../../domain/notifications/order.js';
 import { sql, type SelectQueryBuilder } from 'kysely';
 import { firstIdAt, newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
@@ -160,6 +161,7 @@ const ATTEMPT_COLUMNS = {
   error: 'text',
   outcome: 'text',
   request_headers: 'text',
+  retry_after: 'text',
 } as const satisfies Record<keyof NotificationAttemptsTable, RecordColumnType>;
 const attemptColumns = sql.raw(Object.keys(ATTEMPT_COLUMNS).join(', '));
 
@@ -275,28 +277,32 @@ export async function retryNotificationNow(db: Executor, id: string, at: number)
 }
 
 /**
- * Notification order (docs/delivery.md, "Order"): for [request id, url] pairs, the pending
- * `registered-requests` notifications of those requests to those URLs, one statement per batch
- * (the request index). On PostgreSQL the rows are locked (FOR UPDATE) until the caller commits:
- * a transaction that ends one of them concurrently either committed before (the row, re-read
- * after the lock, is no longer pending: nothing is held) or waits for the caller's commit, and
- * then releases in a later statement, whose snapshot sees the held notification.
+ * Notification order (docs/delivery.md, "Order"): the pending `registered-requests` notifications
+ * of the given requests, one statement per batch (the request index). On PostgreSQL the rows are
+ * locked (FOR UPDATE) until the caller commits: a transaction that ends one of them concurrently
+ * either committed before (the row, re-read after the lock, is no longer pending: nothing is held)
+ * or waits for the caller's commit, and then releases in a later statement, whose snapshot sees the
+ * held notification.
  */
-const pendingRegistered = precompiled((db, pairs: string) => {
+const pendingRegistered = precompiled((db, requestIds: string) => {
   const dialect = dialectOf(db);
   return sql<{ id: string; request_id: string; url: string }>`select n.id, n.request_id, n.url from notifications n
-          join ${dialect.records(pairs, 'w', { request_id: 'text', url: 'text' })} on n.request_id = w.request_id and n.url = w.url
+          join ${dialect.records(requestIds, 'w', { request_id: 'text' })} on n.request_id = w.request_id
           where n.event = 'registered-requests' and n.status = 'pending' and n.test = 0
           order by n.id${dialect.rowLock({ of: 'n' })}`;
 });
 
-/** Keyed `request id \u0000 url`: the registered notification a processed one to that URL waits for. */
+/**
+ * Keyed by `orderKey(request id, url)` (same request, same receiver): the registered notification
+ * a processed one to that receiver waits for, the oldest when there are several.
+ */
 export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{ requestId: string; url: string }>): Promise<Map<string, string>> {
   const found = new Map<string, string>();
   if (pairs.length === 0) return found;
-  const result = await pendingRegistered(db, JSON.stringify(pairs.map((p) => ({ request_id: p.requestId, url: p.url }))));
+  const requestIds = [...new Set(pairs.map((p) => p.requestId))];
+  const result = await pendingRegistered(db, JSON.stringify(requestIds.map((request_id) => ({ request_id }))));
   for (const row of result) {
-    const key = `${row.request_id}\u0000${row.url}`;
+    const key = orderKey(row.request_id, row.url);
     if (!found.has(key)) found.set(key, row.id);
   }
   return found;

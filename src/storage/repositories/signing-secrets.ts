@@ -1,4 +1,5 @@
 import type { Executor } from '../database.js';
+import { dialectOf } from '../dialect.js';
 import type { WebhookSigningSecretsTable } from '../tables/index.js';
 
 export type SigningSecretRow = WebhookSigningSecretsTable;
@@ -41,4 +42,44 @@ export async function retireSigningSecrets(db: Executor, owner: SigningSecretOwn
   await whereOwner(db.deleteFrom('webhook_signing_secrets').where('expires_at', '<=', now), owner).execute();
   await whereOwner(db.updateTable('webhook_signing_secrets').set({ expires_at: now }).where('expires_at', '>', now), owner).execute();
   await whereOwner(db.updateTable('webhook_signing_secrets').set({ expires_at: graceUntil }).where('expires_at', 'is', null), owner).execute();
+}
+
+/** A secret row with the subscription that holds it (its `created_at` orders the URL's subscriptions). */
+export type UrlSecretRow = SigningSecretRow & { subscription_created_at: number };
+
+/**
+ * The secrets that may sign now of every subscription of the account at exactly `url`, the oldest
+ * subscription's first and, within one, the current secret first. Subscriptions at one URL hold
+ * copies of one secret (services/signing-secrets.ts); an account has at most 100 subscriptions.
+ */
+export async function listValidSecretsAtUrl(db: Executor, accountId: string, url: string, now: number): Promise<UrlSecretRow[]> {
+  const rows = await db
+    .selectFrom('webhook_signing_secrets as w')
+    .innerJoin('subscriptions as s', 's.id', 'w.subscription_id')
+    .selectAll('w')
+    .select('s.created_at as subscription_created_at')
+    .where('s.account_id', '=', accountId)
+    .where('s.callback_url', '=', url)
+    .where((eb) => eb.or([eb('w.expires_at', 'is', null), eb('w.expires_at', '>', now)]))
+    .orderBy('s.created_at')
+    .orderBy('s.id')
+    .orderBy('w.created_at', 'desc')
+    .orderBy('w.id', 'desc')
+    .execute();
+  return rows.map((row) => ({ ...row, subscription_created_at: Number(row.subscription_created_at) }));
+}
+
+/**
+ * The ids of the account's subscriptions at exactly `url`, oldest first; on PostgreSQL their rows
+ * are locked until the transaction ends, so none is deleted while its secrets are written.
+ */
+export async function listSubscriptionIdsAtUrl(db: Executor, accountId: string, url: string): Promise<string[]> {
+  const query = db.selectFrom('subscriptions').select('id').where('account_id', '=', accountId).where('callback_url', '=', url).orderBy('created_at').orderBy('id');
+  const rows = await dialectOf(db).lockRows(query).execute();
+  return rows.map((row) => row.id);
+}
+
+/** Drops every secret of one subscription (it takes the secret of the URL it moves to). */
+export async function deleteSubscriptionSecrets(db: Executor, subscriptionId: string): Promise<void> {
+  await db.deleteFrom('webhook_signing_secrets').where('subscription_id', '=', subscriptionId).execute();
 }

@@ -2,7 +2,7 @@ import { Batcher } from '../../batcher.js';
 import type { Deps } from '../../deps.js';
 import { decideAfterAttempt } from '../../domain/notifications/retry-policy.js';
 import { loadDeliveryTarget, type DeliveryTarget } from '../../services/delivery-targets.js';
-import { loadSigningSecrets } from '../../services/signing-secrets.js';
+import { loadSigningSecrets, loadSigningSecretsForUrl, type SigningSecret } from '../../services/signing-secrets.js';
 import { DELIVERY_ROWS_QUEUE, endHeldDeliveries, type ClaimedJob } from '../../storage/queue/index.js';
 import { findNotificationsForDelivery, markNotificationFailed, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
 import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
@@ -76,12 +76,12 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
   const base = { accountId: row.account_id, body: row.payload, eventType: row.event, msgId: row.id, ...(row.test === 1 ? { test: true } : {}) };
   // An operator cut the account off: nothing of it leaves, not even a test send (docs/requests.md, "Deactivated accounts").
   if (row.account_active !== null && Number(row.account_active) === 0) return { refused: 'not sent: the account is inactive', url: row.url };
-  const secretsOf = async (owner: { subscriptionId: string } | { accountId: string }, key: string) =>
-    (await cache.get(`secrets:${key}`, () => loadSigningSecrets(deps.db, deps.box, owner, now)))
-      .filter((s) => s.expiresAt === null || s.expiresAt > now)
-      .map((s) => s.secret);
+  const secretsOf = async (key: string, load: () => Promise<SigningSecret[]>) =>
+    (await cache.get(`secrets:${key}`, load)).filter((s) => s.expiresAt === null || s.expiresAt > now).map((s) => s.secret);
   if (row.subscription_id === null) {
-    return { input: { ...base, url: row.url, secrets: await secretsOf({ accountId: row.account_id }, row.account_id) }, rateLimit: null };
+    // A per-request URL: signed with the secret of the account's subscriptions at that URL, else the account's default.
+    const secrets = await secretsOf(`${row.account_id}\u0000${row.url}`, () => loadSigningSecretsForUrl(deps.db, deps.box, row.account_id, row.url, now));
+    return { input: { ...base, url: row.url, secrets }, rateLimit: null };
   }
   const subscriptionId = row.subscription_id;
   if (row.subscription_updated_at === null) return { refused: 'the subscription was deleted', url: row.url };
@@ -95,7 +95,7 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
     input: {
       ...base,
       url: target.url,
-      secrets: await secretsOf({ subscriptionId }, subscriptionId),
+      secrets: await secretsOf(subscriptionId, () => loadSigningSecrets(deps.db, deps.box, { subscriptionId }, now)),
       authorization: target.authorization,
       customHeaders: target.customHeaders,
     },
@@ -160,6 +160,7 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
       error: result.error ?? null,
       outcome: decision.kind,
       request_headers: result.requestHeaders ? JSON.stringify(result.requestHeaders) : null,
+      retry_after: result.retryAfter ?? null,
     },
     status: decision.kind === 'retry' ? 'pending' : decision.kind,
     nextAttemptAt: decision.kind === 'retry' ? decision.at.getTime() : null,

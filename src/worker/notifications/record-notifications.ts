@@ -1,3 +1,4 @@
+import { orderKey } from '../../domain/notifications/order.js';
 import type { Deps } from '../../deps.js';
 import type { OutcomeRecorder, RequestOutcome } from '../../domain/requests/outcomes.js';
 import { routeNotification, SUBSCRIPTION_EVENT_OF, type NotificationEvent } from '../../domain/notifications/routing.js';
@@ -76,17 +77,17 @@ export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder
 
 /**
  * Notification order (docs/delivery.md, "Order"): a `processed-requests` notification whose
- * request's `registered-requests` to the same URL has not ended yet (still pending, in the database
- * or in this batch) is written held: `waits_for` names that notification and no delivery job is
- * enqueued; the transaction that ends the registered one releases it. URLs are compared as the
- * notifications were written (a subscription's URL edited in between does not count). One
- * statement per batch, and only for batches with processed notifications; one more when it holds
+ * request's `registered-requests` to the same receiver (`orderKey`: the URL's origin) has not
+ * ended yet (still pending, in the database or in this batch) is written held: `waits_for` names
+ * that notification and no delivery job is enqueued; the transaction that ends the registered one
+ * releases it. URLs are compared as the notifications were written (a subscription's URL edited
+ * in between does not count). One statement per batch, and only for batches with processed notifications; one more when it holds
  * some behind registered notifications already written (their `has_waiters` flag).
  */
 async function holdBehindRegistered(tx: Tx, rows: NotificationsTable[]): Promise<void> {
   const processed = rows.filter((row) => row.event === 'processed-requests');
   if (processed.length === 0) return;
-  const key = (row: NotificationsTable) => `${row.request_id}\u0000${row.url}`;
+  const key = (row: NotificationsTable) => orderKey(row.request_id, row.url);
   const inBatch = new Map<string, string>();
   for (const row of rows) if (row.event === 'registered-requests' && !inBatch.has(key(row))) inBatch.set(key(row), row.id);
   const pending = await findPendingRegistered(tx, processed.map((row) => ({ requestId: row.request_id, url: row.url })));
