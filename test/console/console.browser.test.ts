@@ -277,6 +277,7 @@ for (const dialect of testDialects()) {
       await page.getByTestId('signing-secret').getByText(first.secret).waitFor();
       await page.getByTestId('hide-secret').click();
       assert.equal(await page.getByTestId('signing-secret').count(), 0, 'hidden again');
+      assert.ok(((await page.getByTestId('secret-shared').textContent()) ?? '').includes(`${ok.url}/p`), 'says the secret is the URL’s');
       // Rotation asks first; "Cancel" changes nothing.
       await page.getByTestId('rotate-overlap').selectOption('1h');
       await page.getByTestId('rotate-secret').click();
@@ -334,6 +335,9 @@ for (const dialect of testDialects()) {
       assert.ok(shown.includes(String(firstCall.headers['webhook-timestamp'])), "the first attempt's own webhook-timestamp");
       assert.match(shown, /v1,\*\*\*\*/);
       assert.ok(!shown.includes(String(firstCall.headers['webhook-signature']).split(' ')[0]!.slice(3)), 'the signature is masked');
+      // A 500 without Retry-After, and a delivery that failed: no wait to show, no attempt to come.
+      assert.equal(await page.getByTestId('retry-after').count(), 0);
+      assert.equal((await page.getByTestId('next-attempt').textContent())?.trim(), 'none: failed');
       await checkPage(page, 'delivery');
 
       flaky.respond(() => ({ status: 204 }));
@@ -393,8 +397,21 @@ for (const dialect of testDialects()) {
       await page.goto(`${t.url}/console/deliveries?subscriptionId=${sub._id}`);
       await page.getByTestId('refreshing').waitFor();
       assert.equal(await page.getByTestId('delivery-row').count(), 3);
-      await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } });
+      // The new one is answered 503 with Retry-After: 120, so it waits two minutes for its next attempt.
+      flaky.respond(() => ({ status: 503, headers: { 'retry-after': '120' }, body: 'busy' }));
+      const busyRequest = (await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } })).body.id;
       await page.waitForFunction(() => document.querySelectorAll('[data-testid=delivery-row]').length === 4, undefined, { timeout: 15_000 });
+
+      // Its page says what the receiver asked for and when the next attempt is due, as the API has it.
+      const waiting = await eventually(async () => {
+        const [listed] = (await api(t.url, 'GET', `/v2/notifications?requestId=${busyRequest}`, { token })).body.data;
+        return listed?.attemptCount === 1 && listed.nextAttemptAt !== null && listed;
+      }, 15_000, 'the notification answered with Retry-After');
+      await page.goto(`${t.url}/console/deliveries/${waiting.id}`);
+      await page.getByTestId('retry-after').waitFor();
+      assert.equal((await page.getByTestId('retry-after').textContent())?.trim(), 'Receiver asked to wait 120 s (Retry-After: 120)');
+      assert.equal(await page.getByTestId('next-attempt').locator('time').getAttribute('datetime'), waiting.nextAttemptAt);
+      assert.ok(((await page.getByTestId('next-attempt').textContent()) ?? '').includes(`${waiting.nextAttemptAt.slice(0, 19).replace('T', ' ')} UTC`), 'the exact time in UTC');
       await page.close();
     });
 
