@@ -8,7 +8,7 @@ import { errorsPlugin, formatSchemaErrors, sendProblem } from './http/plugins/er
 import { protectRoutes } from './http/plugins/auth.js';
 import { validatorCompiler } from './schema-validation.js';
 import { WEBHOOKS } from './http/schemas/webhooks.js';
-import { documentRoute, PROBLEM_SCHEMA, SCOPE_DESCRIPTIONS } from './http/openapi.js';
+import { DocumentComponents, documentObject, documentRoute, SCOPE_DESCRIPTIONS } from './http/openapi.js';
 import { lazyRequestLogger } from './http/request-logger.js';
 import { healthRoutes } from './http/routes/health.js';
 import { jwksRoute } from './http/routes/jwks.js';
@@ -24,6 +24,7 @@ import { tokenFastPath } from './http/token-fast-path.js';
 import { clientAddress } from './http/client-address.js';
 import { createHttpServer } from './http/http-server.js';
 import { answerSecretsUncached } from './http/secret-bearing.js';
+import { closeQueryString } from './http/query-parameters.js';
 import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
 import { adminClientsRoutes } from './http/routes/admin-clients.js';
 import { adminExperiencesRoutes } from './http/routes/admin-experiences.js';
@@ -31,6 +32,8 @@ import { adminConsoleLinksRoutes } from './http/routes/admin-console-links.js';
 import { subscriptionRoutes } from './http/routes/subscriptions.js';
 import { signingSecretRoutes } from './http/routes/signing-secrets.js';
 import { notificationRoutes } from './http/routes/notifications.js';
+import { listenSessionRoutes } from './http/routes/listen-sessions.js';
+import { deliveryPolicyRoute } from './http/routes/delivery-policy.js';
 import { metricsRoute } from './http/routes/metrics.js';
 import { consoleRoutes } from './http/routes/console.js';
 import { CONSOLE_SECURITY_HEADERS, isConsolePath } from './http/console/security-headers.js';
@@ -39,7 +42,7 @@ import { CONSOLE_DIST_DIR } from './console-build.js';
 type RouteModule = (app: TypedApp, deps: AppDeps) => Promise<void>;
 
 /** Bearer-protected resource routes, served identically under /v1 and /v2. */
-const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminConsoleLinksRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes];
+const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminConsoleLinksRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes, deliveryPolicyRoute, listenSessionRoutes];
 
 export interface BuildAppOptions {
   /** Sees every route as it is registered (the route table that tests walk). */
@@ -82,6 +85,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
+  // A query parameter a route does not take is a 400 naming it, on every route (query-parameters.ts).
+  app.addHook('onRoute', closeQueryString);
   // Routes declared `secretBearing` answer with Cache-Control: no-store (secret-bearing.ts).
   answerSecretsUncached(app);
   app.setValidatorCompiler(validatorCompiler);
@@ -100,6 +105,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     done(urlHasNul(request.url) ? new HttpProblem(400, `the URL ${NUL_REFUSED}`) : undefined);
   });
 
+  // The document's named types, collected from the route schemas as the routes are registered.
+  const components = new DocumentComponents();
+  app.addHook('onRoute', components.collectRoute);
   await app.register(errorsPlugin, { onDatabaseUnavailable: (error) => deps.readiness.noteFailure(error) });
   await app.register(swagger, {
     openapi: {
@@ -107,13 +115,16 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       info: {
         title: 'Reward Request Service',
         version: '1.0.0',
-        description: 'Reward requests, webhook subscriptions, signed notifications and request events. Every resource path exists under /v1 and /v2.',
+        description:
+          'Reward requests, webhook subscriptions, signed notifications and request events. Every resource path exists under /v1 and /v2. ' +
+          'A query parameter an operation does not list is a 400 naming it (`errors[].path` `querystring.<name>`), never ignored.',
         license: { name: 'UNLICENSED (proprietary)', url: 'https://rewards.dev/terms' },
       },
       servers: [{ url: deps.config.publicUrl }],
-      webhooks: WEBHOOKS,
+      webhooks: components.webhooks(WEBHOOKS),
       components: {
-        schemas: { Problem: PROBLEM_SCHEMA },
+        // Named types: Problem, then the titled schemas of the routes as they are registered (openapi.ts).
+        schemas: components.schemas,
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
           oauth2: {
@@ -125,6 +136,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     },
     // operationIds of the /v1 copies, problem responses, security: src/http/openapi.ts.
     transform: documentRoute,
+    transformObject: documentObject,
   });
   // staticCSP: the docs page and its assets carry a Content-Security-Policy that allows only its own
   // files (scripts by hash), like anything else a browser loads from the service.

@@ -16,10 +16,12 @@ function makeAjv(options: Options): Ajv {
 /**
  * Bodies are validated strictly: no type coercion (`"true"` is not a boolean) and unknown members
  * rejected where a schema closes the object. Query strings, path parameters and headers are text on
- * the wire, so they are coerced (`?limit=10` → 10).
+ * the wire, so they are coerced (`?limit=10` → 10). Neither drops what a closed schema does not
+ * name: it is refused, so every query string is closed (src/http/query-parameters.ts) and an
+ * unknown parameter is a 400 naming it, never silently ignored.
  */
 const bodyAjv = makeAjv({ coerceTypes: false, removeAdditional: false });
-const textAjv = makeAjv({ coerceTypes: 'array', removeAdditional: true });
+const textAjv = makeAjv({ coerceTypes: 'array', removeAdditional: false });
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;

@@ -22,6 +22,7 @@ import { migrateToLatest } from '../storage/migrations/index.js';
 import { openStorage } from '../storage/database.js';
 import { startServer, type Role } from '../server.js';
 import { iso } from '../domain/time.js';
+import { addListenCommand } from './listen.js';
 
 /** The settings of this run (the configuration file under the environment) and the configuration they make. */
 interface Effective {
@@ -224,6 +225,7 @@ export function buildProgram(io: CliIo): Command {
         return { kid, previous_keys_valid_until: iso(deps.clock() + deps.config.tokenTtlMs) };
       }),
     );
+  addListenCommand(program, io);
   const configCommand = program.command('config').description('the settings the commands and the service read (docs/operators.md)');
   configCommand
     .command('show')

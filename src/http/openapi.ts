@@ -1,5 +1,5 @@
 import type { FastifySchema } from 'fastify';
-import type { SwaggerTransform } from '@fastify/swagger';
+import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger';
 import { SCOPES } from '../domain/tokens/scopes.js';
 import { HttpProblem } from './problem.js';
 
@@ -54,7 +54,7 @@ const NO_STORE_HEADERS_DOCUMENTED = {
 };
 
 /** The OAuth2 scopes, for the client-credentials flow of the `oauth2` security scheme. */
-export const SCOPE_DESCRIPTIONS = Object.fromEntries(SCOPES.map((scope) => [scope, scope === 'admin' ? 'operator: accounts, clients, experiences, console links, any account (`?account=`)' : scope]));
+export const SCOPE_DESCRIPTIONS = Object.fromEntries(SCOPES.map((scope) => [scope, scope === 'admin' ? 'operator: accounts, clients, experiences, console links, any account (`?accountId=`)' : scope]));
 
 type Schema = Record<string, unknown> & { response?: Record<string, unknown>; operationId?: string };
 
@@ -62,16 +62,185 @@ function has(schema: Schema, key: string): boolean {
   return schema[key] !== undefined;
 }
 
+/*
+ * Named types (README.md, "The OpenAPI document"). A schema with a `title` is a type of the API:
+ * the document lists it once, under `components.schemas` by that name, and every request body,
+ * response and webhook payload that holds it refers to it with `$ref`, so a generated client has
+ * one `Subscription` type rather than a copy per operation named after the operation. `title` is
+ * an annotation: neither the validator (Ajv) nor the serializer (fast-json-stringify) reads it, so
+ * routes validate and serialize exactly as before; `$id` would take part in their reference
+ * resolution. A title is a type name (PascalCase); two different schemas with one title are a
+ * mistake, refused when the second route is registered.
+ */
+
+const COMPONENT_NAME = /^[A-Z][A-Za-z0-9]*$/;
+const COMPONENTS_PATH = '#/components/schemas/';
+/** The keywords whose value is a schema, a list of schemas, or a map of name → schema. */
+const SUBSCHEMA = ['items', 'additionalProperties', 'unevaluatedProperties', 'not', 'contains', 'if', 'then', 'else', 'propertyNames'];
+const SUBSCHEMA_LIST = ['anyOf', 'oneOf', 'allOf', 'prefixItems'];
+const SUBSCHEMA_MAP = ['properties', 'patternProperties', '$defs', 'definitions'];
+
+type Json = Record<string, unknown>;
+const isJsonObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A component: its name, its schema with its own titled members referenced, and that schema's JSON. */
+interface Named {
+  name: string;
+  body: Json;
+  json: string;
+}
+type Meet = (named: Named) => void;
+
+/**
+ * A titled schema → the components it makes, itself last. Schemas are constants shared by the
+ * routes of every app a process builds (the tests build many), so each is walked once.
+ */
+const namedOf = new WeakMap<Json, Named[]>();
+
+/**
+ * `schema` with every titled schema in it (itself too, unless `keepRoot`) replaced by a `$ref` to
+ * its component; `meet` sees each titled schema found, with its own titled members referenced.
+ */
+function referenceComponents(schema: unknown, meet: Meet, keepRoot = false): unknown {
+  if (!isJsonObject(schema)) return schema;
+  const name = schema.title;
+  if (!keepRoot && typeof name === 'string') {
+    if (!COMPONENT_NAME.test(name)) throw new Error(`a schema's title names its type in the OpenAPI document: "${name}" is not a type name (PascalCase letters and digits)`);
+    let named = namedOf.get(schema);
+    if (!named) {
+      const found: Named[] = [];
+      const body = referenceComponents(schema, (inner) => found.push(inner), true) as Json;
+      named = [...found, { name, body, json: JSON.stringify(body) }];
+      namedOf.set(schema, named);
+    }
+    for (const component of named) meet(component);
+    return { $ref: `${COMPONENTS_PATH}${name}` };
+  }
+  const out: Json = { ...schema };
+  for (const key of SUBSCHEMA) if (key in out) out[key] = referenceComponents(out[key], meet);
+  for (const key of SUBSCHEMA_LIST) if (Array.isArray(out[key])) out[key] = (out[key] as unknown[]).map((member) => referenceComponents(member, meet));
+  for (const key of SUBSCHEMA_MAP) {
+    const map = out[key];
+    if (isJsonObject(map)) out[key] = Object.fromEntries(Object.entries(map).map(([member, value]) => [member, referenceComponents(value, meet)]));
+  }
+  return out;
+}
+
+/** A route's response: a schema, or `{ description, content: { [type]: { schema } } }`. */
+function referenceResponse(response: unknown, meet: Meet): unknown {
+  if (!isJsonObject(response) || !isJsonObject(response.content)) return referenceComponents(response, meet);
+  const content = Object.fromEntries(Object.entries(response.content).map(([type, media]) => [type, isJsonObject(media) ? { ...media, schema: referenceComponents(media.schema, meet) } : media]));
+  return { ...response, content };
+}
+
+/** The references of the route transform: titled schemas are collected by `DocumentComponents` as the routes are registered. */
+const ignore = () => {};
+const referenced = (schema: unknown) => referenceComponents(schema, ignore);
+
+/**
+ * The `components.schemas` of one app's document: `Problem`, then each titled schema of a route's
+ * body or responses as the route is registered (an `onRoute` hook), and of the webhook payloads.
+ * @fastify/swagger reads the map when it builds the document, after every route is registered, and
+ * converts each schema as it converts a route's.
+ */
+export class DocumentComponents {
+  readonly schemas: Record<string, Json> = { Problem: PROBLEM_SCHEMA };
+  readonly #json = new Map<string, string>();
+
+  readonly #meet = ({ name, body, json }: Named) => {
+    const known = this.#json.get(name);
+    if (known === undefined) {
+      this.#json.set(name, json);
+      this.schemas[name] = body;
+    } else if (known !== json) {
+      throw new Error(`two different schemas are titled "${name}": a title names one type of the OpenAPI document; give the other its own title`);
+    }
+  };
+
+  /** The `onRoute` hook: collects the titled schemas of the route's body and responses. */
+  readonly collectRoute = (route: { schema?: unknown }): void => {
+    const schema = route.schema as Schema | undefined;
+    if (!schema || schema.hide) return;
+    referenceComponents(schema.body, this.#meet);
+    for (const response of Object.values(schema.response ?? {})) referenceResponse(response, this.#meet);
+  };
+
+  /** The `webhooks` map with each payload schema collected and referenced. */
+  webhooks<T extends Record<string, { post: { requestBody: { content: Record<string, { schema: object }> } } }>>(webhooks: T): T {
+    return Object.fromEntries(
+      Object.entries(webhooks).map(([event, item]) => [
+        event,
+        {
+          ...item,
+          post: {
+            ...item.post,
+            requestBody: {
+              ...item.post.requestBody,
+              content: Object.fromEntries(Object.entries(item.post.requestBody.content).map(([type, media]) => [type, { ...media, schema: referenceComponents(media.schema, this.#meet) }])),
+            },
+          },
+        },
+      ]),
+    ) as T;
+  }
+}
+
+interface Media {
+  schema?: { $ref?: string };
+  example?: unknown;
+  examples?: unknown;
+}
+interface DocumentedOperation {
+  requestBody?: { description?: string; content?: Record<string, Media> };
+  responses?: Record<string, { description?: string; content?: Record<string, Media> }>;
+}
+
+/**
+ * @fastify/swagger's `transformObject`. A body or answer that is one component as a whole shows
+ * that component's examples and description where the operation is read (a media type's
+ * `example`/`examples`, the response's description), as an inline schema's are: the converter
+ * takes them from the schema it is given, which is now only a `$ref`.
+ */
+export const documentObject: SwaggerTransformObject = (documentObject) => {
+  if (!('openapiObject' in documentObject)) return documentObject.swaggerObject;
+  const { openapiObject } = documentObject;
+  const document = openapiObject as unknown as { components?: { schemas?: Record<string, Json> }; paths?: Record<string, Record<string, DocumentedOperation>>; webhooks?: Record<string, Record<string, DocumentedOperation>> };
+  const schemas = document.components?.schemas ?? {};
+  const componentOf = (media: Media): Json | undefined => (media.schema?.$ref?.startsWith(COMPONENTS_PATH) ? schemas[media.schema.$ref.slice(COMPONENTS_PATH.length)] : undefined);
+  const describe = (holder: { description?: string; content?: Record<string, Media> }, placeholder: string | undefined) => {
+    for (const media of Object.values(holder.content ?? {})) {
+      const component = componentOf(media);
+      if (!component) continue;
+      const examples = Array.isArray(component.examples) ? component.examples : [];
+      if (media.example === undefined && media.examples === undefined) {
+        if (examples.length === 1) media.example = examples[0];
+        else if (examples.length > 1) media.examples = Object.fromEntries(examples.map((value, i) => [`example${i + 1}`, { value }]));
+      }
+      if (typeof component.description === 'string' && holder.description === placeholder) holder.description = component.description;
+    }
+  };
+  for (const items of [document.paths, document.webhooks]) {
+    for (const item of Object.values(items ?? {})) {
+      for (const operation of Object.values(item)) {
+        if (operation.requestBody) describe(operation.requestBody, undefined);
+        for (const response of Object.values(operation.responses ?? {})) describe(response, 'Default Response');
+      }
+    }
+  }
+  return openapiObject;
+};
+
 /** @fastify/swagger's `transform`: the document's view of one route. */
 export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
   const original = (schema ?? {}) as Schema;
   if (original.hide) return { schema: original as FastifySchema, url };
   const out: Schema = { ...original };
+  if (has(out, 'body')) out.body = referenced(out.body);
   const isV1 = url.startsWith('/v1/');
   if (out.operationId && isV1) out.operationId = `${out.operationId}V1`;
   const scope = route.config?.scope;
   const isToken = url.endsWith('/oauth/token');
-  const response: Record<string, unknown> = { ...(original.response ?? {}) };
+  const response: Record<string, unknown> = Object.fromEntries(Object.entries(original.response ?? {}).map(([status, schema]) => [status, referenceResponse(schema, ignore)]));
   const add = (status: number, description: string) => {
     if (response[String(status)] === undefined) response[String(status)] = problem(status, description);
   };

@@ -20,14 +20,20 @@ import { releaseHeld } from './schedule-delivery.js';
 export interface DisabledSubscription {
   subscriptionId: string;
   accountId: string;
+  /** Its event (singular) and callback URL, for the `disabled-subscriptions` notification. */
+  event: string;
+  url: string;
   reason: string;
+  at: number;
   failedPending: number;
 }
 
 /**
  * In the attempt log's transaction: adds the attempts that count (no test sends, no refusals) to
  * their subscriptions' rollup, and switches off those whose every attempt has failed for
- * SUBSCRIPTION_DISABLE_AFTER (`disableAfterMs`, 0 = never).
+ * SUBSCRIPTION_DISABLE_AFTER (`disableAfterMs`, 0 = never). The caller writes, in the same
+ * transaction, the `disabled-subscriptions` notifications of those switched off
+ * (operational-notifications.ts).
  */
 export async function recordEndpointHealth(tx: Executor, attempts: readonly CountedAttempt[], options: { now: number; disableAfterMs: number }): Promise<DisabledSubscription[]> {
   if (attempts.length === 0) return [];
@@ -41,7 +47,7 @@ export async function recordEndpointHealth(tx: Executor, attempts: readonly Coun
     if (!done) continue;
     // What waited for a notification failed here goes out now (docs/delivery.md, "Order").
     await releaseHeld(tx, done.failedIds, options.now);
-    disabled.push({ subscriptionId: run.subscriptionId, reason, accountId: done.accountId, failedPending: done.failedPending });
+    disabled.push({ subscriptionId: run.subscriptionId, reason, accountId: done.accountId, event: done.event, url: done.url, at: options.now, failedPending: done.failedPending });
   }
   return disabled;
 }

@@ -28,14 +28,16 @@ export async function sendTestNotification(ctx: SubscriptionsContext & { signals
   if (!subscription) return undefined;
   await checkCallbackDestinations({ callback: subscription.callback }, ctx.allowPrivateNetworks, { at: 'callback', what: "the subscription's callback, refused by the address policy" });
   const requestId = newId('req_test', ctx.now);
+  const event = NOTIFICATION_EVENT_OF[subscription.event];
   const row = newNotificationRow(
     {
       accountId,
-      requestId,
+      // A disabled-subscriptions notification is about no request (the delivery log shows requestId: null).
+      requestId: event === 'disabled-subscriptions' ? '' : requestId,
       subscriptionId,
-      event: NOTIFICATION_EVENT_OF[subscription.event],
+      event,
       url: subscription.callback.url,
-      payload: JSON.stringify(sampleNotificationPayload(NOTIFICATION_EVENT_OF[subscription.event], requestId, ctx.now)),
+      payload: JSON.stringify(sampleNotificationPayload(event, requestId, ctx.now)),
       test: true,
     },
     ctx.now,

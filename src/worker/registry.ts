@@ -4,12 +4,13 @@ import type { JobHandlers } from './job-handlers.js';
 import { requestJobHandlers } from './request-jobs.js';
 import { notificationJobHandlers } from './notifications/deliver-notification-job.js';
 import { notificationRecorder } from './notifications/record-notifications.js';
+import { listenCopyRecorder } from './notifications/listen-copies.js';
 
 /**
  * Recorders called inside the transaction of every request state change that is notified
  * (registered, rejected, processed). The notification engine registers its factory here.
  */
-export const OUTCOME_RECORDERS: Array<(deps: Deps) => OutcomeRecorder> = [notificationRecorder];
+export const OUTCOME_RECORDERS: Array<(deps: Deps) => OutcomeRecorder> = [notificationRecorder, listenCopyRecorder];
 
 /** Job kinds beyond request registration and processing (e.g. `deliver-notification`). */
 export const JOB_HANDLERS: Array<(deps: Deps) => JobHandlers> = [notificationJobHandlers];

@@ -3,6 +3,7 @@ import { STATS_RETENTION_MS } from '../domain/notifications/endpoint-health.js';
 import { deleteExpiredIdempotencyKeys } from '../storage/repositories/idempotency-keys.js';
 import { deleteStatsBefore } from '../storage/repositories/subscription-health.js';
 import { deleteOldNotifications } from '../services/notification-retention.js';
+import { sweepEndedListenSessions } from '../services/listen-sessions.js';
 import { ensureLogPartitions, logMaintenanceIntervalMs, logPeriodMs } from '../storage/log-partitions.js';
 import { startJobWorker, type JobWorker, type JobWorkerOptions } from './job-worker.js';
 import { buildJobHandlers, type BuildHandlersOptions } from './registry.js';
@@ -28,12 +29,14 @@ export function startWorker(deps: Deps, overrides: WorkerOverrides = {}): JobWor
 
 /**
  * Deletes what has outlived its use: expired Idempotency-Keys, endpoint-health buckets older than
- * the longest stats window, and ended notifications older than NOTIFICATION_RETENTION.
+ * the longest stats window, ended listen sessions with the copies no CLI forwarded, and ended
+ * notifications older than NOTIFICATION_RETENTION.
  */
 export async function purgeExpired(deps: Deps): Promise<void> {
   const now = deps.clock();
   await deleteExpiredIdempotencyKeys(deps.db, now).catch((error) => deps.log.warn({ err: error }, 'idempotency key purge failed'));
   await deleteStatsBefore(deps.db, now - STATS_RETENTION_MS).catch((error) => deps.log.warn({ err: error }, 'endpoint health purge failed'));
+  await sweepEndedListenSessions(deps.db, now).catch((error) => deps.log.warn({ err: error }, 'listen session sweep failed'));
   await deleteOldNotifications(deps.db, deps.config.notificationRetentionMs, now)
     .then(({ deleted, dropped, busy }) => {
       if (deleted > 0 || dropped.length > 0) deps.log.info({ deleted, dropped }, 'notifications past NOTIFICATION_RETENTION deleted');

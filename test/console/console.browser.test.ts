@@ -257,6 +257,21 @@ for (const dialect of testDialects()) {
       await url.fill('https://hooks.example.com/x');
       await page.getByTestId('field-error').first().waitFor({ state: 'detached' });
       assert.equal(await url.getAttribute('aria-invalid'), null);
+
+      // The event choice offers the operational events, explained; they take no experiences.
+      await page.goto(`${t.url}/console/subscriptions/new`);
+      const events = await page.getByTestId('sub-event').locator('option').evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
+      assert.deepEqual(events, ['registered-request', 'processed-request', 'failed-notification', 'disabled-subscription']);
+      assert.equal(await page.getByTestId('sub-event-operational').count(), 0);
+      await page.getByTestId('sub-event').selectOption('failed-notification');
+      await page.getByTestId('sub-event-operational').waitFor();
+      assert.equal(await page.getByTestId('sub-experiences').count(), 0);
+      await page.getByTestId('sub-url').fill(`${ok.url}/operational`);
+      await page.getByTestId('sub-description').fill('operational');
+      await page.getByTestId('sub-save').click();
+      await page.getByTestId('open-created').waitFor();
+      const operational = ((await api(t.url, 'GET', '/v2/subscriptions', { token })).body as any[]).find((s) => s.description === 'operational');
+      assert.deepEqual([operational?.event, operational?.experiences], ['failed-notification', []]);
       await page.close();
     });
 

@@ -146,9 +146,16 @@ interface Operation {
   secured: boolean;
 }
 
+/** The schema with each `$ref` to a component replaced by the component, at every depth (the named types refer to one another, never to themselves). */
 function resolve(doc: { components?: { schemas?: Record<string, Schema> } }, schema: Schema | undefined): Schema | undefined {
-  if (!schema?.$ref) return schema;
-  return doc.components?.schemas?.[schema.$ref.split('/').pop()!];
+  const inline = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(inline);
+    if (node === null || typeof node !== 'object') return node;
+    const ref = (node as Schema).$ref;
+    if (ref) return inline(doc.components?.schemas?.[ref.split('/').pop()!]);
+    return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, inline(value)]));
+  };
+  return inline(schema) as Schema | undefined;
 }
 
 function operationsOf(doc: any): Operation[] {

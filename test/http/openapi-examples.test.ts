@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { openApiDocument } from '../../scripts/console-api-schema.js';
+import { idTime } from '../../src/domain/ids.js';
 
 const addFormats = ((addFormatsModule as unknown as { default?: typeof addFormatsModule }).default ?? addFormatsModule) as unknown as (ajv: unknown) => void;
 
@@ -61,4 +62,19 @@ test('every request body and every JSON answer of every operation has an example
   }
   assert.deepEqual(problems, [], `${problems.length} operation part(s) without a valid example:\n${problems.join('\n')}`);
   assert.ok(checked > 300, `only ${checked} examples checked`);
+});
+
+test('every id in an example has the shape of the ids the service makes', async () => {
+  // `prefix_` + 26 lower-case Crockford base32 characters: 10 of milliseconds, 16 random (src/domain/ids.ts).
+  const document = await openApiDocument();
+  const ids = new Set<string>();
+  const collect = (node: unknown, inExample: boolean): void => {
+    if (Array.isArray(node)) return node.forEach((item) => collect(item, inExample));
+    if (node !== null && typeof node === 'object') return Object.entries(node).forEach(([key, value]) => collect(value, inExample || key === 'example' || key === 'examples'));
+    if (inExample && typeof node === 'string') for (const [id] of node.matchAll(/\b(?:acc|cli|cln|exp|msg|req|sub)_\w*/g)) ids.add(id);
+  };
+  collect(document, false);
+  assert.ok(ids.size >= 8, `only ${ids.size} ids found in the examples`);
+  const malformed = [...ids].filter((id) => !/^[a-z]{3}_[0-9a-hjkmnp-tv-z]{26}$/.test(id) || idTime(id) === undefined);
+  assert.deepEqual(malformed, []);
 });

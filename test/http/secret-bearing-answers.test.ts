@@ -62,6 +62,8 @@ for (const dialect of testDialects()) {
       'POST /subscriptions/:subscriptionId/secret/rotate': (v) => api(t.url, 'POST', `/${v}/subscriptions/${subscriptionId}/secret/rotate`, { token }),
       'GET /signing-secret': (v) => api(t.url, 'GET', `/${v}/signing-secret`, { token }),
       'POST /signing-secret/rotate': (v) => api(t.url, 'POST', `/${v}/signing-secret/rotate`, { token }),
+      // rewards listen: the secrets the forwarded deliveries are signed with.
+      'POST /listen-sessions': (v) => api(t.url, 'POST', `/${v}/listen-sessions`, { token, body: {} }),
       'POST /admin/accounts/:id/clients': (v) => api(t.url, 'POST', `/${v}/admin/accounts/${client.accountId}/clients`, { token: operatorToken, body: { scopes: ['requests:read'] } }),
       'POST /admin/accounts/:id/clients/:clientId/rotate-secret': async (v) => {
         const other = await t.createClientAccount();

@@ -32,8 +32,8 @@ for (const dialect of testDialects()) {
     const post = (body: unknown) => api(t.url, 'POST', '/v2/subscriptions', { token, body });
 
     const cases: [string, unknown, string, string][] = [
-      ['event is required', { callback: valid.callback }, 'body.event', 'is required: one of registered-request, registered-requests, processed-request, processed-requests'],
-      ['event must be a known name', { ...valid, event: 'pedido-entregue' }, 'body.event', 'must be one of registered-request, registered-requests, processed-request, processed-requests'],
+      ['event is required', { callback: valid.callback }, 'body.event', 'is required: one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications'],
+      ['event must be a known name', { ...valid, event: 'pedido-entregue' }, 'body.event', 'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications'],
       ['callback is required', { event: 'registered-request' }, 'body.callback', 'is required: an object with at least url'],
       ['callback.url is required', { event: 'registered-request', callback: {} }, 'body.callback.url', 'is required'],
       ['unknown members are refused', { ...valid, colour: 'blue' }, 'body.colour', 'is not a known member'],
@@ -93,7 +93,7 @@ for (const dialect of testDialects()) {
       const response = await api(t.url, 'PUT', `/v2/subscriptions/${existing}`, { token, body: { event: 'registered', experiences: [''] } });
       assert.equal(response.status, 400);
       assert.deepEqual(response.body.errors, [
-        { path: 'body.event', message: 'must be one of registered-request, registered-requests, processed-request, processed-requests' },
+        { path: 'body.event', message: 'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications' },
         { path: 'body.experiences.0', message: 'must not be empty' },
       ]);
       const moved = await api(t.url, 'PUT', `/v2/subscriptions/${existing}`, { token, body: { _id: 'sub_other' } });
@@ -115,7 +115,7 @@ for (const dialect of testDialects()) {
       const event = await api(t.url, 'GET', '/v2/subscriptions?event=other', { token });
       assert.deepEqual(
         event.body,
-        badRequest('querystring.event', 'must be one of registered-request, registered-requests, processed-request, processed-requests', 'request querystring is invalid'),
+        badRequest('querystring.event', 'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications', 'request querystring is invalid'),
       );
     });
 

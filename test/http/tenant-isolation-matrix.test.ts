@@ -14,7 +14,7 @@ import { api, startTestApp, type ClientCredentials, type RegisteredRoute, type T
  * without saying how it treats tenants.
  */
 
-type Resource = 'subscription' | 'request' | 'notification';
+type Resource = 'subscription' | 'request' | 'notification' | 'listen-session';
 /** How a protected route meets tenants. */
 type Kind =
   | { resource: Resource } // acts on one resource of the caller's account, named in the path
@@ -43,6 +43,12 @@ const CLASSIFIED: Record<string, Kind> = {
   'GET /notifications': { account: true },
   'GET /notifications/:notificationId': { resource: 'notification' },
   'POST /notifications/:notificationId/retry': { resource: 'notification' },
+  // The same for every account (the deployment's settings); an operator may still name one with ?accountId=.
+  'GET /delivery-policy': { account: true },
+  'POST /listen-sessions': { account: true },
+  'GET /listen-sessions/:sessionId/deliveries': { resource: 'listen-session' },
+  'POST /listen-sessions/:sessionId/deliveries/:notificationId/result': { resource: 'listen-session' },
+  'DELETE /listen-sessions/:sessionId': { resource: 'listen-session' },
   'GET /admin/accounts': { admin: true },
   'POST /admin/accounts': { admin: true },
   'GET /admin/accounts/:id': { admin: true },
@@ -96,7 +102,9 @@ for (const dialect of testDialects()) {
         Date.now(),
       );
       await insertNotifications(t.deps.db, [notification]);
-      return { client, token, ids: { subscription: subscription.body._id, request: request.body.id, notification: notification.id } };
+      const listenSession = await api(t.url, 'POST', '/v2/listen-sessions', { token, body: {} });
+      assert.equal(listenSession.status, 201);
+      return { client, token, ids: { subscription: subscription.body._id, request: request.body.id, notification: notification.id, 'listen-session': listenSession.body.id } };
     }
 
     /** B's state as its own token sees it: must not change whatever A sends. */
@@ -138,6 +146,7 @@ for (const dialect of testDialects()) {
       route.url
         .replace(':subscriptionId', ids.subscription)
         .replace(':notificationId', ids.notification)
+        .replace(':sessionId', ids['listen-session'])
         .replace(':clientId', 'cli_unknown')
         .replace(':linkId', 'cln_unknown')
         .replace(':id', route.url.includes('/admin/') ? accountId : ids.request);
@@ -146,6 +155,7 @@ for (const dialect of testDialects()) {
       'PUT /subscriptions/:subscriptionId': { description: 'changed by another account?' },
       'POST /request/:id/events': { name: 'pedido-entregue', refId: 'partner-1' },
       'POST /subscriptions/:subscriptionId/recover': { since: new Date(Date.now() - 3_600_000).toISOString() },
+      'POST /listen-sessions/:sessionId/deliveries/:notificationId/result': { statusCode: 204, latencyMs: 1 },
     };
     const call = (route: RegisteredRoute, path: string, token?: string) =>
       api(t.url, route.method, path, {
@@ -186,7 +196,7 @@ for (const dialect of testDialects()) {
           const foreign = await call(route, path, a.token);
           assert.equal(foreign.status, 404, `A: ${route.method} ${path} (B's ${kind.resource})`);
           assert.match(String(foreign.headers.get('content-type')), /^application\/problem\+json/);
-          const unknown = await call(route, pathOf(route, { subscription: 'sub_unknown', request: 'req_unknown', notification: 'msg_unknown' }, a.client.accountId), a.token);
+          const unknown = await call(route, pathOf(route, { subscription: 'sub_unknown', request: 'req_unknown', notification: 'msg_unknown', 'listen-session': 'lsn_unknown' }, a.client.accountId), a.token);
           assert.equal(unknown.status, 404, `A: ${route.method} ${route.url} with an unknown id`);
         }
         const actingForB = await call(route, `${pathOf(route, a.ids, a.client.accountId)}?accountId=${b.client.accountId}`, a.token);

@@ -42,6 +42,7 @@ for (const dialect of testDialects()) {
       nextAttemptAt: Date.now() + 60_000,
       now: Date.now(),
       countsFor: null,
+      notification: { event: 'registered-requests', requestId: 'req_0', test: false },
     });
 
     it('an attempt the database refuses is rejected alone; the others of its commit are recorded, and one whose notification is gone is not', async () => {

@@ -33,15 +33,17 @@ for (const dialect of testDialects()) {
       await t.close();
     });
 
-    it('real bodies of both events validate against the published schemas; a drifted body does not', async () => {
+    it('real bodies of every event validate against the published schemas; a drifted body does not', async () => {
       const doc = (await api(t.url, 'GET', '/openapi.json')).body;
-      assert.deepEqual(Object.keys(doc.webhooks ?? {}).sort(), ['processed-requests', 'registered-requests']);
+      assert.deepEqual(Object.keys(doc.webhooks ?? {}).sort(), ['disabled-subscriptions', 'failed-notifications', 'processed-requests', 'registered-requests']);
       const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
+      // The payloads are named components (`$ref`s into the document): compiled where they stand in it.
+      ajv.addSchema(doc, 'openapi.json');
       const validators = Object.fromEntries(
         Object.entries(doc.webhooks).map(([event, item]: [string, any]) => {
           const names = item.post.parameters.map((p: any) => p.name);
           for (const required of ['webhook-id', 'webhook-timestamp', 'webhook-signature', 'x-webhook-event', 'x-webhook-test']) assert.ok(names.includes(required), `${event}: ${required}`);
-          return [event, ajv.compile(item.post.requestBody.content['application/json'].schema)];
+          return [event, ajv.compile({ $ref: `openapi.json#/webhooks/${event}/post/requestBody/content/application~1json/schema` })];
         }),
       );
 
@@ -56,7 +58,8 @@ for (const dialect of testDialects()) {
         ],
       });
       const subscriptions = [];
-      for (const event of ['registered-requests', 'processed-requests']) {
+      // The operational events get test sends only here (their real bodies: operational-notifications.test.ts).
+      for (const event of ['registered-requests', 'processed-requests', 'failed-notifications', 'disabled-subscriptions']) {
         subscriptions.push((await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url: `${receiver.url}/${event}` } } })).body._id);
       }
       const accepted = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'mixed', event: 'buy', data: { order: 1 } } });
@@ -65,7 +68,7 @@ for (const dialect of testDialects()) {
       assert.equal(rejected.status, 202);
       for (const id of subscriptions) assert.equal((await api(t.url, 'POST', `/v2/subscriptions/${id}/test`, { token })).status, 202);
 
-      await eventually(() => receiver.requests.length >= 5, 15_000, 'registered ×2, processed, two test sends');
+      await eventually(() => receiver.requests.length >= 7, 15_000, 'registered ×2, processed, four test sends');
       const seen = new Set<string>();
       for (const request of receiver.requests) {
         const event = String(request.headers['x-webhook-event']);
@@ -78,7 +81,15 @@ for (const dialect of testDialects()) {
           assert.equal(body.canceled.length, 1);
         }
       }
-      assert.deepEqual([...seen].sort(), ['processed-requests', 'processed-requests test', 'registered-requests', 'registered-requests rejected', 'registered-requests test']);
+      assert.deepEqual([...seen].sort(), [
+        'disabled-subscriptions test',
+        'failed-notifications test',
+        'processed-requests',
+        'processed-requests test',
+        'registered-requests',
+        'registered-requests rejected',
+        'registered-requests test',
+      ]);
 
       // Closed objects: a member the schema does not name is refused, so drift is caught.
       const processed = JSON.parse(receiver.requests.find((r) => r.headers['x-webhook-event'] === 'processed-requests')!.body);

@@ -294,6 +294,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/delivery-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How notifications are delivered and retried here: attempts, retry interval, timeout, auto-disable
+         * @description The delivery rules of this deployment, as its operator configured them: how many attempts a notification gets, how far apart, how long a call may take, which `Retry-After` answers are honoured, and when a failing subscription is switched off (docs/delivery.md). The same for every account; any valid token may read it.
+         */
+        get: operations["getDeliveryPolicyV1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/listen-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start receiving copies of the account’s webhooks to forward them to a local receiver (`rewards listen`)
+         * @description Starts a listen session: from its answer on, every `registered-requests` and `processed-requests` event of the account (or those in `events`) also gets one copy for the session in the delivery log (url `listen:<id>`), whether or not it goes to a receiver. Poll `GET /listen-sessions/{id}/deliveries` to take them (each poll keeps the session alive for a minute; without one it ends), forward each with its headers and body, and report the answer with `POST …/result`. The answer lists the secrets the deliveries are signed with, as the real calls are. Answered about a second after the session is created: once every worker sees it.
+         */
+        post: operations["createListenSessionV1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/listen-sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a listen session
+         * @description Ends the session now (`rewards listen` does on Ctrl-C): no more copies are written for it, and those not forwarded are removed from the delivery log. Ending an ended session again is a 204.
+         */
+        delete: operations["deleteListenSessionV1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/listen-sessions/{sessionId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Take the session’s next deliveries (long poll with `wait`)
+         * @description Takes up to `limit` copies waiting for the session, oldest first, each with the exact headers of the real call (signed now) and its body; with none waiting, waits up to `wait` seconds for one. A delivery taken is this caller's for a minute: two pollers of one session never get the same one; one not reported by then is handed out again. Each poll keeps the session alive for a minute. A session that ended (deleted, or a minute without a poll) is a 404.
+         */
+        get: operations["pollListenDeliveriesV1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/listen-sessions/{sessionId}/deliveries/{notificationId}/result": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report the local receiver’s answer to a forwarded delivery
+         * @description Records the delivery's one attempt in the delivery log (`GET /notifications/{id}`): succeeded on a 2xx `statusCode`, failed otherwise or without one. A delivery no poll handed out, or whose result was already recorded, is a 409.
+         */
+        post: operations["reportListenResultV1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me": {
         parameters: {
             query?: never;
@@ -303,7 +403,7 @@ export interface paths {
         };
         /**
          * The authenticated client, its account and scopes
-         * @description Who the bearer token speaks for: the client id, its account, the scopes the token carries and whether the account is the operator.
+         * @description Who the bearer token speaks for: the client id, its account and the scopes the token carries (the `admin` scope marks the operator). The delivery rules in effect are at GET /delivery-policy.
          */
         get: operations["getMeV1"];
         put?: never;
@@ -470,8 +570,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The account’s default signing secret (for per-request callback URLs)
-         * @description The account's default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`).
+         * The account’s default signing secret (for per-request callback URLs without subscriptions)
+         * @description The account's default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`) that no subscription of the account uses. A per-request URL that a subscription uses is signed with that subscription's secret: one secret per receiver URL.
          */
         get: operations["getSigningSecretV1"];
         put?: never;
@@ -517,7 +617,7 @@ export interface paths {
         put?: never;
         /**
          * Create a subscription; the response carries its signing secret
-         * @description Binds one event (`registered-request` or `processed-request`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience. The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown.
+         * @description Binds one event (`registered-request` or `processed-request`, or an operational event: `disabled-subscription`, `failed-notification`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience (an operational event takes none). The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown. The secret is the callback URL's: a subscription created at a URL where the account already has one gets the same secret.
          */
         post: operations["createSubscriptionV1"];
         delete?: never;
@@ -583,7 +683,7 @@ export interface paths {
         };
         /**
          * The subscription’s current signing secret
-         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications, shown again whenever asked (the console's Reveal), and, while a replaced secret still signs after a rotation, when it stops (`previousSecretExpiresAt`).
+         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications and every other call of the account to its callback URL, shown again whenever asked (the console's Reveal), and, while a replaced secret still signs after a rotation, when it stops (`previousSecretExpiresAt`).
          */
         get: operations["getSubscriptionSecretV1"];
         put?: never;
@@ -605,7 +705,7 @@ export interface paths {
         put?: never;
         /**
          * Replace the signing secret; the previous one keeps signing for the overlap chosen (default 24 h)
-         * @description A new signing secret. The replaced secret keeps signing for `overlap` (default `24h`, at most `7d`): in that time every notification carries a signature with each of the two secrets, so the receiver can switch without rejecting any; `previousSecretExpiresAt` says when it stops. `"overlap": "0m"` retires it at once, for a secret that leaked: only the new secret signs (delivery workers pick a rotation up within a second). An `overlap` that is not a duration from `0m` to `7d` is a 400 (`body.overlap`). No body, or `{}`, is the default.
+         * @description A new signing secret for the subscription's callback URL: every subscription of the account at that URL gets it. The replaced secret keeps signing for `overlap` (default `24h`, at most `7d`): in that time every notification carries a signature with each of the two secrets, so the receiver can switch without rejecting any; `previousSecretExpiresAt` says when it stops. `"overlap": "0m"` retires it at once, for a secret that leaked: only the new secret signs (delivery workers pick a rotation up within a second). An `overlap` that is not a duration from `0m` to `7d` is a 400 (`body.overlap`). No body, or `{}`, is the default.
          */
         post: operations["rotateSubscriptionSecretV1"];
         delete?: never;
@@ -866,6 +966,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/delivery-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How notifications are delivered and retried here: attempts, retry interval, timeout, auto-disable
+         * @description The delivery rules of this deployment, as its operator configured them: how many attempts a notification gets, how far apart, how long a call may take, which `Retry-After` answers are honoured, and when a failing subscription is switched off (docs/delivery.md). The same for every account; any valid token may read it.
+         */
+        get: operations["getDeliveryPolicy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/listen-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start receiving copies of the account’s webhooks to forward them to a local receiver (`rewards listen`)
+         * @description Starts a listen session: from its answer on, every `registered-requests` and `processed-requests` event of the account (or those in `events`) also gets one copy for the session in the delivery log (url `listen:<id>`), whether or not it goes to a receiver. Poll `GET /listen-sessions/{id}/deliveries` to take them (each poll keeps the session alive for a minute; without one it ends), forward each with its headers and body, and report the answer with `POST …/result`. The answer lists the secrets the deliveries are signed with, as the real calls are. Answered about a second after the session is created: once every worker sees it.
+         */
+        post: operations["createListenSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/listen-sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a listen session
+         * @description Ends the session now (`rewards listen` does on Ctrl-C): no more copies are written for it, and those not forwarded are removed from the delivery log. Ending an ended session again is a 204.
+         */
+        delete: operations["deleteListenSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/listen-sessions/{sessionId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Take the session’s next deliveries (long poll with `wait`)
+         * @description Takes up to `limit` copies waiting for the session, oldest first, each with the exact headers of the real call (signed now) and its body; with none waiting, waits up to `wait` seconds for one. A delivery taken is this caller's for a minute: two pollers of one session never get the same one; one not reported by then is handed out again. Each poll keeps the session alive for a minute. A session that ended (deleted, or a minute without a poll) is a 404.
+         */
+        get: operations["pollListenDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/listen-sessions/{sessionId}/deliveries/{notificationId}/result": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report the local receiver’s answer to a forwarded delivery
+         * @description Records the delivery's one attempt in the delivery log (`GET /notifications/{id}`): succeeded on a 2xx `statusCode`, failed otherwise or without one. A delivery no poll handed out, or whose result was already recorded, is a 409.
+         */
+        post: operations["reportListenResult"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/me": {
         parameters: {
             query?: never;
@@ -875,7 +1075,7 @@ export interface paths {
         };
         /**
          * The authenticated client, its account and scopes
-         * @description Who the bearer token speaks for: the client id, its account, the scopes the token carries and whether the account is the operator.
+         * @description Who the bearer token speaks for: the client id, its account and the scopes the token carries (the `admin` scope marks the operator). The delivery rules in effect are at GET /delivery-policy.
          */
         get: operations["getMe"];
         put?: never;
@@ -1042,8 +1242,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The account’s default signing secret (for per-request callback URLs)
-         * @description The account's default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`).
+         * The account’s default signing secret (for per-request callback URLs without subscriptions)
+         * @description The account's default secret, which signs notifications sent to per-request callback URLs (`registeredCallbackUrl`, `processedCallbackUrl`) that no subscription of the account uses. A per-request URL that a subscription uses is signed with that subscription's secret: one secret per receiver URL.
          */
         get: operations["getSigningSecret"];
         put?: never;
@@ -1089,7 +1289,7 @@ export interface paths {
         put?: never;
         /**
          * Create a subscription; the response carries its signing secret
-         * @description Binds one event (`registered-request` or `processed-request`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience. The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown.
+         * @description Binds one event (`registered-request` or `processed-request`, or an operational event: `disabled-subscription`, `failed-notification`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience (an operational event takes none). The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown. The secret is the callback URL's: a subscription created at a URL where the account already has one gets the same secret.
          */
         post: operations["createSubscription"];
         delete?: never;
@@ -1155,7 +1355,7 @@ export interface paths {
         };
         /**
          * The subscription’s current signing secret
-         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications, shown again whenever asked (the console's Reveal), and, while a replaced secret still signs after a rotation, when it stops (`previousSecretExpiresAt`).
+         * @description The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications and every other call of the account to its callback URL, shown again whenever asked (the console's Reveal), and, while a replaced secret still signs after a rotation, when it stops (`previousSecretExpiresAt`).
          */
         get: operations["getSubscriptionSecret"];
         put?: never;
@@ -1177,7 +1377,7 @@ export interface paths {
         put?: never;
         /**
          * Replace the signing secret; the previous one keeps signing for the overlap chosen (default 24 h)
-         * @description A new signing secret. The replaced secret keeps signing for `overlap` (default `24h`, at most `7d`): in that time every notification carries a signature with each of the two secrets, so the receiver can switch without rejecting any; `previousSecretExpiresAt` says when it stops. `"overlap": "0m"` retires it at once, for a secret that leaked: only the new secret signs (delivery workers pick a rotation up within a second). An `overlap` that is not a duration from `0m` to `7d` is a 400 (`body.overlap`). No body, or `{}`, is the default.
+         * @description A new signing secret for the subscription's callback URL: every subscription of the account at that URL gets it. The replaced secret keeps signing for `overlap` (default `24h`, at most `7d`): in that time every notification carries a signature with each of the two secrets, so the receiver can switch without rejecting any; `previousSecretExpiresAt` says when it stops. `"overlap": "0m"` retires it at once, for a secret that leaked: only the new secret signs (delivery workers pick a rotation up within a second). An `overlap` that is not a duration from `0m` to `7d` is a 400 (`body.overlap`). No body, or `{}`, is the default.
          */
         post: operations["rotateSubscriptionSecret"];
         delete?: never;
@@ -1228,6 +1428,46 @@ export interface paths {
     };
 }
 export interface webhooks {
+    "disabled-subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A subscription was switched off (operational)
+         * @description Sent to the account's `disabled-subscription` subscriptions, in the transaction that switches a subscription off because every attempt to its URL failed for SUBSCRIPTION_DISABLE_AFTER. `failedPending` counts its pending notifications ended `failed` by the switch-off.
+         */
+        post: operations["disabledSubscriptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "failed-notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A notification failed after its last attempt (operational)
+         * @description Sent to the account's `failed-notification` subscriptions, in the transaction that ends a request notification `failed` (its last attempt failed, or its delivery could not be run). Not for test sends, not for operational notifications, and not for the pending notifications failed by a switch-off (`disabled-subscriptions` counts them). `notificationId` is what POST /notifications/{id}/retry takes.
+         */
+        post: operations["failedNotifications"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "processed-requests": {
         parameters: {
             query?: never;
@@ -1241,7 +1481,7 @@ export interface webhooks {
          * A request was processed into delivered and canceled prizes
          * @description Sent to the subscriptions of the event, or to the request's own `processedCallbackUrl`.
          */
-        post: operations["processedRequestsWebhook"];
+        post: operations["processedRequests"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1261,7 +1501,7 @@ export interface webhooks {
          * A request was registered or rejected
          * @description Registered: `{id, rewardValue?}`. Rejected: `{id, errorCode, message}`. Sent to the subscriptions of the event, or to the request's own `registeredCallbackUrl`.
          */
-        post: operations["registeredRequestsWebhook"];
+        post: operations["registeredRequests"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1271,6 +1511,1497 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        /**
+         * Account
+         * @example {
+         *       "id": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "name": "acme",
+         *       "active": true,
+         *       "isOperator": false,
+         *       "createdAt": "2024-07-01T12:00:00.000Z"
+         *     }
+         */
+        Account: {
+            /** @description false: the account's clients can no longer obtain tokens */
+            active: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            id: string;
+            isOperator: boolean;
+            name: string;
+        };
+        /**
+         * AccountCreate
+         * @example {
+         *       "name": "acme"
+         *     }
+         */
+        AccountCreate: {
+            name: string;
+        };
+        /**
+         * AccountPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *           "name": "acme",
+         *           "active": true,
+         *           "isOperator": false,
+         *           "createdAt": "2024-07-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        AccountPage: {
+            data: components["schemas"]["Account"][];
+            nextCursor: string | null;
+        };
+        /**
+         * AccountUpdate
+         * @example {
+         *       "active": false
+         *     }
+         * @example {
+         *       "name": "acme-retail"
+         *     }
+         */
+        AccountUpdate: {
+            active?: boolean;
+            name?: string;
+        };
+        /** Callback */
+        Callback: {
+            authorization?: components["schemas"]["CallbackAuthorization"];
+            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+            customHeaders: {
+                [key: string]: string;
+            };
+            url: string;
+        };
+        /**
+         * CallbackAuthorization
+         * @description how the service authenticates to the callback; every member optional
+         */
+        CallbackAuthorization: {
+            /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
+            Basic?: string;
+            /** @description the token, optionally prefixed with "Bearer "; returned masked */
+            Bearer?: string;
+            /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
+            mtls?: {
+                twoFactor?: {
+                    oauth2?: components["schemas"]["OAuth2Credentials"];
+                };
+            };
+            oauth2?: components["schemas"]["OAuth2Credentials"];
+        };
+        /** CallbackInput */
+        CallbackInput: {
+            authorization?: components["schemas"]["CallbackAuthorization"] | null;
+            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
+            customHeaders?: {
+                [key: string]: string;
+            };
+            /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
+            url: string;
+        };
+        /**
+         * CanceledItem
+         * @description a prize canceled
+         */
+        CanceledItem: {
+            deliveryDetail: {
+                forwarded: boolean;
+                info: {
+                    description: string;
+                    /** @enum {string} */
+                    name: "canceled";
+                    paymentId: string;
+                    reason: string;
+                    /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
+                    reasonCode: number;
+                };
+                /** Format: date-time */
+                timestamp: string;
+            };
+            name: string;
+            /** @description true when the prize has value 0 */
+            priceless: boolean;
+            quantity: number;
+            title: string;
+            value: number;
+        };
+        /**
+         * Client
+         * @example {
+         *       "client_id": "cli_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "scopes": "subscriptions:read subscriptions:write requests:read requests:write events:read events:write",
+         *       "active": true,
+         *       "previous_secret_valid_until": null,
+         *       "createdAt": "2024-07-01T12:00:00.000Z",
+         *       "updatedAt": "2024-07-01T12:00:00.000Z"
+         *     }
+         */
+        Client: {
+            accountId: string;
+            active: boolean;
+            client_id: string;
+            /** Format: date-time */
+            createdAt: string;
+            previous_secret_valid_until: string | null;
+            /** @description space-separated */
+            scopes: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * ClientCreate
+         * @example {
+         *       "scopes": [
+         *         "requests:write",
+         *         "requests:read",
+         *         "events:read"
+         *       ]
+         *     }
+         * @example {}
+         */
+        ClientCreate: {
+            /** @description an array of scopes or one space-separated string */
+            scopes?: string[] | string;
+        };
+        /**
+         * ClientPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "client_id": "cli_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *           "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *           "scopes": "subscriptions:read subscriptions:write requests:read requests:write events:read events:write",
+         *           "active": true,
+         *           "previous_secret_valid_until": null,
+         *           "createdAt": "2024-07-01T12:00:00.000Z",
+         *           "updatedAt": "2024-07-01T12:00:00.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        ClientPage: {
+            data: components["schemas"]["Client"][];
+            nextCursor: string | null;
+        };
+        /**
+         * ClientUpdate
+         * @example {
+         *       "active": false
+         *     }
+         * @example {
+         *       "scopes": "requests:write requests:read"
+         *     }
+         */
+        ClientUpdate: {
+            active?: boolean;
+            /** @description an array of scopes or one space-separated string */
+            scopes?: string[] | string;
+        };
+        /**
+         * ConsoleLink
+         * @example {
+         *       "id": "cln_01j1z9x8w7v6t5s4r3q2p1n0mk",
+         *       "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "createdAt": "2024-07-01T12:00:00.000Z",
+         *       "expiresAt": "2024-07-01T12:10:00.000Z",
+         *       "tokenTtlSeconds": 1800,
+         *       "usedAt": "2024-07-01T12:02:00.000Z",
+         *       "sessionExpiresAt": "2024-07-01T12:32:00.000Z",
+         *       "revokedAt": null
+         *     }
+         */
+        ConsoleLink: {
+            accountId: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description the code could be exchanged until then
+             */
+            expiresAt: string;
+            id: string;
+            /** @description when an operator revoked the link; null unless revoked */
+            revokedAt: string | null;
+            /** @description when the session's token expires; null while unused */
+            sessionExpiresAt: string | null;
+            /** @description lifetime of the session the code opens */
+            tokenTtlSeconds: number;
+            /** @description when the code was exchanged (the session began); null while unused */
+            usedAt: string | null;
+        };
+        /**
+         * ConsoleLinkCreate
+         * @example {
+         *       "ttl": "30m"
+         *     }
+         * @example {}
+         */
+        ConsoleLinkCreate: {
+            /** @description lifetime of the token the link grants: `30m`, `1h` (default), at most `24h` */
+            ttl?: string;
+        };
+        /**
+         * ConsoleLinkPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "cln_01j1z9x8w7v6t5s4r3q2p1n0mk",
+         *           "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *           "createdAt": "2024-07-01T12:00:00.000Z",
+         *           "expiresAt": "2024-07-01T12:10:00.000Z",
+         *           "tokenTtlSeconds": 1800,
+         *           "usedAt": "2024-07-01T12:02:00.000Z",
+         *           "sessionExpiresAt": "2024-07-01T12:32:00.000Z",
+         *           "revokedAt": null
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        ConsoleLinkPage: {
+            data: components["schemas"]["ConsoleLink"][];
+            nextCursor: string | null;
+        };
+        /**
+         * CreatedConsoleLink
+         * @description a console link as created: with its URL, shown this once
+         * @example {
+         *       "id": "cln_01j1z9x8w7v6t5s4r3q2p1n0mk",
+         *       "url": "https://rewards.example.com/console/#link=k3Yv9QeT1mZ8rB4wN6xP2cL7dH5sJ0aFgUiOqEtRyWc",
+         *       "expiresAt": "2024-07-01T12:10:00.000Z",
+         *       "tokenTtlSeconds": 1800
+         *     }
+         */
+        CreatedConsoleLink: {
+            /**
+             * Format: date-time
+             * @description the code can be exchanged until then (10 minutes), once
+             */
+            expiresAt: string;
+            /** @description the link (`cln_…`): `DELETE …/console-links/{linkId}` revokes it and the session it opened */
+            id: string;
+            /** @description lifetime of the access token the code grants */
+            tokenTtlSeconds: number;
+            /** @description `PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log */
+            url: string;
+        };
+        /**
+         * CreatedSubscription
+         * @description a subscription as created: with its signing secret
+         * @example {
+         *       "_id": "sub_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "event": "processed-request",
+         *       "description": "Processed requests of the summer campaign",
+         *       "active": true,
+         *       "experiences": [
+         *         "summer-campaign"
+         *       ],
+         *       "callback": {
+         *         "url": "https://hooks.example.com/rewards/processed",
+         *         "authorization": {
+         *           "Bearer": "****oken"
+         *         },
+         *         "customHeaders": {
+         *           "x-tenant": "acme"
+         *         }
+         *       },
+         *       "createdAt": "2024-07-01T12:00:00.000Z",
+         *       "updatedAt": "2024-07-01T12:00:00.000Z",
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *     }
+         */
+        CreatedSubscription: {
+            _id: string;
+            accountId: string;
+            active: boolean;
+            callback: components["schemas"]["Callback"];
+            /** Format: date-time */
+            createdAt: string;
+            description: string;
+            /** Format: date-time */
+            disabledAt?: string;
+            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+            disabledReason?: string;
+            event: string;
+            experiences: string[];
+            /** @description deliveries per second at most; absent = no limit */
+            rateLimit?: number;
+            /** @description the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret */
+            secret: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * DeliveredItem
+         * @description a prize delivered
+         */
+        DeliveredItem: {
+            deliveryDetail: {
+                /** @description true for physical prizes, handed to a delivery partner */
+                forwarded: boolean;
+                info: {
+                    bucket: string;
+                    /** @description coupon code of a coupon prize, else "" */
+                    coupon: string;
+                    description: string;
+                    /** @enum {string} */
+                    name: "delivered";
+                    /** @description payment id of a payment prize, else "" */
+                    paymentId: string;
+                    requestId: string;
+                    /** @description prize id */
+                    rewardId: string;
+                    /** @description the request's event ("" when none) */
+                    triggerId: string;
+                };
+                /** Format: date-time */
+                timestamp: string;
+            };
+            /** @description experience name */
+            name: string;
+            quantity: number;
+            /** @description experience title */
+            title: string;
+            value: number;
+        };
+        /**
+         * DeliveryPolicy
+         * @description How notifications are delivered and retried in this deployment (its operator's settings); the same for every account
+         * @example {
+         *       "maxAttempts": 5,
+         *       "retryIntervalMs": 10800000,
+         *       "retryJitter": 0.2,
+         *       "retryAfterStatuses": [
+         *         429,
+         *         503
+         *       ],
+         *       "retryAfterCapMs": 86400000,
+         *       "timeoutMs": 10000,
+         *       "disableAfterMs": 432000000,
+         *       "testSendsPerMinute": 10
+         *     }
+         */
+        DeliveryPolicy: {
+            /** @description a subscription whose every attempt has failed for this long is switched off (`active: false` with `disabledReason`; `SUBSCRIPTION_DISABLE_AFTER`); null: never */
+            disableAfterMs: number | null;
+            /** @description automatic attempts of one notification in all, the first included (`RETRY_MAX_ATTEMPTS`); after the last one fails the notification is `failed`. A manual retry (POST /notifications/{id}/retry) or a recovery is one more attempt, outside this count */
+            maxAttempts: number;
+            /** @description a `Retry-After` longer than this counts as this */
+            retryAfterCapMs: number;
+            /** @description the statuses whose `Retry-After` (delay-seconds or an HTTP-date) is honoured: the next attempt comes no sooner than it asks; ignored on any other status */
+            retryAfterStatuses: number[];
+            /** @description after a failed attempt the next one comes this long later (`RETRY_INTERVAL`), spread by `retryJitter`; the first attempt is immediate */
+            retryIntervalMs: number;
+            /** @description the spread of each retry: its delay is drawn uniformly between `retryIntervalMs × (1 − retryJitter)` and `retryIntervalMs × (1 + retryJitter)`, so an outage's backlog does not come back at once */
+            retryJitter: number;
+            /** @description test sends (POST /subscriptions/{id}/test) per subscription in any minute; more are a 429 with `Retry-After` */
+            testSendsPerMinute: number;
+            /** @description one call to a callback fails when it has not ended within this (`CALLBACK_TIMEOUT`), from DNS and connect to the last byte of the answer; an OAuth2 token request for the callback has its own */
+            timeoutMs: number;
+        };
+        /**
+         * DisabledSubscriptionsPayload
+         * @description the body of a `disabled-subscriptions` notification
+         */
+        DisabledSubscriptionsPayload: {
+            /**
+             * Format: date-time
+             * @description when it was switched off (UTC)
+             */
+            disabledAt: string;
+            /** @description its event, singular as subscriptions name it (`registered-request`, …) */
+            event: string;
+            /** @description its pending notifications ended failed by the switch-off (no `failed-notifications` is sent for them); once it is on again, POST /subscriptions/{id}/recover sends them again */
+            failedPending: number;
+            /** @description why it was switched off, in words */
+            reason: string;
+            /** @description the subscription switched off (`sub_…`); PUT /subscriptions/{id} with `active: true` turns it on again */
+            subscriptionId: string;
+            /** @description its callback URL */
+            url: string;
+        };
+        /**
+         * EndpointStats
+         * @example {
+         *       "window": "1h",
+         *       "since": "2024-07-02T11:10:00.000Z",
+         *       "attempts": {
+         *         "succeeded": 1647,
+         *         "retry": 19,
+         *         "failed": 1
+         *       },
+         *       "successRate": 0.988,
+         *       "latencyMs": {
+         *         "p50": 42.4,
+         *         "p95": 185
+         *       },
+         *       "series": [
+         *         {
+         *           "start": "2024-07-02T11:10:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 130,
+         *             "retry": 0,
+         *             "failed": 0
+         *           },
+         *           "successRate": 1,
+         *           "latencyMs": {
+         *             "p50": 41.2,
+         *             "p95": 160
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T11:15:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 142,
+         *             "retry": 1,
+         *             "failed": 0
+         *           },
+         *           "successRate": 0.993,
+         *           "latencyMs": {
+         *             "p50": 43,
+         *             "p95": 175
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T11:20:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 138,
+         *             "retry": 0,
+         *             "failed": 0
+         *           },
+         *           "successRate": 1,
+         *           "latencyMs": {
+         *             "p50": 40.8,
+         *             "p95": 150
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T11:25:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 151,
+         *             "retry": 0,
+         *             "failed": 0
+         *           },
+         *           "successRate": 1,
+         *           "latencyMs": {
+         *             "p50": 42.1,
+         *             "p95": 170
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T11:30:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 149,
+         *             "retry": 3,
+         *             "failed": 0
+         *           },
+         *           "successRate": 0.9803,
+         *           "latencyMs": {
+         *             "p50": 44.6,
+         *             "p95": 190
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T11:35:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 97,
+         *             "retry": 12,
+         *             "failed": 1
+         *           },
+         *           "successRate": 0.8818,
+         *           "latencyMs": {
+         *             "p50": 55.3,
+         *             "p95": 2400
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T11:40:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 160,
+         *             "retry": 2,
+         *             "failed": 0
+         *           },
+         *           "successRate": 0.9877,
+         *           "latencyMs": {
+         *             "p50": 42.7,
+         *             "p95": 180
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T11:45:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 155,
+         *             "retry": 0,
+         *             "failed": 0
+         *           },
+         *           "successRate": 1,
+         *           "latencyMs": {
+         *             "p50": 41.9,
+         *             "p95": 165
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T11:50:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 147,
+         *             "retry": 0,
+         *             "failed": 0
+         *           },
+         *           "successRate": 1,
+         *           "latencyMs": {
+         *             "p50": 42.3,
+         *             "p95": 172
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T11:55:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 158,
+         *             "retry": 1,
+         *             "failed": 0
+         *           },
+         *           "successRate": 0.9937,
+         *           "latencyMs": {
+         *             "p50": 43.4,
+         *             "p95": 178
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T12:00:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 162,
+         *             "retry": 0,
+         *             "failed": 0
+         *           },
+         *           "successRate": 1,
+         *           "latencyMs": {
+         *             "p50": 42,
+         *             "p95": 168
+         *           }
+         *         },
+         *         {
+         *           "start": "2024-07-02T12:05:00.000Z",
+         *           "attempts": {
+         *             "succeeded": 58,
+         *             "retry": 0,
+         *             "failed": 0
+         *           },
+         *           "successRate": 1,
+         *           "latencyMs": {
+         *             "p50": 41.5,
+         *             "p95": 158
+         *           }
+         *         }
+         *       ],
+         *       "lastSuccess": {
+         *         "at": "2024-07-02T12:06:58.000Z",
+         *         "statusCode": 200
+         *       },
+         *       "lastFailure": {
+         *         "at": "2024-07-02T11:38:12.000Z",
+         *         "statusCode": 503,
+         *         "error": null
+         *       },
+         *       "consecutiveFailures": 0,
+         *       "pending": 3,
+         *       "failed": 1
+         *     }
+         */
+        EndpointStats: {
+            /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in the window: the sums of `series` */
+            attempts: {
+                /** @description attempts that failed with no attempt left: the notification ended failed */
+                failed: number;
+                /** @description attempts that failed with another attempt scheduled */
+                retry: number;
+                /** @description attempts the receiver answered with a 2xx */
+                succeeded: number;
+            };
+            /** @description failed attempts (not notifications) since the last successful one, not limited to the window */
+            consecutiveFailures: number;
+            /** @description notifications (not attempts) of this subscription whose status is failed now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again */
+            failed: number;
+            lastFailure: {
+                /** Format: date-time */
+                at: string;
+                error: string | null;
+                statusCode: number | null;
+            } | null;
+            lastSuccess: {
+                /** Format: date-time */
+                at: string;
+                statusCode: number | null;
+            } | null;
+            latencyMs: components["schemas"]["LatencyPercentiles"];
+            /** @description notifications (not attempts) of this subscription waiting for an attempt now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=pending lists */
+            pending: number;
+            /** @description the window in equal buckets, oldest first, every bucket present (no attempt: zeros, null rate and latency): `1h` 12 × 5 minutes, `24h` 24 × 1 hour, `7d` 28 × 6 hours. Read from the same rollup as the window's figures: the buckets' attempts add up to `attempts` */
+            series: components["schemas"]["EndpointStatsBucket"][];
+            /**
+             * Format: date-time
+             * @description start of the window and of its first bucket: the window ends with the five-minute bucket in progress and is exactly as long as its name, so `1h` covers the last 55 to 60 minutes
+             */
+            since: string;
+            successRate: number | null;
+            /** @description 1h | 24h | 7d */
+            window: string;
+        };
+        /**
+         * EndpointStatsBucket
+         * @description one bucket of the series: the attempts made in it
+         */
+        EndpointStatsBucket: {
+            /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in this bucket */
+            attempts: {
+                /** @description attempts that failed with no attempt left: the notification ended failed */
+                failed: number;
+                /** @description attempts that failed with another attempt scheduled */
+                retry: number;
+                /** @description attempts the receiver answered with a 2xx */
+                succeeded: number;
+            };
+            latencyMs: components["schemas"]["LatencyPercentiles"];
+            /**
+             * Format: date-time
+             * @description start of the bucket; it ends where the next one starts, the last one at the end of the five-minute bucket in progress
+             */
+            start: string;
+            successRate: number | null;
+        };
+        /**
+         * Experience
+         * @example {
+         *       "id": "exp_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "name": "summer-campaign",
+         *       "title": "Summer campaign",
+         *       "active": true,
+         *       "events": [
+         *         "purchase"
+         *       ],
+         *       "prizes": [
+         *         {
+         *           "id": "coupon-10",
+         *           "bucket": "summer-coupons",
+         *           "title": "10 off your next order",
+         *           "description": "a coupon for the next purchase",
+         *           "value": 10,
+         *           "quantity": 1,
+         *           "kind": "coupon",
+         *           "stock": 4999
+         *         },
+         *         {
+         *           "id": "beach-towel",
+         *           "bucket": "summer-gifts",
+         *           "title": "Beach towel",
+         *           "description": "shipped to the customer",
+         *           "value": 25,
+         *           "quantity": 1,
+         *           "kind": "physical",
+         *           "stock": 0
+         *         }
+         *       ],
+         *       "createdAt": "2024-07-01T12:01:00.000Z",
+         *       "updatedAt": "2024-07-01T12:01:00.000Z"
+         *     }
+         */
+        Experience: {
+            accountId: string;
+            active: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            events: string[];
+            id: string;
+            name: string;
+            prizes: components["schemas"]["Prize"][];
+            title: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * ExperienceCreate
+         * @example {
+         *       "name": "summer-campaign",
+         *       "title": "Summer campaign",
+         *       "events": [
+         *         "purchase"
+         *       ],
+         *       "prizes": [
+         *         {
+         *           "id": "coupon-10",
+         *           "bucket": "summer-coupons",
+         *           "title": "10 off your next order",
+         *           "description": "a coupon for the next purchase",
+         *           "value": 10,
+         *           "kind": "coupon",
+         *           "stock": 5000
+         *         },
+         *         {
+         *           "id": "beach-towel",
+         *           "bucket": "summer-gifts",
+         *           "title": "Beach towel",
+         *           "description": "shipped to the customer",
+         *           "value": 25,
+         *           "kind": "physical",
+         *           "stock": 0
+         *         }
+         *       ]
+         *     }
+         */
+        ExperienceCreate: {
+            /** @description read-only: ignored (the account comes from ?accountId= or --account) */
+            accountId?: string;
+            /** @default true */
+            active: boolean;
+            /** @description read-only: ignored */
+            createdAt?: string;
+            /**
+             * @description request `event` values allowed; empty = any
+             * @default []
+             */
+            events: string[];
+            /** @description read-only: ignored */
+            id?: string;
+            /** @description the key requests use (`experience`); unique per account */
+            name: string;
+            /** @default [] */
+            prizes: components["schemas"]["PrizeInput"][];
+            title: string;
+            /** @description read-only: ignored */
+            updatedAt?: string;
+        };
+        /**
+         * ExperiencePage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "exp_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *           "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *           "name": "summer-campaign",
+         *           "title": "Summer campaign",
+         *           "active": true,
+         *           "events": [
+         *             "purchase"
+         *           ],
+         *           "prizes": [
+         *             {
+         *               "id": "coupon-10",
+         *               "bucket": "summer-coupons",
+         *               "title": "10 off your next order",
+         *               "description": "a coupon for the next purchase",
+         *               "value": 10,
+         *               "quantity": 1,
+         *               "kind": "coupon",
+         *               "stock": 4999
+         *             },
+         *             {
+         *               "id": "beach-towel",
+         *               "bucket": "summer-gifts",
+         *               "title": "Beach towel",
+         *               "description": "shipped to the customer",
+         *               "value": 25,
+         *               "quantity": 1,
+         *               "kind": "physical",
+         *               "stock": 0
+         *             }
+         *           ],
+         *           "createdAt": "2024-07-01T12:01:00.000Z",
+         *           "updatedAt": "2024-07-01T12:01:00.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        ExperiencePage: {
+            data: components["schemas"]["Experience"][];
+            nextCursor: string | null;
+        };
+        /**
+         * ExperienceUpdate
+         * @example {
+         *       "active": false
+         *     }
+         * @example {
+         *       "title": "Summer campaign 2024",
+         *       "events": [
+         *         "purchase",
+         *         "signup"
+         *       ]
+         *     }
+         */
+        ExperienceUpdate: {
+            /** @description read-only: ignored (the account comes from ?accountId= or --account) */
+            accountId?: string;
+            active?: boolean;
+            /** @description read-only: ignored */
+            createdAt?: string;
+            /** @description request `event` values allowed; empty = any */
+            events?: string[];
+            /** @description read-only: ignored */
+            id?: string;
+            /** @description the key requests use (`experience`); unique per account */
+            name?: string;
+            prizes?: components["schemas"]["PrizeInput"][];
+            title?: string;
+            /** @description read-only: ignored */
+            updatedAt?: string;
+        };
+        /**
+         * FailedNotificationsPayload
+         * @description the body of a `failed-notifications` notification
+         */
+        FailedNotificationsPayload: {
+            /** @description attempts made (0 when it failed without one) */
+            attempts: number;
+            /** @description the failed notification's event */
+            event: "registered-requests" | "processed-requests";
+            /**
+             * Format: date-time
+             * @description when it ended failed (UTC)
+             */
+            failedAt: string;
+            /** @description why the last attempt failed, in words; null when the receiver answered and there is nothing to add */
+            lastError: string | null;
+            /** @description the HTTP status of the last answer; null when there was none (no answer, or no attempt) */
+            lastStatusCode: number | null;
+            /** @description the failed notification (`msg_…`, its `webhook-id`): GET /notifications/{id} shows its attempts, POST /notifications/{id}/retry sends it again */
+            notificationId: string;
+            /** @description the request the failed notification was about */
+            requestId: string;
+            /** @description the URL it was sent to */
+            url: string;
+        };
+        /**
+         * HealthStatus
+         * @example {
+         *       "status": "ok"
+         *     }
+         */
+        HealthStatus: {
+            status: string;
+        };
+        /**
+         * IssuedClient
+         * @description a client as created: with its secret, shown this once
+         * @example {
+         *       "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "client_id": "cli_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "client_secret": "rrs_cs_example-only-Wq3pV8yJ2mK5tR9xL4nB7dF1hG6sA0cE",
+         *       "scopes": "subscriptions:read subscriptions:write requests:read requests:write events:read events:write"
+         *     }
+         */
+        IssuedClient: {
+            accountId: string;
+            client_id: string;
+            /** @description shown once; only its hash is stored */
+            client_secret: string;
+            /** @description space-separated */
+            scopes: string;
+        };
+        /**
+         * JsonWebKey
+         * @description a public key (RFC 7517): `kty`, `crv`, `x`, `kid`, `alg`, `use`
+         */
+        JsonWebKey: {
+            [key: string]: unknown;
+        };
+        /**
+         * JsonWebKeySet
+         * @example {
+         *       "keys": [
+         *         {
+         *           "kty": "OKP",
+         *           "crv": "Ed25519",
+         *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+         *           "kid": "2024-07-01-q3Zt9WbE",
+         *           "alg": "EdDSA",
+         *           "use": "sig"
+         *         }
+         *       ]
+         *     }
+         */
+        JsonWebKeySet: {
+            keys: components["schemas"]["JsonWebKey"][];
+        };
+        /**
+         * LatencyPercentiles
+         * @description of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts
+         */
+        LatencyPercentiles: {
+            p50: number | null;
+            p95: number | null;
+        };
+        /**
+         * ListenDeliveries
+         * @example {
+         *       "data": [
+         *         {
+         *           "notificationId": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8",
+         *           "event": "registered-requests",
+         *           "headers": {
+         *             "content-type": "application/json",
+         *             "user-agent": "RewardRequestService/1.0",
+         *             "webhook-id": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8",
+         *             "webhook-timestamp": "1719835200",
+         *             "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+         *             "x-webhook-event": "registered-requests"
+         *           },
+         *           "body": "{\"id\":\"req_01j9z3m2r4a1b2c3d4e5f6g7h8\",\"rewardValue\":35}"
+         *         }
+         *       ]
+         *     }
+         * @example {
+         *       "data": []
+         *     }
+         */
+        ListenDeliveries: {
+            /** @description the deliveries taken by this poll, oldest first: each is this caller's for a minute, then a later poll gets it again if no result came */
+            data: {
+                /**
+                 * @description the exact body to POST (it is what is signed: send it byte for byte)
+                 * @example {"id":"req_01j9z3m2r4a1b2c3d4e5f6g7h8","rewardValue":35}
+                 */
+                body: string;
+                /**
+                 * @description the notification event
+                 * @example registered-requests
+                 */
+                event: string;
+                /**
+                 * @description the headers to send as they are: Content-Type, User-Agent, webhook-id, webhook-timestamp (now), webhook-signature (signed as the real call: see `signingSecrets` of the session) and x-webhook-event
+                 * @example {
+                 *       "content-type": "application/json",
+                 *       "user-agent": "RewardRequestService/1.0",
+                 *       "webhook-id": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8",
+                 *       "webhook-timestamp": "1719835200",
+                 *       "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+                 *       "x-webhook-event": "registered-requests"
+                 *     }
+                 */
+                headers: {
+                    [key: string]: string;
+                };
+                /**
+                 * @description the copy in the delivery log (url `listen:<session>`), also its `webhook-id`
+                 * @example msg_01j9z3m2s0a1b2c3d4e5f6g7h8
+                 */
+                notificationId: string;
+            }[];
+        };
+        /**
+         * ListenResult
+         * @example {
+         *       "status": "succeeded"
+         *     }
+         */
+        ListenResult: {
+            /**
+             * @description the copy's status in the delivery log: succeeded on a 2xx, failed otherwise (one attempt)
+             * @example succeeded
+             */
+            status: "succeeded" | "failed";
+        };
+        /**
+         * ListenResultInput
+         * @example {
+         *       "statusCode": 204,
+         *       "latencyMs": 12
+         *     }
+         * @example {
+         *       "latencyMs": 3,
+         *       "error": "connect ECONNREFUSED 127.0.0.1:3000"
+         *     }
+         */
+        ListenResultInput: {
+            /**
+             * @description why there was no answer (connection refused, timeout)
+             * @example connect ECONNREFUSED 127.0.0.1:3000
+             */
+            error?: string;
+            /**
+             * @description how long the local call took
+             * @example 12
+             */
+            latencyMs: number;
+            /**
+             * @description the local answer's body (its first 1 KiB is logged)
+             * @example
+             */
+            responseBody?: string;
+            /**
+             * @description the local receiver's HTTP status; absent when it gave no answer
+             * @example 204
+             */
+            statusCode?: number;
+        };
+        /**
+         * ListenSession
+         * @example {
+         *       "id": "lsn_01j9z3k9a0a1b2c3d4e5f6g7h8",
+         *       "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "events": [
+         *         "registered-requests",
+         *         "processed-requests"
+         *       ],
+         *       "createdAt": "2024-07-01T12:00:00.000Z",
+         *       "expiresAt": "2024-07-01T12:01:00.000Z",
+         *       "signingSecrets": [
+         *         {
+         *           "url": "https://rewards.example.com/hooks",
+         *           "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *         },
+         *         {
+         *           "url": null,
+         *           "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
+         *         }
+         *       ]
+         *     }
+         */
+        ListenSession: {
+            /**
+             * @description the account whose events it receives
+             * @example acc_01j9z3k8w0a1b2c3d4e5f6g7h8
+             */
+            accountId: string;
+            /**
+             * Format: date-time
+             * @example 2024-07-01T12:00:00.000Z
+             */
+            createdAt: string;
+            /**
+             * @description the events it receives
+             * @example [
+             *       "registered-requests",
+             *       "processed-requests"
+             *     ]
+             */
+            events: ("registered-requests" | "processed-requests")[];
+            /**
+             * Format: date-time
+             * @description it ends then unless polled: each poll of its deliveries moves this a minute ahead
+             * @example 2024-07-01T12:01:00.000Z
+             */
+            expiresAt: string;
+            /**
+             * @description the session; its copies show in the delivery log with url `listen:<id>`
+             * @example lsn_01j9z3k9a0a1b2c3d4e5f6g7h8
+             */
+            id: string;
+            /** @description the secrets the forwarded deliveries are signed with, as the real ones: each delivery is signed with the secret of the receiver its outcome went to (its subscription's URL, or a per-request URL's), or the account's default when it went to none */
+            signingSecrets: {
+                /**
+                 * @description whsec_ + base64 (Standard Webhooks): configure it in the local receiver
+                 * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+                 */
+                secret: string;
+                /**
+                 * @description the receiver URL of the account's subscriptions whose secret this is; null for the account's default secret (outcomes that go to no subscription)
+                 * @example https://rewards.example.com/hooks
+                 */
+                url: string | null;
+            }[];
+        };
+        /**
+         * ListenSessionInput
+         * @example {
+         *       "events": [
+         *         "registered-requests",
+         *         "processed-requests"
+         *       ]
+         *     }
+         */
+        ListenSessionInput: {
+            /**
+             * @description the events the session receives; default both
+             * @example [
+             *       "registered-requests",
+             *       "processed-requests"
+             *     ]
+             */
+            events?: ("registered-requests" | "processed-requests")[];
+        };
+        /**
+         * Me
+         * @example {
+         *       "clientId": "cli_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "scopes": [
+         *         "subscriptions:read",
+         *         "subscriptions:write"
+         *       ]
+         *     }
+         */
+        Me: {
+            accountId: string;
+            clientId: string;
+            scopes: string[];
+        };
+        /**
+         * Notification
+         * @example {
+         *       "id": "msg_01j9z3m9t6a1b2c3d4e5f6g7h8",
+         *       "requestId": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *       "subscriptionId": "sub_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "event": "processed-requests",
+         *       "url": "https://hooks.example.com/rewards",
+         *       "status": "pending",
+         *       "attemptCount": 0,
+         *       "nextAttemptAt": null,
+         *       "lastStatusCode": null,
+         *       "lastError": null,
+         *       "createdAt": "2024-07-01T12:14:00.000Z",
+         *       "updatedAt": "2024-07-01T12:14:00.000Z",
+         *       "completedAt": null,
+         *       "payload": {
+         *         "id": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *         "rewardValue": 10,
+         *         "concluded": "2024-07-01T12:14:00.000Z",
+         *         "delivered": [
+         *           {
+         *             "value": 10,
+         *             "quantity": 1,
+         *             "name": "summer-campaign",
+         *             "title": "Summer campaign",
+         *             "deliveryDetail": {
+         *               "timestamp": "2024-07-01T12:14:00.000Z",
+         *               "info": {
+         *                 "name": "delivered",
+         *                 "bucket": "summer-coupons",
+         *                 "coupon": "SUMMER-7Q2K-9XPD",
+         *                 "paymentId": "",
+         *                 "requestId": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *                 "triggerId": "purchase",
+         *                 "rewardId": "coupon-10",
+         *                 "description": "a coupon for the next purchase"
+         *               },
+         *               "forwarded": false
+         *             }
+         *           }
+         *         ],
+         *         "canceled": [
+         *           {
+         *             "value": 25,
+         *             "quantity": 1,
+         *             "priceless": false,
+         *             "name": "summer-campaign",
+         *             "title": "Summer campaign",
+         *             "deliveryDetail": {
+         *               "timestamp": "2024-07-01T12:14:00.000Z",
+         *               "info": {
+         *                 "name": "canceled",
+         *                 "reason": "out of stock",
+         *                 "reasonCode": 1,
+         *                 "description": "shipped to the customer",
+         *                 "paymentId": ""
+         *               },
+         *               "forwarded": false
+         *             }
+         *           }
+         *         ]
+         *       },
+         *       "test": false,
+         *       "waitingFor": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8"
+         *     }
+         */
+        Notification: {
+            attemptCount: number;
+            completedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            event: string;
+            /** @description also the webhook-id header of every attempt */
+            id: string;
+            lastError: string | null;
+            lastStatusCode: number | null;
+            nextAttemptAt: string | null;
+            payload: {
+                [key: string]: unknown;
+            };
+            requestId: string | null;
+            status: "pending" | "succeeded" | "failed";
+            subscriptionId: string | null;
+            /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
+            test: boolean;
+            /** Format: date-time */
+            updatedAt: string;
+            url: string;
+            /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
+            waitingFor?: string;
+        };
+        /** NotificationAttempt */
+        NotificationAttempt: {
+            /** Format: date-time */
+            at: string;
+            attempt: number;
+            error: string | null;
+            latencyMs: number;
+            outcome: "succeeded" | "retry" | "failed";
+            requestHeaders: {
+                [key: string]: string;
+            } | null;
+            responseBody: string | null;
+            retryAfter: string | null;
+            statusCode: number | null;
+            url: string;
+        };
+        /**
+         * NotificationDetail
+         * @description a notification with every delivery attempt
+         * @example {
+         *       "id": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8",
+         *       "requestId": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *       "subscriptionId": "sub_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "event": "registered-requests",
+         *       "url": "https://hooks.example.com/rewards",
+         *       "status": "succeeded",
+         *       "attemptCount": 2,
+         *       "nextAttemptAt": null,
+         *       "lastStatusCode": 200,
+         *       "lastError": null,
+         *       "createdAt": "2024-07-01T12:12:00.000Z",
+         *       "updatedAt": "2024-07-01T12:17:00.000Z",
+         *       "completedAt": "2024-07-01T12:17:00.000Z",
+         *       "payload": {
+         *         "id": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *         "rewardValue": 35
+         *       },
+         *       "test": false,
+         *       "attempts": [
+         *         {
+         *           "attempt": 1,
+         *           "at": "2024-07-01T12:12:00.000Z",
+         *           "url": "https://hooks.example.com/rewards",
+         *           "statusCode": 503,
+         *           "latencyMs": 41,
+         *           "responseBody": "upstream unavailable",
+         *           "error": "callback answered HTTP 503",
+         *           "outcome": "retry",
+         *           "requestHeaders": {
+         *             "x-tenant": "acme",
+         *             "content-type": "application/json",
+         *             "user-agent": "RewardRequestService/1.0",
+         *             "x-webhook-event": "registered-requests",
+         *             "webhook-id": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8",
+         *             "webhook-timestamp": "1719835920",
+         *             "webhook-signature": "v1,****Yx3Q",
+         *             "authorization": "Bearer ****oken"
+         *           },
+         *           "retryAfter": "300"
+         *         },
+         *         {
+         *           "attempt": 2,
+         *           "at": "2024-07-01T12:17:00.000Z",
+         *           "url": "https://hooks.example.com/rewards",
+         *           "statusCode": 200,
+         *           "latencyMs": 38,
+         *           "responseBody": "",
+         *           "error": null,
+         *           "outcome": "succeeded",
+         *           "requestHeaders": {
+         *             "x-tenant": "acme",
+         *             "content-type": "application/json",
+         *             "user-agent": "RewardRequestService/1.0",
+         *             "x-webhook-event": "registered-requests",
+         *             "webhook-id": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8",
+         *             "webhook-timestamp": "1719836220",
+         *             "webhook-signature": "v1,****k9Tw",
+         *             "authorization": "Bearer ****oken"
+         *           },
+         *           "retryAfter": null
+         *         }
+         *       ]
+         *     }
+         * @example {
+         *       "id": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8",
+         *       "requestId": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *       "subscriptionId": "sub_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "event": "registered-requests",
+         *       "url": "https://hooks.example.com/rewards",
+         *       "status": "pending",
+         *       "attemptCount": 1,
+         *       "nextAttemptAt": "2024-07-01T12:17:00.000Z",
+         *       "lastStatusCode": 503,
+         *       "lastError": "callback answered HTTP 503",
+         *       "createdAt": "2024-07-01T12:12:00.000Z",
+         *       "updatedAt": "2024-07-01T12:12:00.000Z",
+         *       "completedAt": null,
+         *       "payload": {
+         *         "id": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *         "rewardValue": 35
+         *       },
+         *       "test": false,
+         *       "attempts": [
+         *         {
+         *           "attempt": 1,
+         *           "at": "2024-07-01T12:12:00.000Z",
+         *           "url": "https://hooks.example.com/rewards",
+         *           "statusCode": 503,
+         *           "latencyMs": 41,
+         *           "responseBody": "upstream unavailable",
+         *           "error": "callback answered HTTP 503",
+         *           "outcome": "retry",
+         *           "requestHeaders": {
+         *             "x-tenant": "acme",
+         *             "content-type": "application/json",
+         *             "user-agent": "RewardRequestService/1.0",
+         *             "x-webhook-event": "registered-requests",
+         *             "webhook-id": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8",
+         *             "webhook-timestamp": "1719835920",
+         *             "webhook-signature": "v1,****Yx3Q",
+         *             "authorization": "Bearer ****oken"
+         *           },
+         *           "retryAfter": "300"
+         *         }
+         *       ]
+         *     }
+         */
+        NotificationDetail: components["schemas"]["Notification"] & {
+            attempts: components["schemas"]["NotificationAttempt"][];
+        };
+        /**
+         * NotificationPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "msg_01j9z3m9t6a1b2c3d4e5f6g7h8",
+         *           "requestId": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *           "subscriptionId": "sub_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *           "event": "processed-requests",
+         *           "url": "https://hooks.example.com/rewards",
+         *           "status": "pending",
+         *           "attemptCount": 0,
+         *           "nextAttemptAt": null,
+         *           "lastStatusCode": null,
+         *           "lastError": null,
+         *           "createdAt": "2024-07-01T12:14:00.000Z",
+         *           "updatedAt": "2024-07-01T12:14:00.000Z",
+         *           "completedAt": null,
+         *           "payload": {
+         *             "id": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *             "rewardValue": 10,
+         *             "concluded": "2024-07-01T12:14:00.000Z",
+         *             "delivered": [
+         *               {
+         *                 "value": 10,
+         *                 "quantity": 1,
+         *                 "name": "summer-campaign",
+         *                 "title": "Summer campaign",
+         *                 "deliveryDetail": {
+         *                   "timestamp": "2024-07-01T12:14:00.000Z",
+         *                   "info": {
+         *                     "name": "delivered",
+         *                     "bucket": "summer-coupons",
+         *                     "coupon": "SUMMER-7Q2K-9XPD",
+         *                     "paymentId": "",
+         *                     "requestId": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *                     "triggerId": "purchase",
+         *                     "rewardId": "coupon-10",
+         *                     "description": "a coupon for the next purchase"
+         *                   },
+         *                   "forwarded": false
+         *                 }
+         *               }
+         *             ],
+         *             "canceled": [
+         *               {
+         *                 "value": 25,
+         *                 "quantity": 1,
+         *                 "priceless": false,
+         *                 "name": "summer-campaign",
+         *                 "title": "Summer campaign",
+         *                 "deliveryDetail": {
+         *                   "timestamp": "2024-07-01T12:14:00.000Z",
+         *                   "info": {
+         *                     "name": "canceled",
+         *                     "reason": "out of stock",
+         *                     "reasonCode": 1,
+         *                     "description": "shipped to the customer",
+         *                     "paymentId": ""
+         *                   },
+         *                   "forwarded": false
+         *                 }
+         *               }
+         *             ]
+         *           },
+         *           "test": false,
+         *           "waitingFor": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8"
+         *         },
+         *         {
+         *           "id": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8",
+         *           "requestId": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *           "subscriptionId": "sub_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *           "event": "registered-requests",
+         *           "url": "https://hooks.example.com/rewards",
+         *           "status": "succeeded",
+         *           "attemptCount": 2,
+         *           "nextAttemptAt": null,
+         *           "lastStatusCode": 200,
+         *           "lastError": null,
+         *           "createdAt": "2024-07-01T12:12:00.000Z",
+         *           "updatedAt": "2024-07-01T12:17:00.000Z",
+         *           "completedAt": "2024-07-01T12:17:00.000Z",
+         *           "payload": {
+         *             "id": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *             "rewardValue": 35
+         *           },
+         *           "test": false
+         *         }
+         *       ],
+         *       "nextCursor": "msg_01j9z3m2s0a1b2c3d4e5f6g7h8"
+         *     }
+         */
+        NotificationPage: {
+            data: components["schemas"]["Notification"][];
+            nextCursor: string | null;
+        };
+        /** OAuth2Credentials */
+        OAuth2Credentials: {
+            audience?: string;
+            client_id: string;
+            /** @description write-only in effect: returned masked ("****" + last 4) */
+            client_secret: string;
+            /** @description token endpoint (client credentials grant); same rules as callback.url */
+            url: string;
+        };
+        /** Prize */
+        Prize: {
+            bucket: string;
+            description: string;
+            id: string;
+            kind: "coupon" | "payment" | "physical";
+            quantity: number;
+            /** @description units left; null = unlimited */
+            stock: number | null;
+            title: string;
+            value: number;
+        };
+        /** PrizeInput */
+        PrizeInput: {
+            /** @description prize name, reported as deliveryDetail.info.bucket */
+            bucket: string;
+            /** @default  */
+            description: string;
+            /** @description unique within the experience; reported as rewardId */
+            id: string;
+            kind: "coupon" | "payment" | "physical";
+            /** @default 1 */
+            quantity: number;
+            /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
+            stock?: number | null;
+            title: string;
+            value: number;
+        };
         /** @description An RFC 9457 problem document */
         Problem: {
             /** @example request body is invalid: body.callback.url is required */
@@ -1291,6 +3022,567 @@ export interface components {
              * @example https://rewards.dev/problems/bad-request
              */
             type: string;
+        };
+        /**
+         * ProcessedRequestsPayload
+         * @description the body of a `processed-requests` notification
+         */
+        ProcessedRequestsPayload: {
+            canceled: components["schemas"]["CanceledItem"][];
+            /** Format: date-time */
+            concluded: string;
+            delivered: components["schemas"]["DeliveredItem"][];
+            /** @description the request id */
+            id: string;
+            /** @description over the delivered prizes, when above zero */
+            rewardValue?: number;
+        };
+        /**
+         * RecoveryResult
+         * @example {
+         *       "recovered": 1284
+         *     }
+         */
+        RecoveryResult: {
+            /** @description notifications given one more attempt */
+            recovered: number;
+        };
+        /**
+         * RecoveryWindow
+         * @example {
+         *       "since": "2024-07-01T00:00:00Z",
+         *       "until": "2024-07-01T06:00:00Z"
+         *     }
+         * @example {
+         *       "since": "2024-07-01T00:00:00Z"
+         *     }
+         */
+        RecoveryWindow: {
+            /**
+             * Format: date-time
+             * @description RFC 3339; failures completed at or after it
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339; failures completed before it (default and cap: now)
+             */
+            until?: string;
+        };
+        /**
+         * RegisteredRequestsPayload
+         * @description the body of a `registered-requests` notification
+         */
+        RegisteredRequestsPayload: {
+            /** @description why the request was rejected */
+            errorCode?: string;
+            /** @description the request id */
+            id: string;
+            message?: string;
+            /** @description Σ value × quantity of the prizes, when above zero */
+            rewardValue?: number;
+        };
+        /**
+         * RequestEvent
+         * @example {
+         *       "name": "em-rota-de-entrega",
+         *       "title": "Em rota de entrega",
+         *       "date": "2024-07-01T12:30:00.000Z",
+         *       "refId": "trx-7781",
+         *       "experience": "summer-campaign",
+         *       "data": {
+         *         "trackingCode": "BR123456789",
+         *         "trackingLink": "https://tracking.example.com/BR123456789"
+         *       }
+         *     }
+         */
+        RequestEvent: {
+            data?: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            date: string;
+            experience: string;
+            name: string;
+            refId: string;
+            title: string;
+        };
+        /**
+         * RequestEventCreate
+         * @example {
+         *       "name": "em-rota-de-entrega",
+         *       "refId": "trx-7781",
+         *       "title": "Em rota de entrega",
+         *       "data": {
+         *         "trackingCode": "BR123456789",
+         *         "trackingLink": "https://tracking.example.com/BR123456789"
+         *       }
+         *     }
+         * @example {
+         *       "name": "pedido-entregue",
+         *       "refId": "trx-7781",
+         *       "title": "Pedido entregue"
+         *     }
+         */
+        RequestEventCreate: {
+            /** @description required with trackingCode and trackingLink for em-rota-de-entrega; other members are kept */
+            data?: {
+                trackingCode?: string;
+                trackingLink?: string;
+            };
+            /** @enum {string} */
+            name: "em-rota-de-entrega" | "pedido-entregue";
+            /** @description the partner's transaction id; (request, name, refId) makes the post idempotent */
+            refId: string;
+            title?: string;
+        };
+        /**
+         * RewardRequest
+         * @example {
+         *       "id": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *       "status": "processed",
+         *       "experience": "summer-campaign",
+         *       "event": "purchase",
+         *       "data": {
+         *         "orderId": "A-1001",
+         *         "amount": 150
+         *       },
+         *       "processedCallbackUrl": "https://hooks.example.com/rewards/processed",
+         *       "rewardValue": 10,
+         *       "createdAt": "2024-07-01T12:12:00.000Z",
+         *       "updatedAt": "2024-07-01T12:14:00.000Z",
+         *       "registeredAt": "2024-07-01T12:12:00.000Z",
+         *       "concluded": "2024-07-01T12:14:00.000Z",
+         *       "delivered": [
+         *         {
+         *           "value": 10,
+         *           "quantity": 1,
+         *           "name": "summer-campaign",
+         *           "title": "Summer campaign",
+         *           "deliveryDetail": {
+         *             "timestamp": "2024-07-01T12:14:00.000Z",
+         *             "info": {
+         *               "name": "delivered",
+         *               "bucket": "summer-coupons",
+         *               "coupon": "SUMMER-7Q2K-9XPD",
+         *               "paymentId": "",
+         *               "requestId": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *               "triggerId": "purchase",
+         *               "rewardId": "coupon-10",
+         *               "description": "a coupon for the next purchase"
+         *             },
+         *             "forwarded": false
+         *           }
+         *         }
+         *       ],
+         *       "canceled": [
+         *         {
+         *           "value": 25,
+         *           "quantity": 1,
+         *           "priceless": false,
+         *           "name": "summer-campaign",
+         *           "title": "Summer campaign",
+         *           "deliveryDetail": {
+         *             "timestamp": "2024-07-01T12:14:00.000Z",
+         *             "info": {
+         *               "name": "canceled",
+         *               "reason": "out of stock",
+         *               "reasonCode": 1,
+         *               "description": "shipped to the customer",
+         *               "paymentId": ""
+         *             },
+         *             "forwarded": false
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        RewardRequest: {
+            canceled?: components["schemas"]["CanceledItem"][];
+            /** Format: date-time */
+            concluded?: string;
+            /** Format: date-time */
+            createdAt: string;
+            data?: unknown;
+            delivered?: components["schemas"]["DeliveredItem"][];
+            errorCode?: string;
+            event?: string;
+            experience: string;
+            id: string;
+            message?: string;
+            processedCallbackUrl?: string;
+            /**
+             * Format: date-time
+             * @description when registration decided (registered or rejected)
+             */
+            registeredAt?: string;
+            registeredCallbackUrl?: string;
+            rewardValue?: number;
+            /** @enum {string} */
+            status: "received" | "registered" | "rejected" | "processed" | "failed";
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * RewardRequestAccepted
+         * @example {
+         *       "id": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *       "status": "received"
+         *     }
+         */
+        RewardRequestAccepted: {
+            id: string;
+            /** @enum {string} */
+            status: "received";
+        };
+        /**
+         * RewardRequestCreate
+         * @example {
+         *       "experience": "summer-campaign",
+         *       "event": "purchase",
+         *       "data": {
+         *         "orderId": "A-1001",
+         *         "amount": 150
+         *       },
+         *       "registeredCallbackUrl": "https://hooks.example.com/rewards/registered",
+         *       "processedCallbackUrl": "https://hooks.example.com/rewards/processed"
+         *     }
+         */
+        RewardRequestCreate: {
+            /** @description order data: a JSON object (anything else is rejected at registration with INVALID_DATA) */
+            data?: unknown;
+            /** @description campaign event; must be one of the experience's events when it lists any */
+            event?: string;
+            /** @description name of one of the account's experiences */
+            experience: string;
+            /** @description notified with processed-requests for this request only */
+            processedCallbackUrl?: string;
+            /** @description notified with registered-requests for this request only */
+            registeredCallbackUrl?: string;
+        };
+        /**
+         * RewardRequestPage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *           "status": "processed",
+         *           "experience": "summer-campaign",
+         *           "event": "purchase",
+         *           "data": {
+         *             "orderId": "A-1001",
+         *             "amount": 150
+         *           },
+         *           "processedCallbackUrl": "https://hooks.example.com/rewards/processed",
+         *           "rewardValue": 10,
+         *           "createdAt": "2024-07-01T12:12:00.000Z",
+         *           "updatedAt": "2024-07-01T12:14:00.000Z",
+         *           "registeredAt": "2024-07-01T12:12:00.000Z",
+         *           "concluded": "2024-07-01T12:14:00.000Z",
+         *           "delivered": [
+         *             {
+         *               "value": 10,
+         *               "quantity": 1,
+         *               "name": "summer-campaign",
+         *               "title": "Summer campaign",
+         *               "deliveryDetail": {
+         *                 "timestamp": "2024-07-01T12:14:00.000Z",
+         *                 "info": {
+         *                   "name": "delivered",
+         *                   "bucket": "summer-coupons",
+         *                   "coupon": "SUMMER-7Q2K-9XPD",
+         *                   "paymentId": "",
+         *                   "requestId": "req_01j9z3m2r4a1b2c3d4e5f6g7h8",
+         *                   "triggerId": "purchase",
+         *                   "rewardId": "coupon-10",
+         *                   "description": "a coupon for the next purchase"
+         *                 },
+         *                 "forwarded": false
+         *               }
+         *             }
+         *           ],
+         *           "canceled": [
+         *             {
+         *               "value": 25,
+         *               "quantity": 1,
+         *               "priceless": false,
+         *               "name": "summer-campaign",
+         *               "title": "Summer campaign",
+         *               "deliveryDetail": {
+         *                 "timestamp": "2024-07-01T12:14:00.000Z",
+         *                 "info": {
+         *                   "name": "canceled",
+         *                   "reason": "out of stock",
+         *                   "reasonCode": 1,
+         *                   "description": "shipped to the customer",
+         *                   "paymentId": ""
+         *                 },
+         *                 "forwarded": false
+         *               }
+         *             }
+         *           ]
+         *         },
+         *         {
+         *           "id": "req_01j9z3k9a2a1b2c3d4e5f6g7h8",
+         *           "status": "rejected",
+         *           "experience": "winter-campaign",
+         *           "event": "purchase",
+         *           "errorCode": "EXPERIENCE_NOT_FOUND",
+         *           "message": "experience \"winter-campaign\" does not exist",
+         *           "createdAt": "2024-07-01T11:58:00.000Z",
+         *           "updatedAt": "2024-07-01T11:58:00.000Z",
+         *           "registeredAt": "2024-07-01T11:58:00.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": "req_01j9z3k9a2a1b2c3d4e5f6g7h8"
+         *     }
+         * @example {
+         *       "data": [],
+         *       "nextCursor": null
+         *     }
+         */
+        RewardRequestPage: {
+            /** @description newest first; each as GET /requests/{id} shows it */
+            data: components["schemas"]["RewardRequest"][];
+            /** @description pass it as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+        };
+        /**
+         * RotatedClientSecret
+         * @example {
+         *       "client_id": "cli_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "client_secret": "rrs_cs_example-only-Zr8tN2wQ5yH1kM4pV7bX3jC6gF9dS0aL",
+         *       "previous_secret_valid_until": "2024-07-02T12:00:00.000Z"
+         *     }
+         */
+        RotatedClientSecret: {
+            client_id: string;
+            /** @description shown once */
+            client_secret: string;
+            /** Format: date-time */
+            previous_secret_valid_until: string;
+        };
+        /**
+         * SecretRotation
+         * @example {
+         *       "overlap": "1h"
+         *     }
+         * @example {
+         *       "overlap": "0m"
+         *     }
+         * @example {}
+         */
+        SecretRotation: {
+            /** @description how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h` */
+            overlap?: string;
+        };
+        /**
+         * SigningSecret
+         * @example {
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+         *       "createdAt": "2024-07-01T12:00:00.000Z"
+         *     }
+         * @example {
+         *       "secret": "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD",
+         *       "createdAt": "2024-08-01T09:00:00.000Z",
+         *       "previousSecretExpiresAt": "2024-08-02T09:00:00.000Z"
+         *     }
+         */
+        SigningSecret: {
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
+             */
+            previousSecretExpiresAt?: string;
+            /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
+            secret: string;
+        };
+        /**
+         * Subscription
+         * @example {
+         *       "_id": "sub_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "event": "processed-request",
+         *       "description": "Processed requests of the summer campaign",
+         *       "active": true,
+         *       "experiences": [
+         *         "summer-campaign"
+         *       ],
+         *       "callback": {
+         *         "url": "https://hooks.example.com/rewards/processed",
+         *         "authorization": {
+         *           "Bearer": "****oken"
+         *         },
+         *         "customHeaders": {
+         *           "x-tenant": "acme"
+         *         }
+         *       },
+         *       "createdAt": "2024-07-01T12:00:00.000Z",
+         *       "updatedAt": "2024-07-01T12:00:00.000Z"
+         *     }
+         */
+        Subscription: {
+            _id: string;
+            accountId: string;
+            active: boolean;
+            callback: components["schemas"]["Callback"];
+            /** Format: date-time */
+            createdAt: string;
+            description: string;
+            /** Format: date-time */
+            disabledAt?: string;
+            /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
+            disabledReason?: string;
+            event: string;
+            experiences: string[];
+            /** @description deliveries per second at most; absent = no limit */
+            rateLimit?: number;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * SubscriptionInput
+         * @description the body of a creation (`event` and `callback` required) and of an update (members omitted are kept)
+         * @example {
+         *       "event": "processed-request",
+         *       "description": "Processed requests of the summer campaign",
+         *       "experiences": [
+         *         "summer-campaign"
+         *       ],
+         *       "callback": {
+         *         "url": "https://hooks.example.com/rewards/processed",
+         *         "authorization": {
+         *           "Bearer": "my-receiver-token"
+         *         },
+         *         "customHeaders": {
+         *           "x-tenant": "acme"
+         *         }
+         *       }
+         *     }
+         * @example {
+         *       "description": "Both summer experiences",
+         *       "experiences": [
+         *         "summer-campaign",
+         *         "summer-bonus"
+         *       ],
+         *       "callback": {
+         *         "url": "https://hooks.example.com/rewards/processed"
+         *       }
+         *     }
+         */
+        SubscriptionInput: {
+            /** @description read-only: may be echoed back unchanged */
+            _id?: string;
+            /** @description read-only: may be echoed back unchanged */
+            accountId?: string;
+            active?: boolean;
+            callback?: components["schemas"]["CallbackInput"];
+            /** @description read-only: ignored */
+            createdAt?: string;
+            description?: string;
+            /** @description registered-request | processed-request (request events), or disabled-subscription | failed-notification (operational events: a subscription switched off, a notification failed after its last attempt); plural forms accepted */
+            event?: string;
+            /** @description experience names; [] = every experience. Must be [] for an operational event */
+            experiences?: string[];
+            /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
+            rateLimit?: number | null;
+            /** @description read-only: ignored */
+            updatedAt?: string;
+        };
+        /**
+         * TestSendAccepted
+         * @example {
+         *       "notificationId": "msg_01j9z3q7v2a1b2c3d4e5f6g7h8"
+         *     }
+         */
+        TestSendAccepted: {
+            /** @description the delivery log entry; also the webhook-id */
+            notificationId: string;
+        };
+        /**
+         * TokenError
+         * @description an RFC 6749 §5.2 error
+         * @example {
+         *       "error": "invalid_client",
+         *       "error_description": "the client id or secret is wrong; check both, or ask the operator for a new secret"
+         *     }
+         * @example {
+         *       "error": "invalid_scope",
+         *       "error_description": "scope not allowed for this client: admin"
+         *     }
+         */
+        TokenError: {
+            error: string;
+            error_description?: string;
+        };
+        /**
+         * TokenRequest
+         * @example {
+         *       "grant_type": "client_credentials",
+         *       "client_id": "cli_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "client_secret": "my-client-secret",
+         *       "scope": "subscriptions:read subscriptions:write"
+         *     }
+         */
+        TokenRequest: {
+            client_id?: string;
+            client_secret?: string;
+            /** @description console-link grant: the one-time code from the fragment of the console link (`#link=…`); single use, valid 10 minutes */
+            code?: string;
+            /** @description `client_credentials`, or `urn:rewards:params:oauth:grant-type:console-link` to exchange a console link's code */
+            grant_type?: string;
+            /** @description client_credentials: required; console-link: optional, a subset of the scopes the link grants */
+            scope?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * TokenRequestV1
+         * @example {
+         *       "client_id": "cli_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "client_secret": "my-client-secret"
+         *     }
+         */
+        TokenRequestV1: {
+            client_id?: string;
+            client_secret?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * TokenResponse
+         * @example {
+         *       "access_token": "eyJhbGciOiJFZERTQSIsInR5cCI6ImF0K2p3dCIsImtpZCI6IjIwMjQtMDctMDEtcTNadDlXYkUifQ.eyJpc3MiOiJodHRwczovL3Jld2FyZHMuZXhhbXBsZS5jb20iLCJzdWIiOiJjbGlfMDFqOXozazh3MGExYjJjM2Q0ZTVmNmc3aDgiLCJhdWQiOiJodHRwczovL3Jld2FyZHMuZXhhbXBsZS5jb20iLCJleHAiOjE3MTk4Mzg4MDAsImlhdCI6MTcxOTgzNTIwMCwianRpIjoiNWIwYzhhOWUtM2YxZC00YzJhLTllN2ItMmQ0ZjZhOGMwZTEzIiwiY2xpZW50X2lkIjoiY2xpXzAxajl6M2s4dzBhMWIyYzNkNGU1ZjZnN2g4Iiwic2NvcGUiOiJzdWJzY3JpcHRpb25zOnJlYWQgc3Vic2NyaXB0aW9uczp3cml0ZSIsImFjY291bnRfaWQiOiJhY2NfMDFqOXozazh3MGExYjJjM2Q0ZTVmNmc3aDgifQ.WlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWg",
+         *       "token_type": "Bearer",
+         *       "expires_in": 3600,
+         *       "scope": "subscriptions:read subscriptions:write"
+         *     }
+         */
+        TokenResponse: {
+            access_token: string;
+            /** @description lifetime in seconds */
+            expires_in: number;
+            /** @description granted scopes (v2) */
+            scope?: string;
+            /** @enum {string} */
+            token_type: "Bearer";
+        };
+        /**
+         * TokenResponseV1
+         * @example {
+         *       "access_token": "eyJhbGciOiJFZERTQSIsInR5cCI6ImF0K2p3dCIsImtpZCI6IjIwMjQtMDctMDEtcTNadDlXYkUifQ.eyJpc3MiOiJodHRwczovL3Jld2FyZHMuZXhhbXBsZS5jb20iLCJzdWIiOiJjbGlfMDFqOXozazh3MGExYjJjM2Q0ZTVmNmc3aDgiLCJhdWQiOiJodHRwczovL3Jld2FyZHMuZXhhbXBsZS5jb20iLCJleHAiOjE3MTk4Mzg4MDAsImlhdCI6MTcxOTgzNTIwMCwianRpIjoiNWIwYzhhOWUtM2YxZC00YzJhLTllN2ItMmQ0ZjZhOGMwZTEzIiwiY2xpZW50X2lkIjoiY2xpXzAxajl6M2s4dzBhMWIyYzNkNGU1ZjZnN2g4Iiwic2NvcGUiOiJzdWJzY3JpcHRpb25zOnJlYWQgc3Vic2NyaXB0aW9uczp3cml0ZSIsImFjY291bnRfaWQiOiJhY2NfMDFqOXozazh3MGExYjJjM2Q0ZTVmNmc3aDgifQ.WlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWlpaWg",
+         *       "token_type": "Bearer",
+         *       "expires_in": 3600
+         *     }
+         */
+        TokenResponseV1: {
+            access_token: string;
+            /** @description lifetime in seconds */
+            expires_in: number;
+            /** @enum {string} */
+            token_type: "Bearer";
         };
     };
     responses: never;
@@ -1316,11 +3608,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        keys: {
-                            [key: string]: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["JsonWebKeySet"];
                 };
             };
             /** @description the request is invalid, or its URL is malformed (not UTF-8, a NUL character) */
@@ -1349,9 +3637,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["HealthStatus"];
                 };
             };
             /** @description the request is invalid, or its URL is malformed (not UTF-8, a NUL character) */
@@ -1380,9 +3666,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["HealthStatus"];
                 };
             };
             /** @description the request is invalid, or its URL is malformed (not UTF-8, a NUL character) */
@@ -1437,6 +3721,8 @@ export interface operations {
     listAccountsV1: {
         parameters: {
             query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
                 /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
@@ -1454,26 +3740,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description false: the account's clients can no longer obtain tokens */
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        id: string;
-                        isOperator: boolean;
-                        name: string;
-                    }[] | {
-                        data: {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["Account"][] | components["schemas"]["AccountPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -1525,16 +3792,17 @@ export interface operations {
     };
     createAccountV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                "application/json": components["schemas"]["AccountCreate"];
             };
         };
         responses: {
@@ -1544,15 +3812,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description false: the account's clients can no longer obtain tokens */
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        id: string;
-                        isOperator: boolean;
-                        name: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -1631,7 +3891,10 @@ export interface operations {
     };
     getAccountV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -1646,15 +3909,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description false: the account's clients can no longer obtain tokens */
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        id: string;
-                        isOperator: boolean;
-                        name: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -1706,7 +3961,10 @@ export interface operations {
     };
     updateAccountV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -1715,10 +3973,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    active?: boolean;
-                    name?: string;
-                };
+                "application/json": components["schemas"]["AccountUpdate"];
             };
         };
         responses: {
@@ -1728,15 +3983,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description false: the account's clients can no longer obtain tokens */
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        id: string;
-                        isOperator: boolean;
-                        name: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -1816,6 +4063,8 @@ export interface operations {
     listClientsV1: {
         parameters: {
             query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
                 /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
@@ -1835,32 +4084,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        client_id: string;
-                        /** Format: date-time */
-                        createdAt: string;
-                        previous_secret_valid_until: string | null;
-                        /** @description space-separated */
-                        scopes: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    }[] | {
-                        data: {
-                            accountId: string;
-                            active: boolean;
-                            client_id: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            previous_secret_valid_until: string | null;
-                            /** @description space-separated */
-                            scopes: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["Client"][] | components["schemas"]["ClientPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -1912,7 +4136,10 @@ export interface operations {
     };
     createClientV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -1921,14 +4148,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description an array of scopes or one space-separated string */
-                    scopes?: string[] | string;
-                };
+                "application/json": components["schemas"]["ClientCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description a client as created: with its secret, shown this once */
             201: {
                 headers: {
                     /** @description the answer carries a secret: never stored by a cache */
@@ -1938,14 +4162,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        client_id: string;
-                        /** @description shown once; only its hash is stored */
-                        client_secret: string;
-                        /** @description space-separated */
-                        scopes: string;
-                    };
+                    "application/json": components["schemas"]["IssuedClient"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -2015,7 +4232,10 @@ export interface operations {
     };
     deleteClientV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 clientId: string;
@@ -2081,7 +4301,10 @@ export interface operations {
     };
     updateClientV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 clientId: string;
@@ -2091,11 +4314,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    active?: boolean;
-                    /** @description an array of scopes or one space-separated string */
-                    scopes?: string[] | string;
-                };
+                "application/json": components["schemas"]["ClientUpdate"];
             };
         };
         responses: {
@@ -2105,18 +4324,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        client_id: string;
-                        /** Format: date-time */
-                        createdAt: string;
-                        previous_secret_valid_until: string | null;
-                        /** @description space-separated */
-                        scopes: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Client"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -2186,7 +4394,10 @@ export interface operations {
     };
     rotateClientSecretV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 clientId: string;
@@ -2206,13 +4417,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        client_id: string;
-                        /** @description shown once */
-                        client_secret: string;
-                        /** Format: date-time */
-                        previous_secret_valid_until: string;
-                    };
+                    "application/json": components["schemas"]["RotatedClientSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -2265,6 +4470,8 @@ export interface operations {
     listConsoleLinksV1: {
         parameters: {
             query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
                 /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
@@ -2284,46 +4491,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description the code could be exchanged until then
-                         */
-                        expiresAt: string;
-                        id: string;
-                        /** @description when an operator revoked the link; null unless revoked */
-                        revokedAt: string | null;
-                        /** @description when the session's token expires; null while unused */
-                        sessionExpiresAt: string | null;
-                        /** @description lifetime of the session the code opens */
-                        tokenTtlSeconds: number;
-                        /** @description when the code was exchanged (the session began); null while unused */
-                        usedAt: string | null;
-                    }[] | {
-                        data: {
-                            accountId: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the code could be exchanged until then
-                             */
-                            expiresAt: string;
-                            id: string;
-                            /** @description when an operator revoked the link; null unless revoked */
-                            revokedAt: string | null;
-                            /** @description when the session's token expires; null while unused */
-                            sessionExpiresAt: string | null;
-                            /** @description lifetime of the session the code opens */
-                            tokenTtlSeconds: number;
-                            /** @description when the code was exchanged (the session began); null while unused */
-                            usedAt: string | null;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["ConsoleLink"][] | components["schemas"]["ConsoleLinkPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -2375,7 +4543,10 @@ export interface operations {
     };
     createConsoleLinkV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -2384,14 +4555,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description lifetime of the token the link grants: `30m`, `1h` (default), at most `24h` */
-                    ttl?: string;
-                };
+                "application/json": components["schemas"]["ConsoleLinkCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description a console link as created: with its URL, shown this once */
             201: {
                 headers: {
                     /** @description the answer carries a secret: never stored by a cache */
@@ -2401,19 +4569,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description the code can be exchanged until then (10 minutes), once
-                         */
-                        expiresAt: string;
-                        /** @description the link (`cln_…`): `DELETE …/console-links/{linkId}` revokes it and the session it opened */
-                        id: string;
-                        /** @description lifetime of the access token the code grants */
-                        tokenTtlSeconds: number;
-                        /** @description `PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log */
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["CreatedConsoleLink"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -2492,7 +4648,10 @@ export interface operations {
     };
     revokeConsoleLinkV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -2578,54 +4737,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        events: string[];
-                        id: string;
-                        name: string;
-                        prizes: {
-                            bucket: string;
-                            description: string;
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            quantity: number;
-                            /** @description units left; null = unlimited */
-                            stock: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    }[] | {
-                        data: {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["Experience"][] | components["schemas"]["ExperiencePage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -2687,42 +4799,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description read-only: ignored (the account comes from ?accountId= or --account) */
-                    accountId?: string;
-                    /** @default true */
-                    active?: boolean;
-                    /** @description read-only: ignored */
-                    createdAt?: string;
-                    /**
-                     * @description request `event` values allowed; empty = any
-                     * @default []
-                     */
-                    events?: string[];
-                    /** @description read-only: ignored */
-                    id?: string;
-                    /** @description the key requests use (`experience`); unique per account */
-                    name: string;
-                    /** @default [] */
-                    prizes?: {
-                        /** @description prize name, reported as deliveryDetail.info.bucket */
-                        bucket: string;
-                        /** @default  */
-                        description?: string;
-                        /** @description unique within the experience; reported as rewardId */
-                        id: string;
-                        kind: "coupon" | "payment" | "physical";
-                        /** @default 1 */
-                        quantity?: number;
-                        /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
-                        stock?: number | null;
-                        title: string;
-                        value: number;
-                    }[];
-                    title: string;
-                    /** @description read-only: ignored */
-                    updatedAt?: string;
-                };
+                "application/json": components["schemas"]["ExperienceCreate"];
             };
         };
         responses: {
@@ -2732,29 +4809,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        events: string[];
-                        id: string;
-                        name: string;
-                        prizes: {
-                            bucket: string;
-                            description: string;
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            quantity: number;
-                            /** @description units left; null = unlimited */
-                            stock: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Experience"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -2851,29 +4906,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        events: string[];
-                        id: string;
-                        name: string;
-                        prizes: {
-                            bucket: string;
-                            description: string;
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            quantity: number;
-                            /** @description units left; null = unlimited */
-                            stock: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Experience"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -2937,37 +4970,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description read-only: ignored (the account comes from ?accountId= or --account) */
-                    accountId?: string;
-                    active?: boolean;
-                    /** @description read-only: ignored */
-                    createdAt?: string;
-                    /** @description request `event` values allowed; empty = any */
-                    events?: string[];
-                    /** @description read-only: ignored */
-                    id?: string;
-                    /** @description the key requests use (`experience`); unique per account */
-                    name?: string;
-                    prizes?: {
-                        /** @description prize name, reported as deliveryDetail.info.bucket */
-                        bucket: string;
-                        /** @default  */
-                        description?: string;
-                        /** @description unique within the experience; reported as rewardId */
-                        id: string;
-                        kind: "coupon" | "payment" | "physical";
-                        /** @default 1 */
-                        quantity?: number;
-                        /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
-                        stock?: number | null;
-                        title: string;
-                        value: number;
-                    }[];
-                    title?: string;
-                    /** @description read-only: ignored */
-                    updatedAt?: string;
-                };
+                "application/json": components["schemas"]["ExperienceUpdate"];
             };
         };
         responses: {
@@ -2977,29 +4980,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        events: string[];
-                        id: string;
-                        name: string;
-                        prizes: {
-                            bucket: string;
-                            description: string;
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            quantity: number;
-                            /** @description units left; null = unlimited */
-                            stock: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Experience"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -3153,9 +5134,422 @@ export interface operations {
             };
         };
     };
+    getDeliveryPolicyV1: {
+        parameters: {
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How notifications are delivered and retried in this deployment (its operator's settings); the same for every account */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryPolicy"];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token may not be used here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createListenSessionV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ListenSessionInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenSession"];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteListenSessionV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the listen session */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pollListenDeliveriesV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+                /** @description at most this many deliveries; default 10 */
+                limit?: number;
+                /** @description seconds to wait for a delivery when none is waiting (long poll); default 0 */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                /** @description the listen session */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenDeliveries"];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    reportListenResultV1: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the delivery (its `notificationId`) */
+                notificationId: string;
+                /** @description the listen session */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ListenResultInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenResult"];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the delivery is not waiting for a result: already reported, or not handed out by a poll */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getMeV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3168,14 +5562,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        clientId: string;
-                        scopes: string[];
-                    };
+                    "application/json": components["schemas"]["Me"];
                 };
             };
-            /** @description the Authorization header is malformed */
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3229,7 +5619,7 @@ export interface operations {
                 accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
-                event?: "registered-requests" | "processed-requests";
+                event?: "registered-requests" | "processed-requests" | "disabled-subscriptions" | "failed-notifications";
                 limit?: number;
                 /** @description only the notifications of this request */
                 requestId?: string;
@@ -3253,34 +5643,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: {
-                            attemptCount: number;
-                            completedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            event: string;
-                            /** @description also the webhook-id header of every attempt */
-                            id: string;
-                            lastError: string | null;
-                            lastStatusCode: number | null;
-                            nextAttemptAt: string | null;
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            requestId: string;
-                            status: "pending" | "succeeded" | "failed";
-                            subscriptionId: string | null;
-                            /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                            test: boolean;
-                            /** Format: date-time */
-                            updatedAt: string;
-                            url: string;
-                            /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
-                            waitingFor?: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["NotificationPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -3332,7 +5695,10 @@ export interface operations {
     };
     getNotificationV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 notificationId: string;
@@ -3341,52 +5707,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description a notification with every delivery attempt */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        attemptCount: number;
-                        completedAt: string | null;
-                        /** Format: date-time */
-                        createdAt: string;
-                        event: string;
-                        /** @description also the webhook-id header of every attempt */
-                        id: string;
-                        lastError: string | null;
-                        lastStatusCode: number | null;
-                        nextAttemptAt: string | null;
-                        payload: {
-                            [key: string]: unknown;
-                        };
-                        requestId: string;
-                        status: "pending" | "succeeded" | "failed";
-                        subscriptionId: string | null;
-                        /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                        test: boolean;
-                        /** Format: date-time */
-                        updatedAt: string;
-                        url: string;
-                        /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
-                        waitingFor?: string;
-                    } & {
-                        attempts: {
-                            /** Format: date-time */
-                            at: string;
-                            attempt: number;
-                            error: string | null;
-                            latencyMs: number;
-                            outcome: "succeeded" | "retry" | "failed";
-                            requestHeaders: {
-                                [key: string]: string;
-                            } | null;
-                            responseBody: string | null;
-                            statusCode: number | null;
-                            url: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["NotificationDetail"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -3438,7 +5765,10 @@ export interface operations {
     };
     retryNotificationV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 notificationId: string;
@@ -3453,31 +5783,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        attemptCount: number;
-                        completedAt: string | null;
-                        /** Format: date-time */
-                        createdAt: string;
-                        event: string;
-                        /** @description also the webhook-id header of every attempt */
-                        id: string;
-                        lastError: string | null;
-                        lastStatusCode: number | null;
-                        nextAttemptAt: string | null;
-                        payload: {
-                            [key: string]: unknown;
-                        };
-                        requestId: string;
-                        status: "pending" | "succeeded" | "failed";
-                        subscriptionId: string | null;
-                        /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                        test: boolean;
-                        /** Format: date-time */
-                        updatedAt: string;
-                        url: string;
-                        /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
-                        waitingFor?: string;
-                    };
+                    "application/json": components["schemas"]["Notification"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -3516,6 +5822,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a copy forwarded by `rewards listen` (url `listen:…`): it is not retried */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -3536,47 +5851,72 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    client_id?: string;
-                    client_secret?: string;
-                } & {
-                    [key: string]: unknown;
-                };
+                "application/json": components["schemas"]["TokenRequestV1"];
             };
         };
         responses: {
-            /** @description Default Response */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: string;
-                        error_description?: string;
-                    };
-                };
-            };
             /** @description Default Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        access_token: string;
-                        /** @description lifetime in seconds */
-                        expires_in: number;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                    };
+                    "application/json": components["schemas"]["TokenResponseV1"];
+                };
+            };
+            /** @description invalid_request (a member missing or malformed, another Content-Type than JSON) or unauthorized_client (the client holds no scope) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
+            /** @description invalid_client: the client id or secret is wrong, or the client or its account is deactivated (with `WWW-Authenticate: Basic` when the credentials came as HTTP Basic) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
+            /** @description invalid_request: the body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
+            /** @description temporarily_unavailable: too many failed authentication attempts from this address; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
+            /** @description temporarily_unavailable: the database is unavailable right now; nothing was issued, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
                 };
             };
         };
     };
     getRequestEventsV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -3591,17 +5931,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data?: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        date: string;
-                        experience: string;
-                        name: string;
-                        refId: string;
-                        title: string;
-                    }[];
+                    "application/json": components["schemas"]["RequestEvent"][];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -3653,7 +5983,10 @@ export interface operations {
     };
     createRequestEventV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -3662,18 +5995,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description required with trackingCode and trackingLink for em-rota-de-entrega; other members are kept */
-                    data?: {
-                        trackingCode?: string;
-                        trackingLink?: string;
-                    };
-                    /** @enum {string} */
-                    name: "em-rota-de-entrega" | "pedido-entregue";
-                    /** @description the partner's transaction id; (request, name, refId) makes the post idempotent */
-                    refId: string;
-                    title?: string;
-                };
+                "application/json": components["schemas"]["RequestEventCreate"];
             };
         };
         responses: {
@@ -3683,17 +6005,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data?: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        date: string;
-                        experience: string;
-                        name: string;
-                        refId: string;
-                        title: string;
-                    };
+                    "application/json": components["schemas"]["RequestEvent"];
                 };
             };
             /** @description Default Response */
@@ -3702,17 +6014,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data?: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        date: string;
-                        experience: string;
-                        name: string;
-                        refId: string;
-                        title: string;
-                    };
+                    "application/json": components["schemas"]["RequestEvent"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -3819,86 +6121,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description newest first; each as GET /requests/{id} shows it */
-                        data: {
-                            canceled?: {
-                                deliveryDetail: {
-                                    forwarded: boolean;
-                                    info: {
-                                        description: string;
-                                        /** @enum {string} */
-                                        name: "canceled";
-                                        paymentId: string;
-                                        reason: string;
-                                        /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
-                                        reasonCode: number;
-                                    };
-                                    /** Format: date-time */
-                                    timestamp: string;
-                                };
-                                name: string;
-                                /** @description true when the prize has value 0 */
-                                priceless: boolean;
-                                quantity: number;
-                                title: string;
-                                value: number;
-                            }[];
-                            /** Format: date-time */
-                            concluded?: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            data?: unknown;
-                            delivered?: {
-                                deliveryDetail: {
-                                    /** @description true for physical prizes, handed to a delivery partner */
-                                    forwarded: boolean;
-                                    info: {
-                                        bucket: string;
-                                        /** @description coupon code of a coupon prize, else "" */
-                                        coupon: string;
-                                        description: string;
-                                        /** @enum {string} */
-                                        name: "delivered";
-                                        /** @description payment id of a payment prize, else "" */
-                                        paymentId: string;
-                                        requestId: string;
-                                        /** @description prize id */
-                                        rewardId: string;
-                                        /** @description the request's event ("" when none) */
-                                        triggerId: string;
-                                    };
-                                    /** Format: date-time */
-                                    timestamp: string;
-                                };
-                                /** @description experience name */
-                                name: string;
-                                quantity: number;
-                                /** @description experience title */
-                                title: string;
-                                value: number;
-                            }[];
-                            errorCode?: string;
-                            event?: string;
-                            experience: string;
-                            id: string;
-                            message?: string;
-                            processedCallbackUrl?: string;
-                            /**
-                             * Format: date-time
-                             * @description when registration decided (registered or rejected)
-                             */
-                            registeredAt?: string;
-                            registeredCallbackUrl?: string;
-                            rewardValue?: number;
-                            /** @enum {string} */
-                            status: "received" | "registered" | "rejected" | "processed" | "failed";
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        /** @description pass it as `cursor` for the next page; null on the last page */
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["RewardRequestPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -3950,7 +6173,10 @@ export interface operations {
     };
     createRequestV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: {
                 /** @description replays the first response for 24 h */
                 "idempotency-key"?: string;
@@ -3960,18 +6186,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description order data: a JSON object (anything else is rejected at registration with INVALID_DATA) */
-                    data?: unknown;
-                    /** @description campaign event; must be one of the experience's events when it lists any */
-                    event?: string;
-                    /** @description name of one of the account's experiences */
-                    experience: string;
-                    /** @description notified with processed-requests for this request only */
-                    processedCallbackUrl?: string;
-                    /** @description notified with registered-requests for this request only */
-                    registeredCallbackUrl?: string;
-                };
+                "application/json": components["schemas"]["RewardRequestCreate"];
             };
         };
         responses: {
@@ -3981,11 +6196,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {string} */
-                        status: "received";
-                    };
+                    "application/json": components["schemas"]["RewardRequestAccepted"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -4064,7 +6275,10 @@ export interface operations {
     };
     getRequestV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -4079,81 +6293,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        canceled?: {
-                            deliveryDetail: {
-                                forwarded: boolean;
-                                info: {
-                                    description: string;
-                                    /** @enum {string} */
-                                    name: "canceled";
-                                    paymentId: string;
-                                    reason: string;
-                                    /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
-                                    reasonCode: number;
-                                };
-                                /** Format: date-time */
-                                timestamp: string;
-                            };
-                            name: string;
-                            /** @description true when the prize has value 0 */
-                            priceless: boolean;
-                            quantity: number;
-                            title: string;
-                            value: number;
-                        }[];
-                        /** Format: date-time */
-                        concluded?: string;
-                        /** Format: date-time */
-                        createdAt: string;
-                        data?: unknown;
-                        delivered?: {
-                            deliveryDetail: {
-                                /** @description true for physical prizes, handed to a delivery partner */
-                                forwarded: boolean;
-                                info: {
-                                    bucket: string;
-                                    /** @description coupon code of a coupon prize, else "" */
-                                    coupon: string;
-                                    description: string;
-                                    /** @enum {string} */
-                                    name: "delivered";
-                                    /** @description payment id of a payment prize, else "" */
-                                    paymentId: string;
-                                    requestId: string;
-                                    /** @description prize id */
-                                    rewardId: string;
-                                    /** @description the request's event ("" when none) */
-                                    triggerId: string;
-                                };
-                                /** Format: date-time */
-                                timestamp: string;
-                            };
-                            /** @description experience name */
-                            name: string;
-                            quantity: number;
-                            /** @description experience title */
-                            title: string;
-                            value: number;
-                        }[];
-                        errorCode?: string;
-                        event?: string;
-                        experience: string;
-                        id: string;
-                        message?: string;
-                        processedCallbackUrl?: string;
-                        /**
-                         * Format: date-time
-                         * @description when registration decided (registered or rejected)
-                         */
-                        registeredAt?: string;
-                        registeredCallbackUrl?: string;
-                        rewardValue?: number;
-                        /** @enum {string} */
-                        status: "received" | "registered" | "rejected" | "processed" | "failed";
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["RewardRequest"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -4225,17 +6365,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
-                         */
-                        previousSecretExpiresAt?: string;
-                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["SigningSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -4297,10 +6427,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h` */
-                    overlap?: string;
-                };
+                "application/json": components["schemas"]["SecretRotation"];
             };
         };
         responses: {
@@ -4314,17 +6441,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
-                         */
-                        previousSecretExpiresAt?: string;
-                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["SigningSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -4398,7 +6515,7 @@ export interface operations {
                 /** @description operators: act for this account */
                 accountId?: string;
                 active?: boolean;
-                /** @description registered-request | processed-request (plural forms accepted) */
+                /** @description registered-request | processed-request | disabled-subscription | failed-notification (plural forms accepted) */
                 event?: string;
                 /** @description only subscriptions whose experiences name this one */
                 experience?: string;
@@ -4415,58 +6532,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        _id: string;
-                        accountId: string;
-                        active: boolean;
-                        callback: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            };
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders: {
-                                [key: string]: string;
-                            };
-                            url: string;
-                        };
-                        /** Format: date-time */
-                        createdAt: string;
-                        description: string;
-                        /** Format: date-time */
-                        disabledAt?: string;
-                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                        disabledReason?: string;
-                        event: string;
-                        experiences: string[];
-                        /** @description deliveries per second at most; absent = no limit */
-                        rateLimit?: number;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    }[];
+                    "application/json": components["schemas"]["Subscription"][];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -4526,65 +6592,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description the body of a creation (`event` and `callback` required) and of an update (members omitted are kept) */
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description read-only: may be echoed back unchanged */
-                    _id?: string;
-                    /** @description read-only: may be echoed back unchanged */
-                    accountId?: string;
-                    active?: boolean;
-                    callback?: {
-                        authorization?: {
-                            /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                            Basic?: string;
-                            /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                            Bearer?: string;
-                            /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                            mtls?: {
-                                twoFactor?: {
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                            };
-                            oauth2?: {
-                                audience?: string;
-                                client_id: string;
-                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                client_secret: string;
-                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                url: string;
-                            };
-                        } | null;
-                        /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                        customHeaders?: {
-                            [key: string]: string;
-                        };
-                        /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
-                        url: string;
-                    };
-                    /** @description read-only: ignored */
-                    createdAt?: string;
-                    description?: string;
-                    /** @description registered-request | processed-request (plural forms accepted) */
-                    event?: string;
-                    /** @description experience names; [] = every experience */
-                    experiences?: string[];
-                    /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
-                    rateLimit?: number | null;
-                    /** @description read-only: ignored */
-                    updatedAt?: string;
-                };
+                "application/json": components["schemas"]["SubscriptionInput"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description a subscription as created: with its signing secret */
             201: {
                 headers: {
                     /** @description the answer carries a secret: never stored by a cache */
@@ -4594,60 +6609,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        _id: string;
-                        accountId: string;
-                        active: boolean;
-                        callback: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            };
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders: {
-                                [key: string]: string;
-                            };
-                            url: string;
-                        };
-                        /** Format: date-time */
-                        createdAt: string;
-                        description: string;
-                        /** Format: date-time */
-                        disabledAt?: string;
-                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                        disabledReason?: string;
-                        event: string;
-                        experiences: string[];
-                        /** @description deliveries per second at most; absent = no limit */
-                        rateLimit?: number;
-                        /** @description the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret */
-                        secret: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["CreatedSubscription"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -4744,58 +6706,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        _id: string;
-                        accountId: string;
-                        active: boolean;
-                        callback: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            };
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders: {
-                                [key: string]: string;
-                            };
-                            url: string;
-                        };
-                        /** Format: date-time */
-                        createdAt: string;
-                        description: string;
-                        /** Format: date-time */
-                        disabledAt?: string;
-                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                        disabledReason?: string;
-                        event: string;
-                        experiences: string[];
-                        /** @description deliveries per second at most; absent = no limit */
-                        rateLimit?: number;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Subscription"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -4857,61 +6768,10 @@ export interface operations {
             };
             cookie?: never;
         };
+        /** @description the body of a creation (`event` and `callback` required) and of an update (members omitted are kept) */
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description read-only: may be echoed back unchanged */
-                    _id?: string;
-                    /** @description read-only: may be echoed back unchanged */
-                    accountId?: string;
-                    active?: boolean;
-                    callback?: {
-                        authorization?: {
-                            /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                            Basic?: string;
-                            /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                            Bearer?: string;
-                            /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                            mtls?: {
-                                twoFactor?: {
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                            };
-                            oauth2?: {
-                                audience?: string;
-                                client_id: string;
-                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                client_secret: string;
-                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                url: string;
-                            };
-                        } | null;
-                        /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                        customHeaders?: {
-                            [key: string]: string;
-                        };
-                        /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
-                        url: string;
-                    };
-                    /** @description read-only: ignored */
-                    createdAt?: string;
-                    description?: string;
-                    /** @description registered-request | processed-request (plural forms accepted) */
-                    event?: string;
-                    /** @description experience names; [] = every experience */
-                    experiences?: string[];
-                    /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
-                    rateLimit?: number | null;
-                    /** @description read-only: ignored */
-                    updatedAt?: string;
-                };
+                "application/json": components["schemas"]["SubscriptionInput"];
             };
         };
         responses: {
@@ -4921,58 +6781,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        _id: string;
-                        accountId: string;
-                        active: boolean;
-                        callback: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            };
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders: {
-                                [key: string]: string;
-                            };
-                            url: string;
-                        };
-                        /** Format: date-time */
-                        createdAt: string;
-                        description: string;
-                        /** Format: date-time */
-                        disabledAt?: string;
-                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                        disabledReason?: string;
-                        event: string;
-                        experiences: string[];
-                        /** @description deliveries per second at most; absent = no limit */
-                        rateLimit?: number;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Subscription"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -5122,18 +6931,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: date-time
-                     * @description RFC 3339; failures completed at or after it
-                     */
-                    since: string;
-                    /**
-                     * Format: date-time
-                     * @description RFC 3339; failures completed before it (default and cap: now)
-                     */
-                    until?: string;
-                };
+                "application/json": components["schemas"]["RecoveryWindow"];
             };
         };
         responses: {
@@ -5143,10 +6941,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description notifications given one more attempt */
-                        recovered: number;
-                    };
+                    "application/json": components["schemas"]["RecoveryResult"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -5247,17 +7042,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
-                         */
-                        previousSecretExpiresAt?: string;
-                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["SigningSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -5321,10 +7106,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h` */
-                    overlap?: string;
-                };
+                "application/json": components["schemas"]["SecretRotation"];
             };
         };
         responses: {
@@ -5338,17 +7120,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
-                         */
-                        previousSecretExpiresAt?: string;
-                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["SigningSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -5438,70 +7210,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in the window: the sums of `series` */
-                        attempts: {
-                            /** @description attempts that failed with no attempt left: the notification ended failed */
-                            failed: number;
-                            /** @description attempts that failed with another attempt scheduled */
-                            retry: number;
-                            /** @description attempts the receiver answered with a 2xx */
-                            succeeded: number;
-                        };
-                        /** @description failed attempts (not notifications) since the last successful one, not limited to the window */
-                        consecutiveFailures: number;
-                        /** @description notifications (not attempts) of this subscription whose status is failed now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again */
-                        failed: number;
-                        lastFailure: {
-                            /** Format: date-time */
-                            at: string;
-                            error: string | null;
-                            statusCode: number | null;
-                        } | null;
-                        lastSuccess: {
-                            /** Format: date-time */
-                            at: string;
-                            statusCode: number | null;
-                        } | null;
-                        /** @description of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts */
-                        latencyMs: {
-                            p50: number | null;
-                            p95: number | null;
-                        };
-                        /** @description notifications (not attempts) of this subscription waiting for an attempt now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=pending lists */
-                        pending: number;
-                        /** @description the window in equal buckets, oldest first, every bucket present (no attempt: zeros, null rate and latency): `1h` 12 × 5 minutes, `24h` 24 × 1 hour, `7d` 28 × 6 hours. Read from the same rollup as the window's figures: the buckets' attempts add up to `attempts` */
-                        series: {
-                            /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in this bucket */
-                            attempts: {
-                                /** @description attempts that failed with no attempt left: the notification ended failed */
-                                failed: number;
-                                /** @description attempts that failed with another attempt scheduled */
-                                retry: number;
-                                /** @description attempts the receiver answered with a 2xx */
-                                succeeded: number;
-                            };
-                            /** @description of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts */
-                            latencyMs: {
-                                p50: number | null;
-                                p95: number | null;
-                            };
-                            /**
-                             * Format: date-time
-                             * @description start of the bucket; it ends where the next one starts, the last one at the end of the five-minute bucket in progress
-                             */
-                            start: string;
-                            successRate: number | null;
-                        }[];
-                        /**
-                         * Format: date-time
-                         * @description start of the window and of its first bucket: the window ends with the five-minute bucket in progress and is exactly as long as its name, so `1h` covers the last 55 to 60 minutes
-                         */
-                        since: string;
-                        successRate: number | null;
-                        /** @description 1h | 24h | 7d */
-                        window: string;
-                    };
+                    "application/json": components["schemas"]["EndpointStats"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -5571,10 +7280,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description the delivery log entry; also the webhook-id */
-                        notificationId: string;
-                    };
+                    "application/json": components["schemas"]["TestSendAccepted"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -5636,6 +7342,8 @@ export interface operations {
     listAccounts: {
         parameters: {
             query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
                 /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
@@ -5653,26 +7361,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description false: the account's clients can no longer obtain tokens */
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        id: string;
-                        isOperator: boolean;
-                        name: string;
-                    }[] | {
-                        data: {
-                            /** @description false: the account's clients can no longer obtain tokens */
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            id: string;
-                            isOperator: boolean;
-                            name: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["Account"][] | components["schemas"]["AccountPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -5724,16 +7413,17 @@ export interface operations {
     };
     createAccount: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                "application/json": components["schemas"]["AccountCreate"];
             };
         };
         responses: {
@@ -5743,15 +7433,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description false: the account's clients can no longer obtain tokens */
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        id: string;
-                        isOperator: boolean;
-                        name: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -5830,7 +7512,10 @@ export interface operations {
     };
     getAccount: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -5845,15 +7530,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description false: the account's clients can no longer obtain tokens */
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        id: string;
-                        isOperator: boolean;
-                        name: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -5905,7 +7582,10 @@ export interface operations {
     };
     updateAccount: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -5914,10 +7594,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    active?: boolean;
-                    name?: string;
-                };
+                "application/json": components["schemas"]["AccountUpdate"];
             };
         };
         responses: {
@@ -5927,15 +7604,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description false: the account's clients can no longer obtain tokens */
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        id: string;
-                        isOperator: boolean;
-                        name: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -6015,6 +7684,8 @@ export interface operations {
     listClients: {
         parameters: {
             query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
                 /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
@@ -6034,32 +7705,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        client_id: string;
-                        /** Format: date-time */
-                        createdAt: string;
-                        previous_secret_valid_until: string | null;
-                        /** @description space-separated */
-                        scopes: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    }[] | {
-                        data: {
-                            accountId: string;
-                            active: boolean;
-                            client_id: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            previous_secret_valid_until: string | null;
-                            /** @description space-separated */
-                            scopes: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["Client"][] | components["schemas"]["ClientPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -6111,7 +7757,10 @@ export interface operations {
     };
     createClient: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -6120,14 +7769,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description an array of scopes or one space-separated string */
-                    scopes?: string[] | string;
-                };
+                "application/json": components["schemas"]["ClientCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description a client as created: with its secret, shown this once */
             201: {
                 headers: {
                     /** @description the answer carries a secret: never stored by a cache */
@@ -6137,14 +7783,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        client_id: string;
-                        /** @description shown once; only its hash is stored */
-                        client_secret: string;
-                        /** @description space-separated */
-                        scopes: string;
-                    };
+                    "application/json": components["schemas"]["IssuedClient"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -6214,7 +7853,10 @@ export interface operations {
     };
     deleteClient: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 clientId: string;
@@ -6280,7 +7922,10 @@ export interface operations {
     };
     updateClient: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 clientId: string;
@@ -6290,11 +7935,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    active?: boolean;
-                    /** @description an array of scopes or one space-separated string */
-                    scopes?: string[] | string;
-                };
+                "application/json": components["schemas"]["ClientUpdate"];
             };
         };
         responses: {
@@ -6304,18 +7945,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        client_id: string;
-                        /** Format: date-time */
-                        createdAt: string;
-                        previous_secret_valid_until: string | null;
-                        /** @description space-separated */
-                        scopes: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Client"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -6385,7 +8015,10 @@ export interface operations {
     };
     rotateClientSecret: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 clientId: string;
@@ -6405,13 +8038,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        client_id: string;
-                        /** @description shown once */
-                        client_secret: string;
-                        /** Format: date-time */
-                        previous_secret_valid_until: string;
-                    };
+                    "application/json": components["schemas"]["RotatedClientSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -6464,6 +8091,8 @@ export interface operations {
     listConsoleLinks: {
         parameters: {
             query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
                 /** @description page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}` */
@@ -6483,46 +8112,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description the code could be exchanged until then
-                         */
-                        expiresAt: string;
-                        id: string;
-                        /** @description when an operator revoked the link; null unless revoked */
-                        revokedAt: string | null;
-                        /** @description when the session's token expires; null while unused */
-                        sessionExpiresAt: string | null;
-                        /** @description lifetime of the session the code opens */
-                        tokenTtlSeconds: number;
-                        /** @description when the code was exchanged (the session began); null while unused */
-                        usedAt: string | null;
-                    }[] | {
-                        data: {
-                            accountId: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            /**
-                             * Format: date-time
-                             * @description the code could be exchanged until then
-                             */
-                            expiresAt: string;
-                            id: string;
-                            /** @description when an operator revoked the link; null unless revoked */
-                            revokedAt: string | null;
-                            /** @description when the session's token expires; null while unused */
-                            sessionExpiresAt: string | null;
-                            /** @description lifetime of the session the code opens */
-                            tokenTtlSeconds: number;
-                            /** @description when the code was exchanged (the session began); null while unused */
-                            usedAt: string | null;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["ConsoleLink"][] | components["schemas"]["ConsoleLinkPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -6574,7 +8164,10 @@ export interface operations {
     };
     createConsoleLink: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -6583,14 +8176,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description lifetime of the token the link grants: `30m`, `1h` (default), at most `24h` */
-                    ttl?: string;
-                };
+                "application/json": components["schemas"]["ConsoleLinkCreate"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description a console link as created: with its URL, shown this once */
             201: {
                 headers: {
                     /** @description the answer carries a secret: never stored by a cache */
@@ -6600,19 +8190,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description the code can be exchanged until then (10 minutes), once
-                         */
-                        expiresAt: string;
-                        /** @description the link (`cln_…`): `DELETE …/console-links/{linkId}` revokes it and the session it opened */
-                        id: string;
-                        /** @description lifetime of the access token the code grants */
-                        tokenTtlSeconds: number;
-                        /** @description `PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log */
-                        url: string;
-                    };
+                    "application/json": components["schemas"]["CreatedConsoleLink"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -6691,7 +8269,10 @@ export interface operations {
     };
     revokeConsoleLink: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -6777,54 +8358,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        events: string[];
-                        id: string;
-                        name: string;
-                        prizes: {
-                            bucket: string;
-                            description: string;
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            quantity: number;
-                            /** @description units left; null = unlimited */
-                            stock: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    }[] | {
-                        data: {
-                            accountId: string;
-                            active: boolean;
-                            /** Format: date-time */
-                            createdAt: string;
-                            events: string[];
-                            id: string;
-                            name: string;
-                            prizes: {
-                                bucket: string;
-                                description: string;
-                                id: string;
-                                kind: "coupon" | "payment" | "physical";
-                                quantity: number;
-                                /** @description units left; null = unlimited */
-                                stock: number | null;
-                                title: string;
-                                value: number;
-                            }[];
-                            title: string;
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["Experience"][] | components["schemas"]["ExperiencePage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -6886,42 +8420,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description read-only: ignored (the account comes from ?accountId= or --account) */
-                    accountId?: string;
-                    /** @default true */
-                    active?: boolean;
-                    /** @description read-only: ignored */
-                    createdAt?: string;
-                    /**
-                     * @description request `event` values allowed; empty = any
-                     * @default []
-                     */
-                    events?: string[];
-                    /** @description read-only: ignored */
-                    id?: string;
-                    /** @description the key requests use (`experience`); unique per account */
-                    name: string;
-                    /** @default [] */
-                    prizes?: {
-                        /** @description prize name, reported as deliveryDetail.info.bucket */
-                        bucket: string;
-                        /** @default  */
-                        description?: string;
-                        /** @description unique within the experience; reported as rewardId */
-                        id: string;
-                        kind: "coupon" | "payment" | "physical";
-                        /** @default 1 */
-                        quantity?: number;
-                        /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
-                        stock?: number | null;
-                        title: string;
-                        value: number;
-                    }[];
-                    title: string;
-                    /** @description read-only: ignored */
-                    updatedAt?: string;
-                };
+                "application/json": components["schemas"]["ExperienceCreate"];
             };
         };
         responses: {
@@ -6931,29 +8430,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        events: string[];
-                        id: string;
-                        name: string;
-                        prizes: {
-                            bucket: string;
-                            description: string;
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            quantity: number;
-                            /** @description units left; null = unlimited */
-                            stock: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Experience"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -7050,29 +8527,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        events: string[];
-                        id: string;
-                        name: string;
-                        prizes: {
-                            bucket: string;
-                            description: string;
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            quantity: number;
-                            /** @description units left; null = unlimited */
-                            stock: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Experience"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -7136,37 +8591,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description read-only: ignored (the account comes from ?accountId= or --account) */
-                    accountId?: string;
-                    active?: boolean;
-                    /** @description read-only: ignored */
-                    createdAt?: string;
-                    /** @description request `event` values allowed; empty = any */
-                    events?: string[];
-                    /** @description read-only: ignored */
-                    id?: string;
-                    /** @description the key requests use (`experience`); unique per account */
-                    name?: string;
-                    prizes?: {
-                        /** @description prize name, reported as deliveryDetail.info.bucket */
-                        bucket: string;
-                        /** @default  */
-                        description?: string;
-                        /** @description unique within the experience; reported as rewardId */
-                        id: string;
-                        kind: "coupon" | "payment" | "physical";
-                        /** @default 1 */
-                        quantity?: number;
-                        /** @description units left, null = unlimited. Omitted: unlimited for a new prize, unchanged for a prize id that already exists */
-                        stock?: number | null;
-                        title: string;
-                        value: number;
-                    }[];
-                    title?: string;
-                    /** @description read-only: ignored */
-                    updatedAt?: string;
-                };
+                "application/json": components["schemas"]["ExperienceUpdate"];
             };
         };
         responses: {
@@ -7176,29 +8601,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        active: boolean;
-                        /** Format: date-time */
-                        createdAt: string;
-                        events: string[];
-                        id: string;
-                        name: string;
-                        prizes: {
-                            bucket: string;
-                            description: string;
-                            id: string;
-                            kind: "coupon" | "payment" | "physical";
-                            quantity: number;
-                            /** @description units left; null = unlimited */
-                            stock: number | null;
-                            title: string;
-                            value: number;
-                        }[];
-                        title: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Experience"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -7352,9 +8755,422 @@ export interface operations {
             };
         };
     };
+    getDeliveryPolicy: {
+        parameters: {
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How notifications are delivered and retried in this deployment (its operator's settings); the same for every account */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryPolicy"];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token may not be used here */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createListenSession: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ListenSessionInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    /** @description the answer carries a secret: never stored by a cache */
+                    "Cache-Control"?: "no-store";
+                    /** @description the same, for HTTP/1.0 caches */
+                    Pragma?: "no-cache";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenSession"];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the `accountId` given is unknown, or not the caller’s (only operators act for other accounts) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteListenSession: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the listen session */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    pollListenDeliveries: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+                /** @description at most this many deliveries; default 10 */
+                limit?: number;
+                /** @description seconds to wait for a delivery when none is waiting (long poll); default 0 */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                /** @description the listen session */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenDeliveries"];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    reportListenResult: {
+        parameters: {
+            query?: {
+                /** @description operators: act for this account */
+                accountId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description the delivery (its `notificationId`) */
+                notificationId: string;
+                /** @description the listen session */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ListenResultInput"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenResult"];
+                };
+            };
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the token lacks the scope `subscriptions:write` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not found (or another account’s), or the `accountId` given is unknown */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the delivery is not waiting for a result: already reported, or not handed out by a poll */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is larger than 1 MiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the body is not `application/json` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getMe: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -7367,14 +9183,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        accountId: string;
-                        clientId: string;
-                        scopes: string[];
-                    };
+                    "application/json": components["schemas"]["Me"];
                 };
             };
-            /** @description the Authorization header is malformed */
+            /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7428,7 +9240,7 @@ export interface operations {
                 accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
-                event?: "registered-requests" | "processed-requests";
+                event?: "registered-requests" | "processed-requests" | "disabled-subscriptions" | "failed-notifications";
                 limit?: number;
                 /** @description only the notifications of this request */
                 requestId?: string;
@@ -7452,34 +9264,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data: {
-                            attemptCount: number;
-                            completedAt: string | null;
-                            /** Format: date-time */
-                            createdAt: string;
-                            event: string;
-                            /** @description also the webhook-id header of every attempt */
-                            id: string;
-                            lastError: string | null;
-                            lastStatusCode: number | null;
-                            nextAttemptAt: string | null;
-                            payload: {
-                                [key: string]: unknown;
-                            };
-                            requestId: string;
-                            status: "pending" | "succeeded" | "failed";
-                            subscriptionId: string | null;
-                            /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                            test: boolean;
-                            /** Format: date-time */
-                            updatedAt: string;
-                            url: string;
-                            /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
-                            waitingFor?: string;
-                        }[];
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["NotificationPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -7531,7 +9316,10 @@ export interface operations {
     };
     getNotification: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 notificationId: string;
@@ -7540,52 +9328,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description a notification with every delivery attempt */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        attemptCount: number;
-                        completedAt: string | null;
-                        /** Format: date-time */
-                        createdAt: string;
-                        event: string;
-                        /** @description also the webhook-id header of every attempt */
-                        id: string;
-                        lastError: string | null;
-                        lastStatusCode: number | null;
-                        nextAttemptAt: string | null;
-                        payload: {
-                            [key: string]: unknown;
-                        };
-                        requestId: string;
-                        status: "pending" | "succeeded" | "failed";
-                        subscriptionId: string | null;
-                        /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                        test: boolean;
-                        /** Format: date-time */
-                        updatedAt: string;
-                        url: string;
-                        /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
-                        waitingFor?: string;
-                    } & {
-                        attempts: {
-                            /** Format: date-time */
-                            at: string;
-                            attempt: number;
-                            error: string | null;
-                            latencyMs: number;
-                            outcome: "succeeded" | "retry" | "failed";
-                            requestHeaders: {
-                                [key: string]: string;
-                            } | null;
-                            responseBody: string | null;
-                            statusCode: number | null;
-                            url: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["NotificationDetail"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -7637,7 +9386,10 @@ export interface operations {
     };
     retryNotification: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 notificationId: string;
@@ -7652,31 +9404,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        attemptCount: number;
-                        completedAt: string | null;
-                        /** Format: date-time */
-                        createdAt: string;
-                        event: string;
-                        /** @description also the webhook-id header of every attempt */
-                        id: string;
-                        lastError: string | null;
-                        lastStatusCode: number | null;
-                        nextAttemptAt: string | null;
-                        payload: {
-                            [key: string]: unknown;
-                        };
-                        requestId: string;
-                        status: "pending" | "succeeded" | "failed";
-                        subscriptionId: string | null;
-                        /** @description a test send (POST /subscriptions/{id}/test): sample body, one attempt, `x-webhook-test: true` to the receiver */
-                        test: boolean;
-                        /** Format: date-time */
-                        updatedAt: string;
-                        url: string;
-                        /** @description a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile */
-                        waitingFor?: string;
-                    };
+                    "application/json": components["schemas"]["Notification"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -7715,6 +9443,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description a copy forwarded by `rewards listen` (url `listen:…`): it is not retried */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds */
             503: {
                 headers: {
@@ -7735,55 +9472,72 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/x-www-form-urlencoded": {
-                    client_id?: string;
-                    client_secret?: string;
-                    /** @description console-link grant: the one-time code from the fragment of the console link (`#link=…`); single use, valid 10 minutes */
-                    code?: string;
-                    /** @description `client_credentials`, or `urn:rewards:params:oauth:grant-type:console-link` to exchange a console link's code */
-                    grant_type?: string;
-                    /** @description client_credentials: required; console-link: optional, a subset of the scopes the link grants */
-                    scope?: string;
-                } & {
-                    [key: string]: unknown;
-                };
+                "application/x-www-form-urlencoded": components["schemas"]["TokenRequest"];
             };
         };
         responses: {
-            /** @description Default Response */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        error: string;
-                        error_description?: string;
-                    };
-                };
-            };
             /** @description Default Response */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        access_token: string;
-                        /** @description lifetime in seconds */
-                        expires_in: number;
-                        /** @description granted scopes (v2) */
-                        scope?: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                    };
+                    "application/json": components["schemas"]["TokenResponse"];
+                };
+            };
+            /** @description invalid_request (a parameter missing, repeated or malformed, another Content-Type than a form), unsupported_grant_type, invalid_scope, invalid_grant (a console link code used, expired or unknown) or unauthorized_client (the client holds no scope) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
+            /** @description invalid_client: the client id or secret is wrong, or the client or its account is deactivated (with `WWW-Authenticate: Basic` when the credentials came as HTTP Basic) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
+            /** @description invalid_request: the body is larger than 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
+            /** @description temporarily_unavailable: too many failed authentication attempts from this address; retry after `Retry-After` seconds */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
+                };
+            };
+            /** @description temporarily_unavailable: the database is unavailable right now; nothing was issued, retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenError"];
                 };
             };
         };
     };
     getRequestEvents: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -7798,17 +9552,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data?: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        date: string;
-                        experience: string;
-                        name: string;
-                        refId: string;
-                        title: string;
-                    }[];
+                    "application/json": components["schemas"]["RequestEvent"][];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -7860,7 +9604,10 @@ export interface operations {
     };
     createRequestEvent: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -7869,18 +9616,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description required with trackingCode and trackingLink for em-rota-de-entrega; other members are kept */
-                    data?: {
-                        trackingCode?: string;
-                        trackingLink?: string;
-                    };
-                    /** @enum {string} */
-                    name: "em-rota-de-entrega" | "pedido-entregue";
-                    /** @description the partner's transaction id; (request, name, refId) makes the post idempotent */
-                    refId: string;
-                    title?: string;
-                };
+                "application/json": components["schemas"]["RequestEventCreate"];
             };
         };
         responses: {
@@ -7890,17 +9626,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data?: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        date: string;
-                        experience: string;
-                        name: string;
-                        refId: string;
-                        title: string;
-                    };
+                    "application/json": components["schemas"]["RequestEvent"];
                 };
             };
             /** @description Default Response */
@@ -7909,17 +9635,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        data?: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        date: string;
-                        experience: string;
-                        name: string;
-                        refId: string;
-                        title: string;
-                    };
+                    "application/json": components["schemas"]["RequestEvent"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -8026,86 +9742,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description newest first; each as GET /requests/{id} shows it */
-                        data: {
-                            canceled?: {
-                                deliveryDetail: {
-                                    forwarded: boolean;
-                                    info: {
-                                        description: string;
-                                        /** @enum {string} */
-                                        name: "canceled";
-                                        paymentId: string;
-                                        reason: string;
-                                        /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
-                                        reasonCode: number;
-                                    };
-                                    /** Format: date-time */
-                                    timestamp: string;
-                                };
-                                name: string;
-                                /** @description true when the prize has value 0 */
-                                priceless: boolean;
-                                quantity: number;
-                                title: string;
-                                value: number;
-                            }[];
-                            /** Format: date-time */
-                            concluded?: string;
-                            /** Format: date-time */
-                            createdAt: string;
-                            data?: unknown;
-                            delivered?: {
-                                deliveryDetail: {
-                                    /** @description true for physical prizes, handed to a delivery partner */
-                                    forwarded: boolean;
-                                    info: {
-                                        bucket: string;
-                                        /** @description coupon code of a coupon prize, else "" */
-                                        coupon: string;
-                                        description: string;
-                                        /** @enum {string} */
-                                        name: "delivered";
-                                        /** @description payment id of a payment prize, else "" */
-                                        paymentId: string;
-                                        requestId: string;
-                                        /** @description prize id */
-                                        rewardId: string;
-                                        /** @description the request's event ("" when none) */
-                                        triggerId: string;
-                                    };
-                                    /** Format: date-time */
-                                    timestamp: string;
-                                };
-                                /** @description experience name */
-                                name: string;
-                                quantity: number;
-                                /** @description experience title */
-                                title: string;
-                                value: number;
-                            }[];
-                            errorCode?: string;
-                            event?: string;
-                            experience: string;
-                            id: string;
-                            message?: string;
-                            processedCallbackUrl?: string;
-                            /**
-                             * Format: date-time
-                             * @description when registration decided (registered or rejected)
-                             */
-                            registeredAt?: string;
-                            registeredCallbackUrl?: string;
-                            rewardValue?: number;
-                            /** @enum {string} */
-                            status: "received" | "registered" | "rejected" | "processed" | "failed";
-                            /** Format: date-time */
-                            updatedAt: string;
-                        }[];
-                        /** @description pass it as `cursor` for the next page; null on the last page */
-                        nextCursor: string | null;
-                    };
+                    "application/json": components["schemas"]["RewardRequestPage"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -8157,7 +9794,10 @@ export interface operations {
     };
     createRequest: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: {
                 /** @description replays the first response for 24 h */
                 "idempotency-key"?: string;
@@ -8167,18 +9807,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description order data: a JSON object (anything else is rejected at registration with INVALID_DATA) */
-                    data?: unknown;
-                    /** @description campaign event; must be one of the experience's events when it lists any */
-                    event?: string;
-                    /** @description name of one of the account's experiences */
-                    experience: string;
-                    /** @description notified with processed-requests for this request only */
-                    processedCallbackUrl?: string;
-                    /** @description notified with registered-requests for this request only */
-                    registeredCallbackUrl?: string;
-                };
+                "application/json": components["schemas"]["RewardRequestCreate"];
             };
         };
         responses: {
@@ -8188,11 +9817,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** @enum {string} */
-                        status: "received";
-                    };
+                    "application/json": components["schemas"]["RewardRequestAccepted"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -8271,7 +9896,10 @@ export interface operations {
     };
     getRequest: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description operators (scope `admin`): act for this account; for anyone else another account's id is a 404, as is an unknown one */
+                accountId?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -8286,81 +9914,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        canceled?: {
-                            deliveryDetail: {
-                                forwarded: boolean;
-                                info: {
-                                    description: string;
-                                    /** @enum {string} */
-                                    name: "canceled";
-                                    paymentId: string;
-                                    reason: string;
-                                    /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
-                                    reasonCode: number;
-                                };
-                                /** Format: date-time */
-                                timestamp: string;
-                            };
-                            name: string;
-                            /** @description true when the prize has value 0 */
-                            priceless: boolean;
-                            quantity: number;
-                            title: string;
-                            value: number;
-                        }[];
-                        /** Format: date-time */
-                        concluded?: string;
-                        /** Format: date-time */
-                        createdAt: string;
-                        data?: unknown;
-                        delivered?: {
-                            deliveryDetail: {
-                                /** @description true for physical prizes, handed to a delivery partner */
-                                forwarded: boolean;
-                                info: {
-                                    bucket: string;
-                                    /** @description coupon code of a coupon prize, else "" */
-                                    coupon: string;
-                                    description: string;
-                                    /** @enum {string} */
-                                    name: "delivered";
-                                    /** @description payment id of a payment prize, else "" */
-                                    paymentId: string;
-                                    requestId: string;
-                                    /** @description prize id */
-                                    rewardId: string;
-                                    /** @description the request's event ("" when none) */
-                                    triggerId: string;
-                                };
-                                /** Format: date-time */
-                                timestamp: string;
-                            };
-                            /** @description experience name */
-                            name: string;
-                            quantity: number;
-                            /** @description experience title */
-                            title: string;
-                            value: number;
-                        }[];
-                        errorCode?: string;
-                        event?: string;
-                        experience: string;
-                        id: string;
-                        message?: string;
-                        processedCallbackUrl?: string;
-                        /**
-                         * Format: date-time
-                         * @description when registration decided (registered or rejected)
-                         */
-                        registeredAt?: string;
-                        registeredCallbackUrl?: string;
-                        rewardValue?: number;
-                        /** @enum {string} */
-                        status: "received" | "registered" | "rejected" | "processed" | "failed";
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["RewardRequest"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -8432,17 +9986,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
-                         */
-                        previousSecretExpiresAt?: string;
-                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["SigningSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -8504,10 +10048,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h` */
-                    overlap?: string;
-                };
+                "application/json": components["schemas"]["SecretRotation"];
             };
         };
         responses: {
@@ -8521,17 +10062,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
-                         */
-                        previousSecretExpiresAt?: string;
-                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["SigningSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -8605,7 +10136,7 @@ export interface operations {
                 /** @description operators: act for this account */
                 accountId?: string;
                 active?: boolean;
-                /** @description registered-request | processed-request (plural forms accepted) */
+                /** @description registered-request | processed-request | disabled-subscription | failed-notification (plural forms accepted) */
                 event?: string;
                 /** @description only subscriptions whose experiences name this one */
                 experience?: string;
@@ -8622,58 +10153,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        _id: string;
-                        accountId: string;
-                        active: boolean;
-                        callback: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            };
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders: {
-                                [key: string]: string;
-                            };
-                            url: string;
-                        };
-                        /** Format: date-time */
-                        createdAt: string;
-                        description: string;
-                        /** Format: date-time */
-                        disabledAt?: string;
-                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                        disabledReason?: string;
-                        event: string;
-                        experiences: string[];
-                        /** @description deliveries per second at most; absent = no limit */
-                        rateLimit?: number;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    }[];
+                    "application/json": components["schemas"]["Subscription"][];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -8733,65 +10213,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description the body of a creation (`event` and `callback` required) and of an update (members omitted are kept) */
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description read-only: may be echoed back unchanged */
-                    _id?: string;
-                    /** @description read-only: may be echoed back unchanged */
-                    accountId?: string;
-                    active?: boolean;
-                    callback?: {
-                        authorization?: {
-                            /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                            Basic?: string;
-                            /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                            Bearer?: string;
-                            /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                            mtls?: {
-                                twoFactor?: {
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                            };
-                            oauth2?: {
-                                audience?: string;
-                                client_id: string;
-                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                client_secret: string;
-                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                url: string;
-                            };
-                        } | null;
-                        /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                        customHeaders?: {
-                            [key: string]: string;
-                        };
-                        /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
-                        url: string;
-                    };
-                    /** @description read-only: ignored */
-                    createdAt?: string;
-                    description?: string;
-                    /** @description registered-request | processed-request (plural forms accepted) */
-                    event?: string;
-                    /** @description experience names; [] = every experience */
-                    experiences?: string[];
-                    /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
-                    rateLimit?: number | null;
-                    /** @description read-only: ignored */
-                    updatedAt?: string;
-                };
+                "application/json": components["schemas"]["SubscriptionInput"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description a subscription as created: with its signing secret */
             201: {
                 headers: {
                     /** @description the answer carries a secret: never stored by a cache */
@@ -8801,60 +10230,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        _id: string;
-                        accountId: string;
-                        active: boolean;
-                        callback: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            };
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders: {
-                                [key: string]: string;
-                            };
-                            url: string;
-                        };
-                        /** Format: date-time */
-                        createdAt: string;
-                        description: string;
-                        /** Format: date-time */
-                        disabledAt?: string;
-                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                        disabledReason?: string;
-                        event: string;
-                        experiences: string[];
-                        /** @description deliveries per second at most; absent = no limit */
-                        rateLimit?: number;
-                        /** @description the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret */
-                        secret: string;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["CreatedSubscription"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -8951,58 +10327,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        _id: string;
-                        accountId: string;
-                        active: boolean;
-                        callback: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            };
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders: {
-                                [key: string]: string;
-                            };
-                            url: string;
-                        };
-                        /** Format: date-time */
-                        createdAt: string;
-                        description: string;
-                        /** Format: date-time */
-                        disabledAt?: string;
-                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                        disabledReason?: string;
-                        event: string;
-                        experiences: string[];
-                        /** @description deliveries per second at most; absent = no limit */
-                        rateLimit?: number;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Subscription"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -9064,61 +10389,10 @@ export interface operations {
             };
             cookie?: never;
         };
+        /** @description the body of a creation (`event` and `callback` required) and of an update (members omitted are kept) */
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description read-only: may be echoed back unchanged */
-                    _id?: string;
-                    /** @description read-only: may be echoed back unchanged */
-                    accountId?: string;
-                    active?: boolean;
-                    callback?: {
-                        authorization?: {
-                            /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                            Basic?: string;
-                            /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                            Bearer?: string;
-                            /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                            mtls?: {
-                                twoFactor?: {
-                                    oauth2?: {
-                                        audience?: string;
-                                        client_id: string;
-                                        /** @description write-only in effect: returned masked ("****" + last 4) */
-                                        client_secret: string;
-                                        /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                        url: string;
-                                    };
-                                };
-                            };
-                            oauth2?: {
-                                audience?: string;
-                                client_id: string;
-                                /** @description write-only in effect: returned masked ("****" + last 4) */
-                                client_secret: string;
-                                /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                url: string;
-                            };
-                        } | null;
-                        /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                        customHeaders?: {
-                            [key: string]: string;
-                        };
-                        /** @description http or https, no credentials, at most 2048 characters, public address unless CALLBACK_ALLOW_PRIVATE_NETWORKS=true */
-                        url: string;
-                    };
-                    /** @description read-only: ignored */
-                    createdAt?: string;
-                    description?: string;
-                    /** @description registered-request | processed-request (plural forms accepted) */
-                    event?: string;
-                    /** @description experience names; [] = every experience */
-                    experiences?: string[];
-                    /** @description deliveries per second at most, across every worker (over the limit they wait their turn); null or absent = no limit */
-                    rateLimit?: number | null;
-                    /** @description read-only: ignored */
-                    updatedAt?: string;
-                };
+                "application/json": components["schemas"]["SubscriptionInput"];
             };
         };
         responses: {
@@ -9128,58 +10402,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        _id: string;
-                        accountId: string;
-                        active: boolean;
-                        callback: {
-                            authorization?: {
-                                /** @description base64 of "user:password", optionally prefixed with "Basic "; returned masked */
-                                Basic?: string;
-                                /** @description the token, optionally prefixed with "Bearer "; returned masked */
-                                Bearer?: string;
-                                /** @description {} = mutual TLS with the service certificate; twoFactor.oauth2 adds OAuth2 */
-                                mtls?: {
-                                    twoFactor?: {
-                                        oauth2?: {
-                                            audience?: string;
-                                            client_id: string;
-                                            /** @description write-only in effect: returned masked ("****" + last 4) */
-                                            client_secret: string;
-                                            /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                            url: string;
-                                        };
-                                    };
-                                };
-                                oauth2?: {
-                                    audience?: string;
-                                    client_id: string;
-                                    /** @description write-only in effect: returned masked ("****" + last 4) */
-                                    client_secret: string;
-                                    /** @description token endpoint (client credentials grant); same rules as callback.url */
-                                    url: string;
-                                };
-                            };
-                            /** @description header name → value; HTTP token names, no CR/LF; Host, Content-Length, Content-Type, Transfer-Encoding, Connection, Authorization and webhook-* are refused */
-                            customHeaders: {
-                                [key: string]: string;
-                            };
-                            url: string;
-                        };
-                        /** Format: date-time */
-                        createdAt: string;
-                        description: string;
-                        /** Format: date-time */
-                        disabledAt?: string;
-                        /** @description present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it */
-                        disabledReason?: string;
-                        event: string;
-                        experiences: string[];
-                        /** @description deliveries per second at most; absent = no limit */
-                        rateLimit?: number;
-                        /** Format: date-time */
-                        updatedAt: string;
-                    };
+                    "application/json": components["schemas"]["Subscription"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -9329,18 +10552,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: date-time
-                     * @description RFC 3339; failures completed at or after it
-                     */
-                    since: string;
-                    /**
-                     * Format: date-time
-                     * @description RFC 3339; failures completed before it (default and cap: now)
-                     */
-                    until?: string;
-                };
+                "application/json": components["schemas"]["RecoveryWindow"];
             };
         };
         responses: {
@@ -9350,10 +10562,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description notifications given one more attempt */
-                        recovered: number;
-                    };
+                    "application/json": components["schemas"]["RecoveryResult"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -9454,17 +10663,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
-                         */
-                        previousSecretExpiresAt?: string;
-                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["SigningSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -9528,10 +10727,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description how long the replaced secret keeps signing alongside the new one, in the duration syntax of the configuration (`30m`, `1h`, `3d`): from `0m` (it stops at once: only the new secret signs, for a secret that leaked) to `7d`. Default `24h` */
-                    overlap?: string;
-                };
+                "application/json": components["schemas"]["SecretRotation"];
             };
         };
         responses: {
@@ -9545,17 +10741,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** Format: date-time */
-                        createdAt: string;
-                        /**
-                         * Format: date-time
-                         * @description when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it (its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. Absent when there is none
-                         */
-                        previousSecretExpiresAt?: string;
-                        /** @description whsec_ + base64 of 32 random bytes (Standard Webhooks) */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["SigningSecret"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -9645,70 +10831,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in the window: the sums of `series` */
-                        attempts: {
-                            /** @description attempts that failed with no attempt left: the notification ended failed */
-                            failed: number;
-                            /** @description attempts that failed with another attempt scheduled */
-                            retry: number;
-                            /** @description attempts the receiver answered with a 2xx */
-                            succeeded: number;
-                        };
-                        /** @description failed attempts (not notifications) since the last successful one, not limited to the window */
-                        consecutiveFailures: number;
-                        /** @description notifications (not attempts) of this subscription whose status is failed now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again */
-                        failed: number;
-                        lastFailure: {
-                            /** Format: date-time */
-                            at: string;
-                            error: string | null;
-                            statusCode: number | null;
-                        } | null;
-                        lastSuccess: {
-                            /** Format: date-time */
-                            at: string;
-                            statusCode: number | null;
-                        } | null;
-                        /** @description of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts */
-                        latencyMs: {
-                            p50: number | null;
-                            p95: number | null;
-                        };
-                        /** @description notifications (not attempts) of this subscription waiting for an attempt now, test sends included: exactly those that GET /notifications?subscriptionId={id}&status=pending lists */
-                        pending: number;
-                        /** @description the window in equal buckets, oldest first, every bucket present (no attempt: zeros, null rate and latency): `1h` 12 × 5 minutes, `24h` 24 × 1 hour, `7d` 28 × 6 hours. Read from the same rollup as the window's figures: the buckets' attempts add up to `attempts` */
-                        series: {
-                            /** @description delivery attempts by outcome (attempts, not notifications: one delivered at its third attempt counts 2 retry and 1 succeeded); test sends and notifications not sent (subscription or account inactive) do not count, in this bucket */
-                            attempts: {
-                                /** @description attempts that failed with no attempt left: the notification ended failed */
-                                failed: number;
-                                /** @description attempts that failed with another attempt scheduled */
-                                retry: number;
-                                /** @description attempts the receiver answered with a 2xx */
-                                succeeded: number;
-                            };
-                            /** @description of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts */
-                            latencyMs: {
-                                p50: number | null;
-                                p95: number | null;
-                            };
-                            /**
-                             * Format: date-time
-                             * @description start of the bucket; it ends where the next one starts, the last one at the end of the five-minute bucket in progress
-                             */
-                            start: string;
-                            successRate: number | null;
-                        }[];
-                        /**
-                         * Format: date-time
-                         * @description start of the window and of its first bucket: the window ends with the five-minute bucket in progress and is exactly as long as its name, so `1h` covers the last 55 to 60 minutes
-                         */
-                        since: string;
-                        successRate: number | null;
-                        /** @description 1h | 24h | 7d */
-                        window: string;
-                    };
+                    "application/json": components["schemas"]["EndpointStats"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -9778,10 +10901,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description the delivery log entry; also the webhook-id */
-                        notificationId: string;
-                    };
+                    "application/json": components["schemas"]["TestSendAccepted"];
                 };
             };
             /** @description the request is invalid (each member at fault in `errors`), or the Authorization header is malformed */
@@ -9840,7 +10960,7 @@ export interface operations {
             };
         };
     };
-    processedRequestsWebhook: {
+    disabledSubscriptions: {
         parameters: {
             query?: never;
             header: {
@@ -9852,7 +10972,7 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description Unix seconds of this attempt; refuse stale ones */
                 "webhook-timestamp": string;
-                /** @description `registered-requests` or `processed-requests` */
+                /** @description `registered-requests` or `processed-requests`; for operational notifications `failed-notifications` or `disabled-subscriptions` */
                 "x-webhook-event": string;
                 /** @description `true` on a test send (POST /subscriptions/{id}/test); absent otherwise */
                 "x-webhook-test"?: string;
@@ -9860,67 +10980,10 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description the body of a `disabled-subscriptions` notification */
         requestBody: {
             content: {
-                "application/json": {
-                    canceled: {
-                        deliveryDetail: {
-                            forwarded: boolean;
-                            info: {
-                                description: string;
-                                /** @constant */
-                                name: "canceled";
-                                paymentId: string;
-                                reason: string;
-                                /** @description 1 out of stock, 2 prize no longer offered, 3 account inactive (deactivated by the operator before processing) */
-                                reasonCode: number;
-                            };
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                        name: string;
-                        /** @description true when the prize has value 0 */
-                        priceless: boolean;
-                        quantity: number;
-                        title: string;
-                        value: number;
-                    }[];
-                    /** Format: date-time */
-                    concluded: string;
-                    delivered: {
-                        deliveryDetail: {
-                            /** @description true for physical prizes, handed to a delivery partner */
-                            forwarded: boolean;
-                            info: {
-                                bucket: string;
-                                /** @description coupon code of a coupon prize, else "" */
-                                coupon: string;
-                                description: string;
-                                /** @constant */
-                                name: "delivered";
-                                /** @description payment id of a payment prize, else "" */
-                                paymentId: string;
-                                requestId: string;
-                                /** @description prize id */
-                                rewardId: string;
-                                /** @description the request's event ("" when none) */
-                                triggerId: string;
-                            };
-                            /** Format: date-time */
-                            timestamp: string;
-                        };
-                        /** @description experience name */
-                        name: string;
-                        quantity: number;
-                        /** @description experience title */
-                        title: string;
-                        value: number;
-                    }[];
-                    /** @description the request id */
-                    id: string;
-                    /** @description over the delivered prizes, when above zero */
-                    rewardValue?: number;
-                };
+                "application/json": components["schemas"]["DisabledSubscriptionsPayload"];
             };
         };
         responses: {
@@ -9940,7 +11003,7 @@ export interface operations {
             };
         };
     };
-    registeredRequestsWebhook: {
+    failedNotifications: {
         parameters: {
             query?: never;
             header: {
@@ -9952,7 +11015,7 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description Unix seconds of this attempt; refuse stale ones */
                 "webhook-timestamp": string;
-                /** @description `registered-requests` or `processed-requests` */
+                /** @description `registered-requests` or `processed-requests`; for operational notifications `failed-notifications` or `disabled-subscriptions` */
                 "x-webhook-event": string;
                 /** @description `true` on a test send (POST /subscriptions/{id}/test); absent otherwise */
                 "x-webhook-test"?: string;
@@ -9960,17 +11023,96 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description the body of a `failed-notifications` notification */
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description why the request was rejected */
-                    errorCode?: string;
-                    /** @description the request id */
-                    id: string;
-                    message?: string;
-                    /** @description Σ value × quantity of the prizes, when above zero */
-                    rewardValue?: number;
+                "application/json": components["schemas"]["FailedNotificationsPayload"];
+            };
+        };
+        responses: {
+            /** @description received: any 2xx ends the notification as succeeded */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
                 };
+                content?: never;
+            };
+            /** @description anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    processedRequests: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description from the subscription's authorization (Bearer, Basic, or an OAuth2 access token); absent for none or mTLS alone */
+                authorization?: string;
+                /** @description the notification id (`msg_…`): the same on every retry; deduplicate on it */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, several space-separated during a secret rotation */
+                "webhook-signature": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `registered-requests` or `processed-requests`; for operational notifications `failed-notifications` or `disabled-subscriptions` */
+                "x-webhook-event": string;
+                /** @description `true` on a test send (POST /subscriptions/{id}/test); absent otherwise */
+                "x-webhook-test"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description the body of a `processed-requests` notification */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProcessedRequestsPayload"];
+            };
+        };
+        responses: {
+            /** @description received: any 2xx ends the notification as succeeded */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    registeredRequests: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description from the subscription's authorization (Bearer, Basic, or an OAuth2 access token); absent for none or mTLS alone */
+                authorization?: string;
+                /** @description the notification id (`msg_…`): the same on every retry; deduplicate on it */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, several space-separated during a secret rotation */
+                "webhook-signature": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `registered-requests` or `processed-requests`; for operational notifications `failed-notifications` or `disabled-subscriptions` */
+                "x-webhook-event": string;
+                /** @description `true` on a test send (POST /subscriptions/{id}/test); absent otherwise */
+                "x-webhook-test"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description the body of a `registered-requests` notification */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegisteredRequestsPayload"];
             };
         };
         responses: {

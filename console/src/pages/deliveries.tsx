@@ -17,6 +17,12 @@ const FILTERS = ['status', 'subscriptionId', 'event', 'since', 'until', 'request
  * GET /v2/notifications?status=&subscriptionId=&event=&since=&until=&requestId=&limit=50&cursor=:
  * one page at a time; the newest page refreshes itself every 5 seconds while it is open.
  */
+/** A notification's request: a link, a test send's sample id, or none (a `disabled-subscriptions` notification is about no request). */
+function RequestOf({ requestId, test }: { requestId: string | null; test: boolean }) {
+  if (requestId === null) return <>—</>;
+  return test ? <code>{requestId}</code> : <a href={href(`/requests/${encodeURIComponent(requestId)}`)}>{requestId}</a>;
+}
+
 export function Deliveries() {
   const list = useListFilters('/deliveries', FILTERS);
   const { filters, cursor, draft, edit } = list;
@@ -31,7 +37,7 @@ export function Deliveries() {
               limit: PAGE,
               ...(filters.status ? { status: filters.status as 'pending' | 'succeeded' | 'failed' } : {}),
               ...(filters.subscriptionId ? { subscriptionId: filters.subscriptionId } : {}),
-              ...(filters.event ? { event: filters.event as 'registered-requests' | 'processed-requests' } : {}),
+              ...(filters.event ? { event: filters.event as 'registered-requests' | 'processed-requests' | 'failed-notifications' | 'disabled-subscriptions' } : {}),
               ...(filters.since ? { since: filters.since } : {}),
               ...(filters.until ? { until: filters.until } : {}),
               ...(filters.requestId ? { requestId: filters.requestId } : {}),
@@ -79,6 +85,8 @@ export function Deliveries() {
             ['', 'Any'],
             ['registered-requests', 'registered-requests'],
             ['processed-requests', 'processed-requests'],
+            ['failed-notifications', 'failed-notifications (operational)'],
+            ['disabled-subscriptions', 'disabled-subscriptions (operational)'],
           ]}
           error={problem?.field('querystring.event')}
           data-testid="filter-event"
@@ -144,7 +152,7 @@ export function NotificationTable({ rows }: { rows: Notification[] }) {
             <td>{n.attemptCount}</td>
             <td>{n.lastStatusCode !== null ? `HTTP ${n.lastStatusCode}` : (n.lastError ?? '—')}</td>
             <td>
-              {n.test ? <code>{n.requestId}</code> : <a href={href(`/requests/${encodeURIComponent(n.requestId)}`)}>{n.requestId}</a>}
+              <RequestOf requestId={n.requestId} test={n.test} />
             </td>
           </tr>
         ))}
@@ -270,7 +278,9 @@ export function DeliveryPage({ id }: { id: string }) {
         <dt>URL</dt>
         <dd class="url">{d.url}</dd>
         <dt>Request</dt>
-        <dd>{d.test ? <code>{d.requestId}</code> : <a href={href(`/requests/${encodeURIComponent(d.requestId)}`)}>{d.requestId}</a>}</dd>
+        <dd>
+          <RequestOf requestId={d.requestId} test={d.test} />
+        </dd>
         <dt>Subscription</dt>
         <dd>{d.subscriptionId ? <a href={href(`/subscriptions/${encodeURIComponent(d.subscriptionId)}`)}>{d.subscriptionId}</a> : "the request's own callback URL"}</dd>
         <dt>Created</dt>

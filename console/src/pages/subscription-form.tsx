@@ -82,10 +82,13 @@ export function bodyOf(form: FormState, creating: boolean): SubscriptionBody {
       break;
   }
   const headers = Object.fromEntries(form.headers.filter(([name]) => name.trim() !== '').map(([name, value]) => [name.trim(), value]));
-  const experiences = form.experiences
-    .split(/[,\n]/)
-    .map((e) => e.trim())
-    .filter(Boolean);
+  // An operational event takes no experiences (the field is hidden for it).
+  const experiences = OPERATIONAL_EVENTS.has(form.event)
+    ? []
+    : form.experiences
+        .split(/[,\n]/)
+        .map((e) => e.trim())
+        .filter(Boolean);
   const rate = form.rateLimit.trim() === '' ? null : Number(form.rateLimit);
   return {
     event: form.event,
@@ -96,6 +99,9 @@ export function bodyOf(form: FormState, creating: boolean): SubscriptionBody {
     ...(rate === null ? (creating ? {} : { rateLimit: null }) : { rateLimit: rate }),
   };
 }
+
+/** Events about the account's own deliveries, not about requests (docs/subscriptions.md, "Events"). */
+const OPERATIONAL_EVENTS = new Set(['failed-notification', 'disabled-subscription']);
 
 const PLACED = ['body.event', 'body.description', 'body.active', 'body.experiences', 'body.callback.url', 'body.callback.authorization', 'body.callback.customHeaders', 'body.rateLimit'];
 
@@ -122,13 +128,22 @@ export function SubscriptionForm({ initial, creating, busy, problem, onSubmit, s
         options={[
           ['registered-request', 'registered-request (registered or rejected)'],
           ['processed-request', 'processed-request (delivered and canceled prizes)'],
+          ['failed-notification', 'failed-notification (operational: a notification failed after its last attempt)'],
+          ['disabled-subscription', 'disabled-subscription (operational: a subscription was switched off)'],
         ]}
         error={err('body.event')}
         data-testid="sub-event"
       />
+      {OPERATIONAL_EVENTS.has(form.event) ? (
+        <p class="hint" data-testid="sub-event-operational">
+          An operational event tells you about your own deliveries, not about requests: its body names the notification or subscription concerned, so you can retry, recover or switch it back on. It takes no experiences.
+        </p>
+      ) : null}
       <Field label="Callback URL" type="url" value={form.url} onValue={(v) => set('url', v)} error={err('body.callback.url')} required data-testid="sub-url" placeholder="https://example.com/webhooks" />
       <Field label="Description" value={form.description} onValue={(v) => set('description', v)} error={err('body.description')} maxLength={500} data-testid="sub-description" />
-      <Field label="Experiences" hint="Comma-separated experience names; empty = every experience." value={form.experiences} onValue={(v) => set('experiences', v)} error={err('body.experiences')} data-testid="sub-experiences" />
+      {OPERATIONAL_EVENTS.has(form.event) ? null : (
+        <Field label="Experiences" hint="Comma-separated experience names; empty = every experience." value={form.experiences} onValue={(v) => set('experiences', v)} error={err('body.experiences')} data-testid="sub-experiences" />
+      )}
       <Field label="Rate limit (deliveries per second)" hint="1–10,000; empty = no limit." type="number" min={1} max={10000} value={form.rateLimit} onValue={(v) => set('rateLimit', v)} error={err('body.rateLimit')} data-testid="sub-rate-limit" />
       <Checkbox label="Active" checked={form.active} onChecked={(v) => set('active', v)} data-testid="sub-active" />
 

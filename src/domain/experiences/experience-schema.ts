@@ -4,7 +4,8 @@ import type { PrizeKind } from '../../storage/repositories/experiences.js';
 /**
  * The JSON an operator writes to define an experience: the admin API's POST and PUT bodies and
  * each entry of an `rewards experiences import` file. One schema, so both paths accept exactly
- * the same documents and report the same field paths.
+ * the same documents and report the same field paths. Each `title` is the type's name in the
+ * OpenAPI document's components (http/openapi.ts).
  */
 
 /** Letters, digits, `.`, `_`, `-`: safe in URLs, logs and the `experience` member of a request. */
@@ -28,7 +29,7 @@ export const PrizeInputSchema = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'PrizeInput' },
 );
 
 /** Members a GET returns but nobody writes: accepted and ignored, so a GET result can be edited and sent back. */
@@ -61,6 +62,7 @@ export const ExperienceCreateSchema = Type.Object(
   },
   {
     additionalProperties: false,
+    title: 'ExperienceCreate',
     examples: [
       {
         name: 'summer-campaign',
@@ -85,7 +87,7 @@ export const ExperienceUpdateSchema = Type.Object(
     prizes: Type.Optional(prizes()),
     ...READ_ONLY_MEMBERS,
   },
-  { additionalProperties: false, examples: [{ active: false }, { title: 'Summer campaign 2024', events: ['purchase', 'signup'] }] },
+  { additionalProperties: false, title: 'ExperienceUpdate', examples: [{ active: false }, { title: 'Summer campaign 2024', events: ['purchase', 'signup'] }] },
 );
 
 export interface PrizeInput {

@@ -7,7 +7,8 @@ const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 export function toNotificationResource(row: NotificationRow) {
   return {
     id: row.id,
-    requestId: row.request_id,
+    // '' on an operational notification about no request (disabled-subscriptions).
+    requestId: row.request_id === '' ? null : row.request_id,
     subscriptionId: row.subscription_id,
     event: row.event,
     url: row.url,

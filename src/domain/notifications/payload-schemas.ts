@@ -5,7 +5,8 @@ import { Type, type Static } from 'typebox';
  * payload builders return are derived from them (`Static`), and the OpenAPI document publishes
  * them under `webhooks` (http/schemas/webhooks.ts): what is sent and what is documented are one.
  * Objects are closed (`additionalProperties: false`), so a member added to a body without the
- * schema fails the test that validates real bodies against the published document.
+ * schema fails the test that validates real bodies against the published document. Each `title`
+ * is the type's name in the OpenAPI document's components (http/openapi.ts).
  */
 
 const closed = { additionalProperties: false } as const;
@@ -39,7 +40,7 @@ export const DeliveredItemSchema = Type.Object(
       closed,
     ),
   },
-  closed,
+  { ...closed, title: 'DeliveredItem', description: 'a prize delivered' },
 );
 
 export const CanceledItemSchema = Type.Object(
@@ -67,7 +68,7 @@ export const CanceledItemSchema = Type.Object(
       closed,
     ),
   },
-  closed,
+  { ...closed, title: 'CanceledItem', description: 'a prize canceled' },
 );
 
 /** `registered-requests`: `rewardValue` when registered with a reward; `errorCode` and `message` when rejected. */
@@ -78,7 +79,7 @@ export const RegisteredRequestsPayloadSchema = Type.Object(
     errorCode: Type.Optional(Type.String({ description: 'why the request was rejected' })),
     message: Type.Optional(Type.String()),
   },
-  { ...closed, title: 'registered-requests' },
+  { ...closed, title: 'RegisteredRequestsPayload', description: 'the body of a `registered-requests` notification' },
 );
 
 /** `processed-requests`: what was delivered and what was canceled. */
@@ -90,10 +91,48 @@ export const ProcessedRequestsPayloadSchema = Type.Object(
     delivered: Type.Array(DeliveredItemSchema),
     canceled: Type.Array(CanceledItemSchema),
   },
-  { ...closed, title: 'processed-requests' },
+  { ...closed, title: 'ProcessedRequestsPayload', description: 'the body of a `processed-requests` notification' },
 );
 
 export type DeliveredItem = Static<typeof DeliveredItemSchema>;
 export type CanceledItem = Static<typeof CanceledItemSchema>;
 export type RegisteredRequestsPayload = Static<typeof RegisteredRequestsPayloadSchema>;
 export type ProcessedRequestsPayload = Static<typeof ProcessedRequestsPayloadSchema>;
+
+/**
+ * `failed-notifications` (an operational event, services/operational-notifications.ts): a
+ * notification ended failed after its last attempt, or without one. The ids let the receiver act on
+ * it: GET /notifications/{notificationId}, POST /notifications/{notificationId}/retry, recovery.
+ */
+export const FailedNotificationsPayloadSchema = Type.Object(
+  {
+    notificationId: Type.String({ description: 'the failed notification (`msg_…`, its `webhook-id`): GET /notifications/{id} shows its attempts, POST /notifications/{id}/retry sends it again' }),
+    requestId: Type.String({ description: 'the request the failed notification was about' }),
+    event: Type.Union([Type.Literal('registered-requests'), Type.Literal('processed-requests')], { description: 'the failed notification\'s event' }),
+    url: Type.String({ description: 'the URL it was sent to' }),
+    attempts: Type.Integer({ minimum: 0, description: 'attempts made (0 when it failed without one)' }),
+    lastStatusCode: Type.Union([Type.Integer(), Type.Null()], { description: 'the HTTP status of the last answer; null when there was none (no answer, or no attempt)' }),
+    lastError: Type.Union([Type.String(), Type.Null()], { description: 'why the last attempt failed, in words; null when the receiver answered and there is nothing to add' }),
+    failedAt: Type.String({ format: 'date-time', description: 'when it ended failed (UTC)' }),
+  },
+  { ...closed, title: 'FailedNotificationsPayload', description: 'the body of a `failed-notifications` notification' },
+);
+
+/**
+ * `disabled-subscriptions` (an operational event): the service switched a subscription off because
+ * every attempt to its URL failed for SUBSCRIPTION_DISABLE_AFTER.
+ */
+export const DisabledSubscriptionsPayloadSchema = Type.Object(
+  {
+    subscriptionId: Type.String({ description: 'the subscription switched off (`sub_…`); PUT /subscriptions/{id} with `active: true` turns it on again' }),
+    event: Type.String({ description: 'its event, singular as subscriptions name it (`registered-request`, …)' }),
+    url: Type.String({ description: 'its callback URL' }),
+    reason: Type.String({ description: 'why it was switched off, in words' }),
+    disabledAt: Type.String({ format: 'date-time', description: 'when it was switched off (UTC)' }),
+    failedPending: Type.Integer({ minimum: 0, description: 'its pending notifications ended failed by the switch-off (no `failed-notifications` is sent for them); once it is on again, POST /subscriptions/{id}/recover sends them again' }),
+  },
+  { ...closed, title: 'DisabledSubscriptionsPayload', description: 'the body of a `disabled-subscriptions` notification' },
+);
+
+export type FailedNotificationsPayload = Static<typeof FailedNotificationsPayloadSchema>;
+export type DisabledSubscriptionsPayload = Static<typeof DisabledSubscriptionsPayloadSchema>;

@@ -45,8 +45,10 @@ export function isSuccessStatus(statusCode: number | undefined): boolean {
 }
 
 /** Retry-After is honoured only where HTTP gives it that meaning for a retry: 429 and 503. */
+export const RETRY_AFTER_STATUSES: readonly number[] = [429, 503];
+
 function honoursRetryAfter(statusCode: number | undefined): boolean {
-  return statusCode === 429 || statusCode === 503;
+  return statusCode !== undefined && RETRY_AFTER_STATUSES.includes(statusCode);
 }
 
 /**

@@ -10,16 +10,26 @@ import type { SubscriptionEvent } from '../subscriptions/types.js';
  *     active one gets a delivery.
  */
 export type NotificationEvent = 'registered-requests' | 'processed-requests';
+/** Operational events (services/operational-notifications.ts): about the account's own deliveries, not routed by request. */
+export type OperationalNotificationEvent = 'disabled-subscriptions' | 'failed-notifications';
+/** Every event a notification carries (its `x-webhook-event` header). */
+export type AnyNotificationEvent = NotificationEvent | OperationalNotificationEvent;
 
 /** Subscriptions store the singular event name the seed shows; notifications carry the plural. */
-export const SUBSCRIPTION_EVENT_OF: Record<NotificationEvent, SubscriptionEvent> = {
+export const SUBSCRIPTION_EVENT_OF: Record<AnyNotificationEvent, SubscriptionEvent> = {
   'registered-requests': 'registered-request',
   'processed-requests': 'processed-request',
+  'disabled-subscriptions': 'disabled-subscription',
+  'failed-notifications': 'failed-notification',
 };
-export const NOTIFICATION_EVENT_OF: Record<SubscriptionEvent, NotificationEvent> = {
+export const NOTIFICATION_EVENT_OF: Record<SubscriptionEvent, AnyNotificationEvent> = {
   'registered-request': 'registered-requests',
   'processed-request': 'processed-requests',
+  'disabled-subscription': 'disabled-subscriptions',
+  'failed-notification': 'failed-notifications',
 };
+export const isOperationalNotification = (event: AnyNotificationEvent): event is OperationalNotificationEvent =>
+  event === 'disabled-subscriptions' || event === 'failed-notifications';
 
 export interface RoutableRequest {
   experience: string;

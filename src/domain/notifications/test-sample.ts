@@ -2,6 +2,8 @@ import type { Prize } from '../../storage/repositories/experiences.js';
 import { buildProcessingResult } from '../requests/items.js';
 import type { ProcessedRequestsPayload, RegisteredRequestsPayload } from '../requests/outcomes.js';
 import { iso } from '../time.js';
+import type { DisabledSubscriptionsPayload, FailedNotificationsPayload } from './payload-schemas.js';
+import type { AnyNotificationEvent } from './routing.js';
 
 /** Header sent on every call of a test send, so a receiver can tell it from real traffic. */
 export const TEST_SEND_HEADER = 'x-webhook-test';
@@ -14,13 +16,36 @@ const SAMPLE_PRIZES: Prize[] = [
 /**
  * The body of a test send: exactly the seed's shape for the event, built by the rules that build
  * real bodies, with ids that say they are samples (`req_test_…`, `TEST-COUPON-…`). A processed
- * sample has one delivered and one canceled prize, so a receiver sees both lists filled.
+ * sample has one delivered and one canceled prize, so a receiver sees both lists filled. An
+ * operational sample names sample ids (nothing to retry, nothing to switch on).
  */
 export function sampleNotificationPayload(
-  event: 'registered-requests' | 'processed-requests',
+  event: AnyNotificationEvent,
   requestId: string,
   now: number,
-): RegisteredRequestsPayload | ProcessedRequestsPayload {
+): RegisteredRequestsPayload | ProcessedRequestsPayload | FailedNotificationsPayload | DisabledSubscriptionsPayload {
+  if (event === 'failed-notifications') {
+    return {
+      notificationId: `msg_test_${requestId.slice(-6)}`,
+      requestId,
+      event: 'processed-requests',
+      url: 'https://receiver.example/test',
+      attempts: 8,
+      lastStatusCode: 503,
+      lastError: 'callback answered HTTP 503',
+      failedAt: iso(now),
+    };
+  }
+  if (event === 'disabled-subscriptions') {
+    return {
+      subscriptionId: `sub_test_${requestId.slice(-6)}`,
+      event: 'processed-request',
+      url: 'https://receiver.example/test',
+      reason: 'every delivery attempt failed for 5 days (since 2024-07-01T12:00:00.000Z); switched off automatically (SUBSCRIPTION_DISABLE_AFTER)',
+      disabledAt: iso(now),
+      failedPending: 3,
+    };
+  }
   const rewardValue = SAMPLE_PRIZES[0]!.value;
   if (event === 'registered-requests') return { id: requestId, rewardValue };
   const result = buildProcessingResult({

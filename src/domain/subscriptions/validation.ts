@@ -1,6 +1,6 @@
 import { CallbackUrlError, parseCallbackUrl } from '../../net/callback-url.js';
 import { normalizeAuthorization } from './authorization.js';
-import { LIMITS, type CallbackBody, type FieldError, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from './types.js';
+import { isOperationalEvent, LIMITS, type CallbackBody, type FieldError, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from './types.js';
 
 /**
  * Pure validation of a subscription body whose JSON shape is already checked: the rules a schema
@@ -13,6 +13,10 @@ const EVENT_ALIASES: Record<string, SubscriptionEvent> = {
   'registered-requests': 'registered-request',
   'processed-request': 'processed-request',
   'processed-requests': 'processed-request',
+  'disabled-subscription': 'disabled-subscription',
+  'disabled-subscriptions': 'disabled-subscription',
+  'failed-notification': 'failed-notification',
+  'failed-notifications': 'failed-notification',
 };
 
 /** `registered-requests` → `registered-request`; undefined for anything else. */
@@ -88,6 +92,12 @@ export function validateExperiences(experiences: string[], path: string): FieldE
   return errors;
 }
 
+/** An operational event is about the account's deliveries, not about requests: no experiences. */
+export function validateEventExperiences(event: SubscriptionEvent, experiences: readonly string[]): FieldError[] {
+  if (isOperationalEvent(event) && experiences.length > 0) return [{ path: 'body.experiences', message: 'experiences apply to request events; leave it empty for an operational event' }];
+  return [];
+}
+
 function parseCallback(body: CallbackBody, path: string): { callback: SubscriptionChanges['callback']; errors: FieldError[] } {
   const errors: FieldError[] = [];
   try {
@@ -141,6 +151,7 @@ export function parseSubscriptionBody(
   if (body.experiences !== undefined) {
     errors.push(...validateExperiences(body.experiences, 'body.experiences'));
     changes.experiences = [...body.experiences];
+    if (changes.event) errors.push(...validateEventExperiences(changes.event, changes.experiences));
   }
   if (body.rateLimit !== undefined) {
     const limit = body.rateLimit;

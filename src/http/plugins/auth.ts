@@ -6,6 +6,8 @@ import type { Executor } from '../../storage/database.js';
 import type { TokenRevocations } from '../../services/token-revocations.js';
 import { findAccountById } from '../../storage/repositories/accounts.js';
 import { HttpProblem } from '../problem.js';
+import { addQueryParameter } from '../query-parameters.js';
+import { Type } from 'typebox';
 
 /** Who is calling: set on every protected request before its handler runs. */
 export interface AuthContext {
@@ -32,6 +34,11 @@ declare module 'fastify' {
 
 export const REALM = 'rewards';
 
+/** `?accountId=`, which every protected route takes: the account an operator acts for. */
+const ACCOUNT_ID_PARAMETER = Type.Optional(
+  Type.String({ description: 'operators (scope `admin`): act for this account; for anyone else another account\'s id is a 404, as is an unknown one' }),
+);
+
 function challenge(error?: string, description?: string, scope?: string): string {
   let value = `Bearer realm="${REALM}"`;
   if (error) value += `, error="${error}"`;
@@ -50,6 +57,8 @@ export function protectRoutes(app: TypedApp, deps: { tokens: AccessTokens; db: E
   app.decorateRequest('auth', null as unknown as AuthContext);
   app.addHook('onRoute', (route) => {
     if (!route.config?.scope) throw new Error(`route ${route.method} ${route.url} declares no scope`);
+    // Read below on every protected route, so every one of them takes it (and documents it); any other parameter it does not declare is a 400.
+    addQueryParameter(route, 'accountId', ACCOUNT_ID_PARAMETER);
   });
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const needed = request.routeOptions.config.scope!;

@@ -5,6 +5,7 @@ import { isDatabaseUnavailable } from '../../storage/database-errors.js';
 import { DomainError, invalid } from '../../domain/errors.js';
 import { HttpProblem } from '../problem.js';
 import { explainSchemaErrors } from '../../schema-validation.js';
+import { unknownParameterMessage } from '../query-parameters.js';
 
 /** Retry-After of a 503 while the database is away (a restart takes seconds). */
 export const DATABASE_RETRY_AFTER_S = 2;
@@ -16,8 +17,31 @@ export function sendProblem(reply: FastifyReply, problem: HttpProblem): FastifyR
   return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem.toJSON());
 }
 
+/**
+ * Every query parameter the route does not take, each with what it takes or the name most likely
+ * meant (src/http/query-parameters.ts); undefined when the query string has none. Read from the
+ * error of the closed schema: ajv (`verbose`) gives it the whole query object and the schema.
+ */
+function unknownParameters(errors: readonly ErrorObject[]): DomainError | undefined {
+  const error = errors.find((e) => e.keyword === 'additionalProperties' && e.instancePath === '');
+  if (!error) return undefined;
+  const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+  const sent = error.data !== null && typeof error.data === 'object' ? Object.keys(error.data) : [];
+  const unknown = sent.filter((name) => !known.includes(name));
+  if (unknown.length === 0) unknown.push(String((error.params as { additionalProperty?: unknown }).additionalProperty));
+  const faults = unknown.map((name) => ({ path: `querystring.${name}`, message: unknownParameterMessage(name, known) }));
+  if (faults.length === 1) return invalid('request querystring', faults);
+  const paths = faults.map((f) => f.path);
+  return new DomainError('invalid', `request querystring is invalid: ${paths.slice(0, -1).join(', ')} and ${paths.at(-1)} are not known parameters`, faults);
+}
+
 /** The first member at fault as `{path, message}`, in words (ajv's own messages often do not name the member or the values allowed). */
 export function formatSchemaErrors(errors: FastifySchemaValidationError[], dataVar: string): DomainError {
+  const unknown = dataVar === 'querystring' ? unknownParameters(errors as unknown as ErrorObject[]) : undefined;
+  if (unknown) {
+    for (const error of errors as Array<{ data?: unknown }>) delete error.data;
+    return unknown;
+  }
   const first = explainSchemaErrors(errors as unknown as ErrorObject[])[0] ?? { pointer: [], message: 'is invalid' };
   // Fastify keeps these errors on the problem it throws; the value sent (a secret, maybe) stays out of them.
   for (const error of errors as Array<{ data?: unknown }>) delete error.data;

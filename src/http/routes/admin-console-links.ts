@@ -7,11 +7,12 @@ import { iso } from '../../domain/time.js';
 import { findAccountById } from '../../storage/repositories/accounts.js';
 import { listConsoleLinks, type ConsoleLink } from '../../storage/repositories/console-links.js';
 import { AccountParamsSchema } from '../schemas/admin.js';
+import { IDS } from '../schemas/samples.js';
 import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
 
 const ConsoleLinkCreateSchema = Type.Object(
   { ttl: Type.Optional(Type.String({ maxLength: 20, description: 'lifetime of the token the link grants: `30m`, `1h` (default), at most `24h`' })) },
-  { additionalProperties: false, examples: [{ ttl: '30m' }, {}] },
+  { additionalProperties: false, title: 'ConsoleLinkCreate', examples: [{ ttl: '30m' }, {}] },
 );
 
 const ConsoleLinkParamsSchema = Type.Object({ id: Type.String({ maxLength: 200 }), linkId: Type.String({ maxLength: 200 }) });
@@ -21,7 +22,7 @@ const ConsoleLinkSchema = Type.Object({
   url: Type.String({ description: '`PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log' }),
   expiresAt: Type.String({ format: 'date-time', description: 'the code can be exchanged until then (10 minutes), once' }),
   tokenTtlSeconds: Type.Integer({ description: 'lifetime of the access token the code grants' }),
-}, { examples: [{ id: 'cln_01j1z9x8w7v6t5s4r3q2p1n0mk', url: 'https://rewards.example.com/console/#link=k3Yv9QeT1mZ8rB4wN6xP2cL7dH5sJ0aFgUiOqEtRyWc', expiresAt: '2024-07-01T12:10:00.000Z', tokenTtlSeconds: 1800 }] });
+}, { title: 'CreatedConsoleLink', description: 'a console link as created: with its URL, shown this once', examples: [{ id: 'cln_01j1z9x8w7v6t5s4r3q2p1n0mk', url: 'https://rewards.example.com/console/#link=k3Yv9QeT1mZ8rB4wN6xP2cL7dH5sJ0aFgUiOqEtRyWc', expiresAt: '2024-07-01T12:10:00.000Z', tokenTtlSeconds: 1800 }] });
 
 const nullableTime = (description: string) => Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
 
@@ -38,10 +39,11 @@ const ConsoleLinkStateSchema = Type.Object(
     revokedAt: nullableTime('when an operator revoked the link; null unless revoked'),
   },
   {
+    title: 'ConsoleLink',
     examples: [
       {
         id: 'cln_01j1z9x8w7v6t5s4r3q2p1n0mk',
-        accountId: 'acc_01j1z9x8w7v6t5s4r3q2p1n0ab',
+        accountId: IDS.account,
         createdAt: '2024-07-01T12:00:00.000Z',
         expiresAt: '2024-07-01T12:10:00.000Z',
         tokenTtlSeconds: 1800,

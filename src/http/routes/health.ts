@@ -4,7 +4,7 @@ import type { AppDeps } from '../../deps.js';
 import { HttpProblem } from '../problem.js';
 import { sendProblem } from '../plugins/errors.js';
 
-const Status = Type.Object({ status: Type.String() }, { examples: [{ status: 'ok' }] });
+const Status = Type.Object({ status: Type.String() }, { title: 'HealthStatus', examples: [{ status: 'ok' }] });
 
 /** Liveness says the process answers; readiness says its database takes writes (services/database-readiness.ts). */
 export async function healthRoutes(app: TypedApp, deps: AppDeps): Promise<void> {

@@ -1,6 +1,7 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
 import type { AppDeps } from '../../deps.js';
+import { IDS } from '../schemas/samples.js';
 
 /** The public keys that verify our access tokens (RFC 7517), including keys being rotated out. */
 export async function jwksRoute(app: TypedApp, deps: AppDeps): Promise<void> {
@@ -14,8 +15,8 @@ export async function jwksRoute(app: TypedApp, deps: AppDeps): Promise<void> {
         summary: 'The public keys that verify access tokens (RFC 7517 JWK Set)',
         response: {
           200: Type.Object(
-            { keys: Type.Array(Type.Object({}, { additionalProperties: true })) },
-            { examples: [{ keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'key_01j9z3k8w0a1b2c3d4e5f6g7h8', alg: 'EdDSA', use: 'sig' }] }] },
+            { keys: Type.Array(Type.Object({}, { additionalProperties: true, title: 'JsonWebKey', description: 'a public key (RFC 7517): `kty`, `crv`, `x`, `kid`, `alg`, `use`' })) },
+            { title: 'JsonWebKeySet', examples: [{ keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: IDS.signingKey, alg: 'EdDSA', use: 'sig' }] }] },
           ),
         },
       },

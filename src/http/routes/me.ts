@@ -12,13 +12,13 @@ export async function meRoute(app: TypedApp, _deps: AppDeps): Promise<void> {
       schema: {
         tags: ['oauth'],
         operationId: 'getMe',
-        description: 'Who the bearer token speaks for: the client id, its account, the scopes the token carries and whether the account is the operator.',
+        description: 'Who the bearer token speaks for: the client id, its account and the scopes the token carries (the `admin` scope marks the operator). The delivery rules in effect are at GET /delivery-policy.',
         summary: 'The authenticated client, its account and scopes',
         security: [{ bearerAuth: [] }],
         response: {
           200: Type.Object(
             { clientId: Type.String(), accountId: Type.String(), scopes: Type.Array(Type.String()) },
-            { examples: [{ clientId: IDS.client, accountId: IDS.account, scopes: ['subscriptions:read', 'subscriptions:write'] }] },
+            { title: 'Me', examples: [{ clientId: IDS.client, accountId: IDS.account, scopes: ['subscriptions:read', 'subscriptions:write'] }] },
           ),
         },
       },

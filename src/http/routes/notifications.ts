@@ -3,7 +3,8 @@ import type { AppDeps } from '../../deps.js';
 import { toAttemptResource, toNotificationResource } from '../../domain/notifications/notification-view.js';
 import { scheduleManualRetry } from '../../services/schedule-delivery.js';
 import { findNotification, listAttempts, listNotifications } from '../../storage/repositories/notifications.js';
-import { notFound } from '../../domain/errors.js';
+import { conflict, notFound } from '../../domain/errors.js';
+import { LISTEN_URL_PREFIX } from '../../storage/repositories/listen-sessions.js';
 import { createdRange } from '../schemas/paging.js';
 import {
   NotificationDetailSchema,
@@ -73,7 +74,7 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/notifications/:notificationId/retry',
     {
-      config: { scope: 'subscriptions:write' },
+      config: { scope: 'subscriptions:write', problems: { 409: 'a copy forwarded by `rewards listen` (url `listen:…`): it is not retried' } },
       schema: {
         tags: TAGS,
         security: SECURITY,
@@ -88,6 +89,8 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
     async (request, reply) => {
       const row = await findNotification(deps.db, request.params.notificationId, request.auth.accountId);
       if (!row) throw notFound('notification');
+      // A listen copy is forwarded by its CLI only (docs/delivery.md, "Listen copies"): the worker has no URL to send it to.
+      if (row.url.startsWith(LISTEN_URL_PREFIX)) throw conflict(`notification "${row.id}" is a copy forwarded by rewards listen; it cannot be retried: retry the notification sent to your receiver instead`);
       const updated = await scheduleManualRetry(deps.db, deps.signals, row.id, deps.clock());
       return reply.code(202).send(toNotificationResource(updated));
     },

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { Type } from 'typebox';
 import { OAuthError } from '../../domain/tokens/oauth-errors.js';
 import { HttpProblem } from '../problem.js';
+import { IDS } from '../schemas/samples.js';
 import type { ClientAddress } from '../client-address.js';
 import { JSON_CONTENT_TYPE, oauthErrorResponse, serverErrorResponse, TOKEN_BODY_LIMIT, type TokenEndpoint, type TokenEndpointVersion, type TokenHttpResponse } from '../token-endpoint.js';
 
@@ -12,7 +13,24 @@ import { JSON_CONTENT_TYPE, oauthErrorResponse, serverErrorResponse, TOKEN_BODY_
  * the OpenAPI description. Both hand the raw body to the same TokenEndpoint.
  */
 
-const SAMPLE_ACCESS_TOKEN = 'eyJhbGciOiJFZERTQSIsInR5cCI6ImF0K2p3dCJ9.eyJzdWIiOiJjbGlfMDFqOXozazh3MCJ9.c2lnbmF0dXJl';
+const SAMPLE_CLIENT_ID = IDS.client;
+/** An access token as the service issues one (access-tokens.ts), for the example client; its signature is made up. */
+const segment = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+const SAMPLE_ACCESS_TOKEN = [
+  segment({ alg: 'EdDSA', typ: 'at+jwt', kid: IDS.signingKey }),
+  segment({
+    iss: 'https://rewards.example.com',
+    sub: IDS.client,
+    aud: 'https://rewards.example.com',
+    exp: 1719838800,
+    iat: 1719835200,
+    jti: '5b0c8a9e-3f1d-4c2a-9e7b-2d4f6a8c0e13',
+    client_id: IDS.client,
+    scope: 'subscriptions:read subscriptions:write',
+    account_id: IDS.account,
+  }),
+  Buffer.alloc(64, 0x5a).toString('base64url'),
+].join('.');
 
 const TokenResponseSchema = Type.Object(
   {
@@ -22,14 +40,47 @@ const TokenResponseSchema = Type.Object(
     scope: Type.Optional(Type.String({ description: 'granted scopes (v2)' })),
   },
   {
-    $id: 'TokenResponse',
+    title: 'TokenResponse',
     examples: [{ access_token: SAMPLE_ACCESS_TOKEN, token_type: 'Bearer', expires_in: 3600, scope: 'subscriptions:read subscriptions:write' }],
   },
 );
 const TokenErrorSchema = Type.Object(
   { error: Type.String(), error_description: Type.Optional(Type.String()) },
-  { examples: [{ error: 'invalid_client', error_description: 'the client id or secret is wrong; check both, or ask the operator for a new secret' }, { error: 'invalid_scope', error_description: 'scope not allowed for this client: admin' }] },
+  {
+    title: 'TokenError',
+    description: 'an RFC 6749 §5.2 error',
+    examples: [{ error: 'invalid_client', error_description: 'the client id or secret is wrong; check both, or ask the operator for a new secret' }, { error: 'invalid_scope', error_description: 'scope not allowed for this client: admin' }],
+  },
 );
+
+/** One error answer of the endpoint, as the OpenAPI document lists it: an RFC 6749 body with its own example. */
+const tokenError = (description: string, error: string, errorDescription: string) => ({
+  description,
+  content: { 'application/json': { schema: TokenErrorSchema, example: { error, error_description: errorDescription } } },
+});
+
+/**
+ * Every error status the endpoint answers (oauth-errors.ts, token-endpoint.ts), listed one by one:
+ * a range such as `4XX` leaves generated clients without a status type (orval writes `status: 4XX`,
+ * which does not compile).
+ */
+const tokenErrors = (version: TokenEndpointVersion) => ({
+  400: tokenError(
+    version === 2
+      ? 'invalid_request (a parameter missing, repeated or malformed, another Content-Type than a form), unsupported_grant_type, invalid_scope, invalid_grant (a console link code used, expired or unknown) or unauthorized_client (the client holds no scope)'
+      : 'invalid_request (a member missing or malformed, another Content-Type than JSON) or unauthorized_client (the client holds no scope)',
+    'invalid_request',
+    'client_secret is required',
+  ),
+  401: tokenError(
+    'invalid_client: the client id or secret is wrong, or the client or its account is deactivated (with `WWW-Authenticate: Basic` when the credentials came as HTTP Basic)',
+    'invalid_client',
+    'the client id or secret is wrong; check both, or ask the operator for a new secret',
+  ),
+  413: tokenError(`invalid_request: the body is larger than ${TOKEN_BODY_LIMIT / 1024} KiB`, 'invalid_request', 'request body too large'),
+  429: tokenError('temporarily_unavailable: too many failed authentication attempts from this address; retry after `Retry-After` seconds', 'temporarily_unavailable', 'too many failed authentication attempts; retry later'),
+  503: tokenError('temporarily_unavailable: the database is unavailable right now; nothing was issued, retry after `Retry-After` seconds', 'temporarily_unavailable', 'the service cannot reach its database right now; retry later'),
+});
 
 const FORM_BODY = Type.Object(
   {
@@ -42,13 +93,16 @@ const FORM_BODY = Type.Object(
   {
     additionalProperties: true,
     // The seed contract's sample: the client_credentials grant with a scope.
-    examples: [{ grant_type: 'client_credentials', client_id: 'cli_01j9z3k8w0a1b2c3d4e5f6g7h8', client_secret: 'my-client-secret', scope: 'subscriptions:read subscriptions:write' }],
+    title: 'TokenRequest',
+    examples: [{ grant_type: 'client_credentials', client_id: SAMPLE_CLIENT_ID, client_secret: 'my-client-secret', scope: 'subscriptions:read subscriptions:write' }],
   },
 );
 const JSON_BODY = Type.Object(
   { client_id: Type.Optional(Type.String()), client_secret: Type.Optional(Type.String()) },
-  { additionalProperties: true, examples: [{ client_id: 'cli_01j9z3k8w0a1b2c3d4e5f6g7h8', client_secret: 'my-client-secret' }] },
+  { additionalProperties: true, title: 'TokenRequestV1', examples: [{ client_id: SAMPLE_CLIENT_ID, client_secret: 'my-client-secret' }] },
 );
+
+const TokenResponseV1Schema = Type.Omit(TokenResponseSchema, ['scope'], { title: 'TokenResponseV1', examples: [{ access_token: SAMPLE_ACCESS_TOKEN, token_type: 'Bearer', expires_in: 3600 }] });
 
 function send(reply: FastifyReply, response: TokenHttpResponse): FastifyReply {
   // A string with its content type set is sent as it is: the response schemas only document it.
@@ -92,7 +146,7 @@ async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, address
                 'with every scope except admin (or the `scope` asked, a subset), living the link\'s ttl; a used, expired or unknown code is `invalid_grant`.',
               consumes: ['application/x-www-form-urlencoded'],
               body: FORM_BODY,
-              response: { 200: TokenResponseSchema, '4xx': TokenErrorSchema },
+              response: { 200: TokenResponseSchema, ...tokenErrors(2) },
             }
           : {
               tags: ['oauth'],
@@ -100,7 +154,7 @@ async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, address
               summary: 'Obtain an access token (v1, JSON body)',
               description: 'Version 1 of the token endpoint: a JSON body `{client_id, client_secret}`, no grant_type or scope; the token carries every scope the client is allowed. Errors are RFC 6749 §5.2 bodies.',
               body: JSON_BODY,
-              response: { 200: Type.Omit(TokenResponseSchema, ['scope'], { examples: [{ access_token: SAMPLE_ACCESS_TOKEN, token_type: 'Bearer', expires_in: 3600 }] }), '4xx': TokenErrorSchema },
+              response: { 200: TokenResponseV1Schema, ...tokenErrors(1) },
             },
     },
     async (request: FastifyRequest, reply) =>

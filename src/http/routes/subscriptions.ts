@@ -81,7 +81,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       schema: {
         tags: TAGS,
         operationId: 'createSubscription',
-        description: 'Binds one event (`registered-request` or `processed-request`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience. The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown.',
+        description: 'Binds one event (`registered-request` or `processed-request`, or an operational event: `disabled-subscription`, `failed-notification`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience (an operational event takes none). The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown. The secret is the callback URL\'s: a subscription created at a URL where the account already has one gets the same secret.',
         summary: 'Create a subscription; the response carries its signing secret',
         security: SECURITY,
         querystring: OperatorQuerySchema,
@@ -183,7 +183,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
         tags: TAGS,
         operationId: 'getSubscriptionSecret',
         description:
-          'The Standard Webhooks secret (`whsec_…`) that signs this subscription\'s notifications, shown again whenever asked (the console\'s Reveal), ' +
+          'The Standard Webhooks secret (`whsec_…`) that signs this subscription\'s notifications and every other call of the account to its callback URL, shown again whenever asked (the console\'s Reveal), ' +
           'and, while a replaced secret still signs after a rotation, when it stops (`previousSecretExpiresAt`).',
         summary: 'The subscription’s current signing secret',
         security: SECURITY,
@@ -212,7 +212,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       schema: {
         tags: TAGS,
         operationId: 'rotateSubscriptionSecret',
-        description: `A new signing secret. ${ROTATION_OVERLAP_DOC}`,
+        description: `A new signing secret for the subscription\'s callback URL: every subscription of the account at that URL gets it. ${ROTATION_OVERLAP_DOC}`,
         summary: 'Replace the signing secret; the previous one keeps signing for the overlap chosen (default 24 h)',
         security: SECURITY,
         params: SubscriptionParamsSchema,
@@ -248,7 +248,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
         security: SECURITY,
         params: SubscriptionParamsSchema,
         querystring: OperatorQuerySchema,
-        response: { 202: Type.Object({ notificationId: Type.String({ description: 'the delivery log entry; also the webhook-id' }) }, { examples: [{ notificationId: 'msg_01j9z3q7v2a1b2c3d4e5f6g7h8' }] }) },
+        response: { 202: Type.Object({ notificationId: Type.String({ description: 'the delivery log entry; also the webhook-id' }) }, { title: 'TestSendAccepted', examples: [{ notificationId: 'msg_01j9z3q7v2a1b2c3d4e5f6g7h8' }] }) },
       },
     },
     async (request, reply) => {
@@ -281,9 +281,9 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
             since: Type.String({ format: 'date-time', description: 'RFC 3339; failures completed at or after it' }),
             until: Type.Optional(Type.String({ format: 'date-time', description: 'RFC 3339; failures completed before it (default and cap: now)' })),
           },
-          { additionalProperties: false, examples: [{ since: '2024-07-01T00:00:00Z', until: '2024-07-01T06:00:00Z' }, { since: '2024-07-01T00:00:00Z' }] },
+          { additionalProperties: false, title: 'RecoveryWindow', examples: [{ since: '2024-07-01T00:00:00Z', until: '2024-07-01T06:00:00Z' }, { since: '2024-07-01T00:00:00Z' }] },
         ),
-        response: { 202: Type.Object({ recovered: Type.Integer({ minimum: 0, description: 'notifications given one more attempt' }) }, { examples: [{ recovered: 1284 }] }) },
+        response: { 202: Type.Object({ recovered: Type.Integer({ minimum: 0, description: 'notifications given one more attempt' }) }, { title: 'RecoveryResult', examples: [{ recovered: 1284 }] }) },
       },
     },
     async (request, reply) => {

@@ -11,13 +11,13 @@ export const AccountSchema = Type.Object({
   active: Type.Boolean({ description: 'false: the account\'s clients can no longer obtain tokens' }),
   isOperator: Type.Boolean(),
   createdAt: Type.String({ format: 'date-time' }),
-}, { examples: [SAMPLE_ACCOUNT] });
+}, { title: 'Account', examples: [SAMPLE_ACCOUNT] });
 
-export const AccountCreateSchema = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false, examples: [{ name: 'acme' }] });
+export const AccountCreateSchema = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false, title: 'AccountCreate', examples: [{ name: 'acme' }] });
 
 export const AccountPatchSchema = Type.Object(
   { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), active: Type.Optional(Type.Boolean()) },
-  { additionalProperties: false, examples: [{ active: false }, { name: 'acme-retail' }] },
+  { additionalProperties: false, title: 'AccountUpdate', examples: [{ active: false }, { name: 'acme-retail' }] },
 );
 
 export const AccountParamsSchema = Type.Object({ id: Type.String({ maxLength: 200 }) });
@@ -29,12 +29,12 @@ const ScopesInput = Type.Union([Type.Array(Type.String({ maxLength: 100 }), { ma
 
 export const ClientCreateSchema = Type.Object(
   { scopes: Type.Optional(ScopesInput) },
-  { additionalProperties: false, examples: [{ scopes: ['requests:write', 'requests:read', 'events:read'] }, {}] },
+  { additionalProperties: false, title: 'ClientCreate', examples: [{ scopes: ['requests:write', 'requests:read', 'events:read'] }, {}] },
 );
 
 export const ClientPatchSchema = Type.Object(
   { active: Type.Optional(Type.Boolean()), scopes: Type.Optional(ScopesInput) },
-  { additionalProperties: false, examples: [{ active: false }, { scopes: 'requests:write requests:read' }] },
+  { additionalProperties: false, title: 'ClientUpdate', examples: [{ active: false }, { scopes: 'requests:write requests:read' }] },
 );
 
 /** A client as listed: never any secret, not even its hash. */
@@ -46,20 +46,20 @@ export const ClientSchema = Type.Object({
   previous_secret_valid_until: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
-}, { examples: [SAMPLE_CLIENT] });
+}, { title: 'Client', examples: [SAMPLE_CLIENT] });
 
 export const IssuedClientSchema = Type.Object({
   accountId: Type.String(),
   client_id: Type.String(),
   client_secret: Type.String({ description: 'shown once; only its hash is stored' }),
   scopes: Type.String({ description: 'space-separated' }),
-}, { examples: [{ accountId: IDS.account, client_id: IDS.client, client_secret: 'rrs_cs_example-only-Wq3pV8yJ2mK5tR9xL4nB7dF1hG6sA0cE', scopes: SAMPLE_CLIENT.scopes }] });
+}, { title: 'IssuedClient', description: 'a client as created: with its secret, shown this once', examples: [{ accountId: IDS.account, client_id: IDS.client, client_secret: 'rrs_cs_example-only-Wq3pV8yJ2mK5tR9xL4nB7dF1hG6sA0cE', scopes: SAMPLE_CLIENT.scopes }] });
 
 export const RotatedSecretSchema = Type.Object({
   client_id: Type.String(),
   client_secret: Type.String({ description: 'shown once' }),
   previous_secret_valid_until: Type.String({ format: 'date-time' }),
-}, { examples: [{ client_id: IDS.client, client_secret: 'rrs_cs_example-only-Zr8tN2wQ5yH1kM4pV7bX3jC6gF9dS0aL', previous_secret_valid_until: '2024-07-02T12:00:00.000Z' }] });
+}, { title: 'RotatedClientSecret', examples: [{ client_id: IDS.client, client_secret: 'rrs_cs_example-only-Zr8tN2wQ5yH1kM4pV7bX3jC6gF9dS0aL', previous_secret_valid_until: '2024-07-02T12:00:00.000Z' }] });
 
 export function accountToJson(account: Account) {
   return { id: account.id, name: account.name, active: account.active, isOperator: account.isOperator, createdAt: iso(account.createdAt) };

@@ -14,7 +14,7 @@ const PrizeSchema = Type.Object({
   quantity: Type.Integer(),
   kind: Type.Union([Type.Literal('coupon'), Type.Literal('payment'), Type.Literal('physical')]),
   stock: Type.Union([Type.Integer(), Type.Null()], { description: 'units left; null = unlimited' }),
-});
+}, { title: 'Prize' });
 
 export const ExperienceSchema = Type.Object({
   id: Type.String(),
@@ -26,7 +26,7 @@ export const ExperienceSchema = Type.Object({
   prizes: Type.Array(PrizeSchema),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
-}, { examples: [SAMPLE_EXPERIENCE] });
+}, { title: 'Experience', examples: [SAMPLE_EXPERIENCE] });
 
 export const ExperienceParamsSchema = Type.Object({ id: Type.String({ maxLength: 200 }) });
 

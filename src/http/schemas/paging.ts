@@ -18,11 +18,14 @@ export const PAGING_NOTE =
 
 /**
  * Without `limit` or `cursor`: the whole list as a JSON array, as before paging existed; with either, one page.
- * Its examples are the item's first example as a list and as a page.
+ * Its examples are the item's first example as a list and as a page. The page of a named item is
+ * named after it (`Account` → `AccountPage`), a type of the OpenAPI document (openapi.ts).
  */
 export const ListOrPage = <T extends TSchema>(item: T) => {
-  const examples = (item as { examples?: unknown[] }).examples;
-  return Type.Union([Type.Array(item), Type.Object({ data: Type.Array(item), nextCursor: Type.Union([Type.String(), Type.Null()]) })], examples ? { examples: listExamples(examples[0]) } : {});
+  const { examples, title } = item as { examples?: unknown[]; title?: string };
+  const [list, page] = examples ? listExamples(examples[0]) : [];
+  const pageOptions = { ...(title ? { title: `${title}Page` } : {}), ...(page ? { examples: [page] } : {}) };
+  return Type.Union([Type.Array(item), Type.Object({ data: Type.Array(item), nextCursor: Type.Union([Type.String(), Type.Null()]) }, pageOptions)], list ? { examples: [list, page] } : {});
 };
 
 /**

@@ -18,6 +18,7 @@ export const CreateRequestBody = Type.Object(
   },
   {
     additionalProperties: false,
+    title: 'RewardRequestCreate',
     examples: [
       {
         experience: 'summer-campaign',
@@ -30,7 +31,7 @@ export const CreateRequestBody = Type.Object(
   },
 );
 
-export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Literal('received') }, { examples: [{ id: IDS.request, status: 'received' }] });
+export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Literal('received') }, { title: 'RewardRequestAccepted', examples: [{ id: IDS.request, status: 'received' }] });
 
 export const RequestIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
@@ -54,7 +55,7 @@ export const RequestView = Type.Object({
   concluded: Type.Optional(Type.String({ format: 'date-time' })),
   delivered: Type.Optional(Type.Array(DeliveredItemSchema)),
   canceled: Type.Optional(Type.Array(CanceledItemSchema)),
-}, { examples: [SAMPLE_REQUEST] });
+}, { title: 'RewardRequest', examples: [SAMPLE_REQUEST] });
 
 export const RequestListQuery = Type.Object({
   status: Type.Optional(Type.String({ enum: [...REQUEST_STATUSES], description: 'only the requests in this status' })),
@@ -83,6 +84,7 @@ export const RequestList = Type.Object(
     nextCursor: Type.Union([Type.String(), Type.Null()], { description: 'pass it as `cursor` for the next page; null on the last page' }),
   },
   {
+    title: 'RewardRequestPage',
     examples: [
       { data: [SAMPLE_REQUEST, SAMPLE_REJECTED_REQUEST], nextCursor: SAMPLE_REJECTED_REQUEST.id },
       { data: [], nextCursor: null },
@@ -97,7 +99,7 @@ export const RequestEventSchema = Type.Object({
   refId: Type.String(),
   experience: Type.String(),
   data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-}, { examples: [SAMPLE_EVENTS[0]] });
+}, { title: 'RequestEvent', examples: [SAMPLE_EVENTS[0]] });
 
 export const CreateRequestEventBody = Type.Object(
   {
@@ -116,6 +118,7 @@ export const CreateRequestEventBody = Type.Object(
   },
   {
     additionalProperties: false,
+    title: 'RequestEventCreate',
     examples: [
       { name: 'em-rota-de-entrega', refId: 'trx-7781', title: 'Em rota de entrega', data: { trackingCode: 'BR123456789', trackingLink: 'https://tracking.example.com/BR123456789' } },
       { name: 'pedido-entregue', refId: 'trx-7781', title: 'Pedido entregue' },

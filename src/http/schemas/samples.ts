@@ -20,6 +20,8 @@ export const IDS = {
   request: 'req_01j9z3m2r4a1b2c3d4e5f6g7h8',
   registered: 'msg_01j9z3m2s0a1b2c3d4e5f6g7h8',
   processed: 'msg_01j9z3m9t6a1b2c3d4e5f6g7h8',
+  /** A token signing key's `kid`: its creation date and 6 random bytes (services/key-store.ts). */
+  signingKey: '2024-07-01-q3Zt9WbE',
 } as const;
 
 const PRIZES: Prize[] = [
@@ -137,6 +139,20 @@ const sentHeaders = (minutes: number, signatureTail: string) => ({
   authorization: `Bearer ${SAMPLE_SUBSCRIPTION.callback.authorization.Bearer}`,
 });
 
+/** The registered notification's first attempt: the receiver was down for a while and said so with Retry-After. */
+const FIRST_ATTEMPT = {
+  attempt: 1,
+  at: at(12),
+  url: URL,
+  statusCode: 503,
+  latencyMs: 41,
+  responseBody: 'upstream unavailable',
+  error: 'callback answered HTTP 503',
+  outcome: 'retry',
+  requestHeaders: sentHeaders(12, 'Yx3Q'),
+  retryAfter: '300',
+};
+
 export const SAMPLE_DELIVERED_NOTIFICATION = {
   id: IDS.registered,
   requestId: IDS.request,
@@ -154,9 +170,22 @@ export const SAMPLE_DELIVERED_NOTIFICATION = {
   payload: SAMPLE_REGISTERED_PAYLOAD,
   test: false,
   attempts: [
-    { attempt: 1, at: at(12), url: URL, statusCode: 503, latencyMs: 41, responseBody: 'upstream unavailable', error: null, outcome: 'retry', requestHeaders: sentHeaders(12, 'Yx3Q') },
-    { attempt: 2, at: at(17), url: URL, statusCode: 200, latencyMs: 38, responseBody: '', error: null, outcome: 'succeeded', requestHeaders: sentHeaders(17, 'k9Tw') },
+    FIRST_ATTEMPT,
+    { attempt: 2, at: at(17), url: URL, statusCode: 200, latencyMs: 38, responseBody: '', error: null, outcome: 'succeeded', requestHeaders: sentHeaders(17, 'k9Tw'), retryAfter: null },
   ],
+};
+
+/** The same notification between its attempts: the receiver's 503 asked for 300 s, so the second attempt is due five minutes after the first. */
+export const SAMPLE_RETRYING_NOTIFICATION = {
+  ...SAMPLE_DELIVERED_NOTIFICATION,
+  status: 'pending',
+  attemptCount: 1,
+  nextAttemptAt: at(17),
+  lastStatusCode: 503,
+  lastError: 'callback answered HTTP 503',
+  updatedAt: at(12),
+  completedAt: null,
+  attempts: [FIRST_ATTEMPT],
 };
 
 export const SAMPLE_EVENTS = [

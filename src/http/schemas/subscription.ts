@@ -14,7 +14,7 @@ const OAuth2 = Type.Object(
     url: Type.String({ description: 'token endpoint (client credentials grant); same rules as callback.url' }),
     audience: Type.Optional(Type.String({ maxLength: 2048 })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'OAuth2Credentials' },
 );
 
 export const AuthorizationSchema = Type.Object(
@@ -31,7 +31,7 @@ export const AuthorizationSchema = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CallbackAuthorization', description: 'how the service authenticates to the callback; every member optional' },
 );
 
 const CustomHeaders = Type.Record(Type.String(), Type.String(), {
@@ -44,16 +44,21 @@ const CallbackInput = Type.Object(
     authorization: Type.Optional(Type.Union([AuthorizationSchema, Type.Null()])),
     customHeaders: Type.Optional(CustomHeaders),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'CallbackInput' },
 );
 
 /** Create and update share one body; create requires `event` and `callback` (checked in the domain). */
 export const SubscriptionBodySchema = Type.Object(
   {
-    event: Type.Optional(Type.String({ description: 'registered-request | processed-request (plural forms accepted)' })),
+    event: Type.Optional(
+      Type.String({
+        description:
+          'registered-request | processed-request (request events), or disabled-subscription | failed-notification (operational events: a subscription switched off, a notification failed after its last attempt); plural forms accepted',
+      }),
+    ),
     description: Type.Optional(Type.String({ maxLength: 500 })),
     active: Type.Optional(Type.Boolean()),
-    experiences: Type.Optional(Type.Array(Type.String(), { maxItems: 100, description: 'experience names; [] = every experience' })),
+    experiences: Type.Optional(Type.Array(Type.String(), { maxItems: 100, description: 'experience names; [] = every experience. Must be [] for an operational event' })),
     callback: Type.Optional(CallbackInput),
     rateLimit: Type.Optional(
       Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()], {
@@ -67,6 +72,8 @@ export const SubscriptionBodySchema = Type.Object(
   },
   {
     additionalProperties: false,
+    title: 'SubscriptionInput',
+    description: 'the body of a creation (`event` and `callback` required) and of an update (members omitted are kept)',
     // The seed contract's samples: a creation, and an update that omits `event`.
     examples: [
       {
@@ -89,27 +96,30 @@ export const SubscriptionSchema = Type.Object({
   description: Type.String(),
   active: Type.Boolean(),
   experiences: Type.Array(Type.String()),
-  callback: Type.Object({
-    url: Type.String(),
-    authorization: Type.Optional(AuthorizationSchema),
-    customHeaders: CustomHeaders,
-  }),
+  callback: Type.Object(
+    {
+      url: Type.String(),
+      authorization: Type.Optional(AuthorizationSchema),
+      customHeaders: CustomHeaders,
+    },
+    { title: 'Callback' },
+  ),
   createdAt: Type.String({ format: 'date-time' }),
   updatedAt: Type.String({ format: 'date-time' }),
   rateLimit: Type.Optional(Type.Integer({ minimum: 1, description: 'deliveries per second at most; absent = no limit' })),
   disabledReason: Type.Optional(Type.String({ description: 'present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it' })),
   disabledAt: Type.Optional(Type.String({ format: 'date-time' })),
-}, { examples: [SAMPLE_SUBSCRIPTION] });
+}, { title: 'Subscription', examples: [SAMPLE_SUBSCRIPTION] });
 
 export const CreatedSubscriptionSchema = Type.Object({
   ...SubscriptionSchema.properties,
   secret: Type.String({ description: 'the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret' }),
-}, { examples: [{ ...SAMPLE_SUBSCRIPTION, secret: SAMPLE_SECRET }] });
+}, { title: 'CreatedSubscription', description: 'a subscription as created: with its signing secret', examples: [{ ...SAMPLE_SUBSCRIPTION, secret: SAMPLE_SECRET }] });
 
 export const SubscriptionParamsSchema = Type.Object({ subscriptionId: Type.String({ maxLength: 128 }) });
 
 export const SubscriptionListQuerySchema = Type.Object({
-  event: Type.Optional(Type.String({ description: 'registered-request | processed-request (plural forms accepted)' })),
+  event: Type.Optional(Type.String({ description: 'registered-request | processed-request | disabled-subscription | failed-notification (plural forms accepted)' })),
   experience: Type.Optional(Type.String({ description: 'only subscriptions whose experiences name this one' })),
   active: Type.Optional(Type.Boolean()),
   accountId: Type.Optional(Type.String({ description: 'operators: act for this account' })),
@@ -131,7 +141,7 @@ export const SigningSecretSchema = Type.Object({
         'Absent when there is none',
     }),
   ),
-}, { examples: [{ secret: SAMPLE_SECRET, createdAt: '2024-07-01T12:00:00.000Z' }, { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', createdAt: '2024-08-01T09:00:00.000Z', previousSecretExpiresAt: '2024-08-02T09:00:00.000Z' }] });
+}, { title: 'SigningSecret', examples: [{ secret: SAMPLE_SECRET, createdAt: '2024-07-01T12:00:00.000Z' }, { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', createdAt: '2024-08-01T09:00:00.000Z', previousSecretExpiresAt: '2024-08-02T09:00:00.000Z' }] });
 
 /** What a rotation does with the replaced secret, for both rotation routes' descriptions. */
 export const ROTATION_OVERLAP_DOC =
@@ -151,7 +161,7 @@ export const RotateSecretBodySchema = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false, examples: [{ overlap: '1h' }, { overlap: '0m' }, {}] },
+  { additionalProperties: false, title: 'SecretRotation', examples: [{ overlap: '1h' }, { overlap: '0m' }, {}] },
 );
 
 export const StatsQuerySchema = Type.Object({
@@ -176,7 +186,7 @@ const attemptCounts = (description: string) =>
 const SuccessRate = nullable(Type.Number({ minimum: 0, maximum: 1, description: 'per attempt, not per notification: succeeded / all attempts; null without attempts' }));
 const LatencyPercentiles = Type.Object(
   { p50: nullable(Type.Number({ description: 'median, ms' })), p95: nullable(Type.Number({ description: '95th percentile, ms' })) },
-  { description: 'of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts' },
+  { title: 'LatencyPercentiles', description: 'of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts' },
 );
 
 export const StatsBucketSchema = Type.Object(
@@ -186,7 +196,7 @@ export const StatsBucketSchema = Type.Object(
     successRate: SuccessRate,
     latencyMs: LatencyPercentiles,
   },
-  { description: 'one bucket of the series: the attempts made in it' },
+  { title: 'EndpointStatsBucket', description: 'one bucket of the series: the attempts made in it' },
 );
 
 /** An example window of `1h` at 12:07: per five-minute bucket [succeeded, retry, failed, p50, p95]; the totals are their sums. */
@@ -236,6 +246,7 @@ export const EndpointStatsSchema = Type.Object({
       'GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again',
   }),
 }, {
+  title: 'EndpointStats',
   examples: [
     {
       window: '1h',

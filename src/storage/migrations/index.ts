@@ -22,6 +22,7 @@ import * as m019 from './019_attempt_request_headers.js';
 import * as m020 from './020_manual_retry.js';
 import * as m021 from './021_account_failed_notifications.js';
 import * as m022 from './022_attempt_retry_after.js';
+import * as m023 from './023_listen_sessions.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -50,6 +51,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '020_manual_retry': m020,
   '021_account_failed_notifications': m021,
   '022_attempt_retry_after': m022,
+  '023_listen_sessions': m023,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -48,7 +48,7 @@ export interface NotificationPage extends NotificationFilter {
 }
 
 const STATUSES: readonly NotificationStatus[] = ['pending', 'succeeded', 'failed'];
-const EVENTS: readonly NotificationsTable['event'][] = ['registered-requests', 'processed-requests'];
+const EVENTS: readonly NotificationsTable['event'][] = ['registered-requests', 'processed-requests', 'disabled-subscriptions', 'failed-notifications'];
 
 /**
  * The rows a filter names (and, for a page, those before its cursor): one predicate for the list
@@ -253,9 +253,20 @@ export function findNotificationsForDelivery(db: Executor, ids: readonly string[
   return notificationsForDelivery(db, dialectOf(db).list(ids));
 }
 
-/** Ends a pending notification as failed without an attempt (its delivery could not be run). */
-export async function markNotificationFailed(db: Executor, id: string, error: string, at: number): Promise<void> {
-  await db.updateTable('notifications').set({ status: 'failed', last_error: error, updated_at: at, completed_at: at, run_at: null }).where('id', '=', id).where('status', '=', 'pending').execute();
+/** Ends a pending notification as failed without an attempt (its delivery could not be run); answers it as ended, or undefined when it was not pending. */
+export async function markNotificationFailed(
+  db: Executor,
+  id: string,
+  error: string,
+  at: number,
+): Promise<Pick<NotificationsTable, 'account_id' | 'request_id' | 'event' | 'url' | 'test' | 'attempt_count' | 'last_status_code'> | undefined> {
+  return db
+    .updateTable('notifications')
+    .set({ status: 'failed', last_error: error, updated_at: at, completed_at: at, run_at: null })
+    .where('id', '=', id)
+    .where('status', '=', 'pending')
+    .returning(['account_id', 'request_id', 'event', 'url', 'test', 'attempt_count', 'last_status_code'])
+    .executeTakeFirst();
 }
 
 /**

@@ -147,13 +147,13 @@ export async function disableSubscription(
   subscriptionId: string,
   reason: string,
   now: number,
-): Promise<{ accountId: string; failedPending: number; failedIds: string[] } | undefined> {
+): Promise<{ accountId: string; event: string; url: string; failedPending: number; failedIds: string[] } | undefined> {
   const disabled = await db
     .updateTable('subscriptions')
     .set({ active: 0, disabled_reason: reason, disabled_at: now, updated_at: now })
     .where('id', '=', subscriptionId)
     .where('active', '=', 1)
-    .returning('account_id')
+    .returning(['account_id', 'event', 'callback_url'])
     .executeTakeFirst();
   if (!disabled) return undefined;
   const failed = await db
@@ -164,7 +164,7 @@ export async function disableSubscription(
     .where('test', '=', 0)
     .returning('id')
     .execute();
-  return { accountId: disabled.account_id, failedPending: failed.length, failedIds: failed.map((row) => row.id) };
+  return { accountId: disabled.account_id, event: disabled.event, url: disabled.callback_url, failedPending: failed.length, failedIds: failed.map((row) => row.id) };
 }
 
 /** Housekeeping: rollup buckets older than the longest window. */

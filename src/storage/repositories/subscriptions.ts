@@ -92,6 +92,24 @@ export interface SubscriptionRoute {
  * Every subscription of the account for one event (singular name), inactive ones included:
  * an inactive subscription naming an experience is how a client skips that experience.
  */
+/**
+ * The active subscriptions of any of `accountIds` to any of `events`, with their URLs: one statement
+ * for a batch's operational notifications (services/operational-notifications.ts).
+ */
+export async function listActiveSubscriptionsOf(db: Executor, accountIds: readonly string[], events: readonly string[]): Promise<Array<{ id: string; accountId: string; event: string; url: string }>> {
+  if (accountIds.length === 0 || events.length === 0) return [];
+  const rows = await db
+    .selectFrom('subscriptions')
+    .select(['id', 'account_id', 'event', 'callback_url'])
+    .where('account_id', 'in', [...accountIds])
+    .where('event', 'in', [...events])
+    .where('active', '=', 1)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({ id: row.id, accountId: row.account_id, event: row.event, url: row.callback_url }));
+}
+
 export async function listSubscriptionsForEvent(db: Executor, accountId: string, event: string): Promise<SubscriptionRoute[]> {
   const rows = await db
     .selectFrom('subscriptions')

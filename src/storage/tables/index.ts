@@ -170,6 +170,17 @@ export interface TokenRevocationsTable {
   expires_at: number | null;
 }
 
+/** A `rewards listen` session (migration 023): its account gets copies of its notifications while `expires_at` is ahead. */
+export interface ListenSessionsTable {
+  id: string;
+  account_id: string;
+  /** JSON array of the notification events it receives (`registered-requests`, `processed-requests`). */
+  events: string;
+  created_at: number;
+  /** It receives nothing from this instant on; each poll moves it to a minute ahead. */
+  expires_at: number;
+}
+
 /** The one row readiness writes to learn the database takes writes (id 1). */
 export interface ReadinessProbeTable {
   id: number;
@@ -196,4 +207,5 @@ export interface Database {
   console_links: ConsoleLinksTable;
   token_revocations: TokenRevocationsTable;
   readiness_probe: ReadinessProbeTable;
+  listen_sessions: ListenSessionsTable;
 }

@@ -7,7 +7,8 @@ export interface NotificationsTable {
   request_id: string;
   /** The subscription that routed it; null for a request's own callback URL. */
   subscription_id: string | null;
-  event: 'registered-requests' | 'processed-requests';
+  /** A request event, or an operational one (`disabled-subscriptions`, `failed-notifications`: request_id '' for the first). */
+  event: 'registered-requests' | 'processed-requests' | 'disabled-subscriptions' | 'failed-notifications';
   /** The callback URL when the notification was written (a subscription's current URL is used at send time). */
   url: string;
   /** The exact body sent, JSON text. */

@@ -3,9 +3,10 @@ import type { Db } from '../../storage/database.js';
 import { lightTransaction } from '../../storage/light-transaction.js';
 import type { ClaimedJob } from '../../storage/queue/index.js';
 import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
-import type { NotificationStatus } from '../../storage/tables/index.js';
+import type { NotificationsTable, NotificationStatus } from '../../storage/tables/index.js';
 import { releaseHeld } from '../../services/schedule-delivery.js';
 import { recordEndpointHealth, type DisabledSubscription } from '../../services/endpoint-health.js';
+import { reportsFailure, writeOperationalNotifications, type FailedNotification } from '../../services/operational-notifications.js';
 
 export interface AttemptSettlement {
   job: ClaimedJob;
@@ -16,6 +17,8 @@ export interface AttemptSettlement {
   now: number;
   /** The subscription whose endpoint health the attempt counts toward; null for test sends, refusals and request URLs. */
   countsFor: string | null;
+  /** What the notification is: one that ends failed is told to the account (`failed-notifications`) unless it is a test send or operational itself. */
+  notification: { event: NotificationsTable['event']; requestId: string; test: boolean };
 }
 
 export interface AttemptLogOptions {
@@ -25,6 +28,15 @@ export interface AttemptLogOptions {
   disableAfterMs?: number;
   /** After the commit that switched a subscription off. */
   onDisabled?: (disabled: DisabledSubscription) => void;
+  /** After a commit that wrote operational notifications (new delivery jobs): wakes this process's worker. */
+  onEnqueued?: () => void;
+}
+
+interface Written {
+  held: Set<string>;
+  disabled: DisabledSubscription[];
+  /** Operational notifications written. */
+  enqueued: number;
 }
 
 /** What an attempt's log says when its answer could not be stored as received. */
@@ -63,7 +75,7 @@ export class AttemptLogWriter {
   }
 
   async #record(settlements: AttemptSettlement[]): Promise<boolean[]> {
-    let written: { held: Set<string>; disabled: DisabledSubscription[] };
+    let written: Written;
     try {
       written = await this.#write(settlements);
     } catch (error) {
@@ -73,6 +85,7 @@ export class AttemptLogWriter {
       written = await this.#write([withoutAnswer]).catch(() => Promise.reject(error));
     }
     for (const disabled of written.disabled) this.options.onDisabled?.(disabled);
+    if (written.enqueued > 0) this.options.onEnqueued?.();
     return settlements.map((settlement) => {
       const recorded = written.held.has(settlement.job.id);
       if (!recorded) this.options.onLeaseLost?.();
@@ -85,8 +98,11 @@ export class AttemptLogWriter {
    * their lease let go) and logs their attempts, releases what was held behind the ones that
    * ended, and adds the attempts to their subscriptions' health rollup (last: its rows are the ones
    * other writers may wait for, so they are held for the commit only). Returns the held ids.
+   * When a notification ended failed here or a subscription was switched off, the account's
+   * operational notifications are written in the same transaction (writeOperationalNotifications):
+   * a batch where neither happened runs no statement for them.
    */
-  #write(settlements: AttemptSettlement[]): Promise<{ held: Set<string>; disabled: DisabledSubscription[] }> {
+  #write(settlements: AttemptSettlement[]): Promise<Written> {
     return lightTransaction(this.db, async (tx) => {
       // One time for the whole group commit, so that the same outcome is one UPDATE.
       const now = Math.max(...settlements.map((settlement) => settlement.now));
@@ -105,7 +121,14 @@ export class AttemptLogWriter {
           : [{ subscriptionId: countsFor, at: attempt.started_at, outcome: attempt.outcome, latencyMs: attempt.latency_ms, statusCode: attempt.status_code, error: attempt.error }],
       );
       const disabled = await recordEndpointHealth(tx, counted, { now, disableAfterMs: this.options.disableAfterMs ?? 0 });
-      return { held: settled, disabled };
+      // Not the pending notifications a switch-off failed: its disabled-subscriptions notification counts them.
+      const failed = recorded.flatMap(({ status, accountId, attempt, notification }): FailedNotification[] =>
+        status === 'failed' && reportsFailure(notification)
+          ? [{ accountId, notificationId: attempt.notification_id, requestId: notification.requestId, event: notification.event, url: attempt.url, attempts: attempt.attempt, lastStatusCode: attempt.status_code, lastError: attempt.error, at: now }]
+          : [],
+      );
+      const enqueued = await writeOperationalNotifications(tx, { failed, disabled }, now);
+      return { held: settled, disabled, enqueued };
     });
   }
 }

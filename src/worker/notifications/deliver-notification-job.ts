@@ -8,6 +8,7 @@ import { findNotificationsForDelivery, markNotificationFailed, type Notification
 import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
+import { reportsFailure, writeOperationalNotifications } from '../../services/operational-notifications.js';
 import { RateLimiter } from './rate-limiter.js';
 import { DELIVER_NOTIFICATION, releaseHeld, type DeliverNotificationPayload } from '../../services/schedule-delivery.js';
 
@@ -167,6 +168,7 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
     now,
     // A test send or a refusal says nothing about the endpoint's health.
     countsFor: 'input' in prepared && row.test !== 1 ? row.subscription_id : null,
+    notification: { event: row.event, requestId: row.request_id, test: row.test === 1 },
   });
   if (recorded) {
     deps.metrics.deliveryAttempts.inc({ event: row.event, outcome: decision.kind });
@@ -180,6 +182,7 @@ export function notificationJobHandlers(deps: Deps): JobHandlers {
       onLeaseLost: () => deps.metrics.queue.leasesLost.inc(),
       disableAfterMs: deps.config.subscriptionDisableAfterMs,
       onDisabled: (disabled) => deps.log.warn(disabled, 'subscription switched off: every attempt failed for SUBSCRIPTION_DISABLE_AFTER'),
+      onEnqueued: () => deps.signals.enqueued([DELIVER_NOTIFICATION]),
     }),
   };
   return {
@@ -191,8 +194,15 @@ export function notificationJobHandlers(deps: Deps): JobHandlers {
       onExhausted: async (tx, job, error, ctx) => {
         const reason = `the delivery could not be run: ${error instanceof Error ? error.message : String(error)}`.slice(0, 1000);
         const notificationId = (job.payload as DeliverNotificationPayload).notificationId;
-        await markNotificationFailed(tx, notificationId, reason, ctx.clock());
-        await releaseHeld(tx, [notificationId], ctx.clock());
+        const now = ctx.clock();
+        const ended = await markNotificationFailed(tx, notificationId, reason, now);
+        await releaseHeld(tx, [notificationId], now);
+        // Told to the account like a failed last attempt (other processes are woken by the write; this one polls).
+        const notification = ended ? { event: ended.event, requestId: ended.request_id, test: Number(ended.test) === 1 } : undefined;
+        if (ended && notification && reportsFailure(notification)) {
+          const failed = { accountId: ended.account_id, notificationId, requestId: ended.request_id, event: notification.event, url: ended.url, attempts: Number(ended.attempt_count), lastStatusCode: ended.last_status_code, lastError: reason, at: now };
+          await writeOperationalNotifications(tx, { failed: [failed], disabled: [] }, now);
+        }
       },
     },
   };

@@ -11,11 +11,11 @@ import type { OAuth2TokenCache } from './oauth2-token-cache.js';
  * what to do next is retry-policy.ts's decision.
  */
 
-export type NotificationEventType = 'registered-requests' | 'processed-requests';
+export type NotificationEventType = 'registered-requests' | 'processed-requests' | 'disabled-subscriptions' | 'failed-notifications';
 
-export const EVENT_TYPE_HEADER = 'x-webhook-event';
-/** The delivery log keeps the first 1 KiB of each answer (PRODUCT.md §7). */
-export const MAX_LOGGED_RESPONSE_BYTES = 1024;
+/** `x-webhook-event`, and the first 1 KiB of each answer the delivery log keeps (PRODUCT.md §7). */
+import { EVENT_TYPE_HEADER, MAX_LOGGED_RESPONSE_BYTES } from '../../domain/notifications/webhook-headers.js';
+export { EVENT_TYPE_HEADER, MAX_LOGGED_RESPONSE_BYTES };
 
 /** Headers a subscription may not set; checked at save time, and here again because it is cheap. */
 const RESERVED_HEADER = /^(host|content-length|content-type|transfer-encoding|connection|authorization|user-agent|x-webhook-event|x-webhook-test|webhook-.*)$/i;

@@ -4,7 +4,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { ForbiddenAddressError, GuardedResolver, hostForLookup, isPublicAddress } from '../../net/address-policy.js';
 
 /** Sent on every outbound call: notifications and the OAuth2 token requests made for them. */
-export const USER_AGENT = 'RewardRequestService/1.0';
+export { USER_AGENT } from '../../domain/notifications/webhook-headers.js';
 
 /**
  * The one HTTP client for everything the service sends out: callback calls and OAuth2 token
