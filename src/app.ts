@@ -25,6 +25,7 @@ import { clientAddress } from './http/client-address.js';
 import { createHttpServer } from './http/http-server.js';
 import { answerSecretsUncached } from './http/secret-bearing.js';
 import { closeQueryString } from './http/query-parameters.js';
+import { acceptAbsentBody } from './http/optional-body.js';
 import { adminAccountsRoutes } from './http/routes/admin-accounts.js';
 import { adminClientsRoutes } from './http/routes/admin-clients.js';
 import { adminExperiencesRoutes } from './http/routes/admin-experiences.js';
@@ -87,6 +88,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   // A query parameter a route does not take is a 400 naming it, on every route (query-parameters.ts).
   app.addHook('onRoute', closeQueryString);
+  // A route with config.optionalBody reads a missing body as {} (optional-body.ts).
+  app.addHook('onRoute', acceptAbsentBody);
   // Routes declared `secretBearing` answer with Cache-Control: no-store (secret-bearing.ts).
   answerSecretsUncached(app);
   app.setValidatorCompiler(validatorCompiler);

@@ -191,7 +191,8 @@ interface Media {
   examples?: unknown;
 }
 interface DocumentedOperation {
-  requestBody?: { description?: string; content?: Record<string, Media> };
+  requestBody?: { description?: string; required?: boolean; content?: Record<string, Media> };
+  [OPTIONAL_BODY]?: boolean;
   responses?: Record<string, { description?: string; content?: Record<string, Media> }>;
 }
 
@@ -223,6 +224,11 @@ export const documentObject: SwaggerTransformObject = (documentObject) => {
     for (const item of Object.values(items ?? {})) {
       for (const operation of Object.values(item)) {
         if (operation.requestBody) describe(operation.requestBody, undefined);
+        // @fastify/swagger marks every body required; a route with config.optionalBody takes none (optional-body.ts).
+        if (operation[OPTIONAL_BODY]) {
+          if (operation.requestBody) operation.requestBody.required = false;
+          delete operation[OPTIONAL_BODY];
+        }
         for (const response of Object.values(operation.responses ?? {})) describe(response, 'Default Response');
       }
     }
@@ -230,12 +236,16 @@ export const documentObject: SwaggerTransformObject = (documentObject) => {
   return openapiObject;
 };
 
+/** Set on an operation by `documentRoute` (an `x-` key, which @fastify/swagger copies) and removed by `documentObject`. */
+const OPTIONAL_BODY = 'x-optional-body';
+
 /** @fastify/swagger's `transform`: the document's view of one route. */
 export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
   const original = (schema ?? {}) as Schema;
   if (original.hide) return { schema: original as FastifySchema, url };
   const out: Schema = { ...original };
   if (has(out, 'body')) out.body = referenced(out.body);
+  if (route.config?.optionalBody) out[OPTIONAL_BODY] = true;
   const isV1 = url.startsWith('/v1/');
   if (out.operationId && isV1) out.operationId = `${out.operationId}V1`;
   const scope = route.config?.scope;

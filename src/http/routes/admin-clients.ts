@@ -67,11 +67,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/admin/accounts/:id/clients',
     {
-      config: { scope: 'admin', secretBearing: true },
-      // The body is optional: no body at all means default scopes.
-      preValidation: async (request) => {
-        request.body ??= {};
-      },
+      config: { scope: 'admin', secretBearing: true, optionalBody: true },
       schema: {
         ...ADMIN,
         operationId: 'createClient',

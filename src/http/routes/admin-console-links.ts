@@ -73,11 +73,7 @@ export async function adminConsoleLinksRoutes(app: TypedApp, deps: AppDeps): Pro
   app.post(
     '/admin/accounts/:id/console-links',
     {
-      config: { scope: 'admin', secretBearing: true, problems: { 409: 'the account is inactive' } },
-      // The body is optional: no body at all means the default ttl.
-      preValidation: async (request) => {
-        request.body ??= {};
-      },
+      config: { scope: 'admin', secretBearing: true, optionalBody: true, problems: { 409: 'the account is inactive' } },
       schema: {
         tags: ['admin'],
         security: [{ bearerAuth: [] }],

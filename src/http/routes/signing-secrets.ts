@@ -28,11 +28,7 @@ export async function signingSecretRoutes(app: TypedApp, deps: AppDeps): Promise
   app.post(
     '/signing-secret/rotate',
     {
-      config: { scope: 'subscriptions:write', secretBearing: true },
-      // The body is optional: no body at all means the default overlap.
-      preValidation: async (request) => {
-        request.body ??= {};
-      },
+      config: { scope: 'subscriptions:write', secretBearing: true, optionalBody: true },
       schema: {
         ...common,
         operationId: 'rotateSigningSecret',

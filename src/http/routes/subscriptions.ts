@@ -204,11 +204,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
   app.post(
     '/subscriptions/:subscriptionId/secret/rotate',
     {
-      config: { ...write, secretBearing: true },
-      // The body is optional: no body at all means the default overlap.
-      preValidation: async (request) => {
-        request.body ??= {};
-      },
+      config: { ...write, secretBearing: true, optionalBody: true },
       schema: {
         tags: TAGS,
         operationId: 'rotateSubscriptionSecret',
