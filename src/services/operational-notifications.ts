@@ -39,9 +39,6 @@ export function reportsFailure(notification: { event: NotificationsTable['event'
   return !notification.test && (notification.event === 'registered-requests' || notification.event === 'processed-requests');
 }
 
-/** Rows per multi-row insert: well under SQLite's and PostgreSQL's bound-parameter limits. */
-const INSERT_CHUNK = 500;
-
 const EVENT_OF: Record<OperationalNotificationEvent, OperationalSubscriptionEvent> = {
   'failed-notifications': 'failed-notification',
   'disabled-subscriptions': 'disabled-subscription',
@@ -103,7 +100,7 @@ export async function writeOperationalNotifications(
     });
   }
   if (rows.length === 0) return 0;
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK) await insertNotifications(tx, rows.slice(i, i + INSERT_CHUNK));
+  await insertNotifications(tx, rows);
   await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
   return rows.length;
 }

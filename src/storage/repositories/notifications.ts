@@ -10,8 +10,12 @@ import type { Database, NotificationAttemptsTable, NotificationsTable, Notificat
 export type NotificationRow = NotificationsTable & { next_attempt_at: number | null };
 export type NotificationAttemptRow = NotificationAttemptsTable;
 
+/** Rows per multi-row insert: well under SQLite's and PostgreSQL's bound-parameter limits. */
+const INSERT_CHUNK = 500;
+
+/** Multi-row inserts of INSERT_CHUNK rows at most: one statement for the usual batch. */
 export async function insertNotifications(db: Executor, rows: NotificationsTable[]): Promise<void> {
-  if (rows.length > 0) await db.insertInto('notifications').values(rows).execute();
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) await db.insertInto('notifications').values(rows.slice(i, i + INSERT_CHUNK)).execute();
 }
 
 /** A notification's next attempt's time: the row's schedule while no attempt holds it. */

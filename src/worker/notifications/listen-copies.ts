@@ -6,7 +6,6 @@ import { insertNotifications, newNotificationRow } from '../../storage/repositor
 import { notificationEventOf } from './record-notifications.js';
 import { LISTEN_SESSIONS_REFRESH_MS } from '../../services/listen-sessions.js';
 
-
 /**
  * Listen copies (docs/delivery.md, "Listen copies"): in the transaction that records a batch's
  * outcomes, each outcome of an account with a live `rewards listen` session gets one more
@@ -46,6 +45,6 @@ export function listenCopyRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder {
         rows.push({ ...row, run_at: null });
       }
     }
-    for (let i = 0; i < rows.length; i += 500) await insertNotifications(tx, rows.slice(i, i + 500));
+    await insertNotifications(tx, rows);
   };
 }

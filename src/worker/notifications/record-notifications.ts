@@ -28,9 +28,6 @@ function subscriptionReader(tx: Tx): (accountId: string, event: NotificationEven
   };
 }
 
-/** Rows per multi-row insert: well under SQLite's and PostgreSQL's bound-parameter limits. */
-const INSERT_CHUNK = 500;
-
 /**
  * The notification hook of the request pipeline: inside the transaction that registers, rejects
  * or processes a batch of requests, it routes each outcome and writes one notification per target
@@ -71,7 +68,7 @@ export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder
     await holdBehindRegistered(tx, rows);
     // Each row is its own delivery job, due now unless held; those the batch's worker has room for are leased to it.
     const offered = offerDeliveries(rows, batch?.leaseTo, now);
-    for (let i = 0; i < offered.length; i += INSERT_CHUNK) await insertNotifications(tx, offered.slice(i, i + INSERT_CHUNK));
+    await insertNotifications(tx, offered);
   };
 }
 
