@@ -47,8 +47,8 @@ export const freePort = unusedPort;
  * Core pinning (Linux `taskset`, two or more cores): the load generator, which is this process,
  * on core 0 and the processes under test on core 1, so that each side has a core of its own.
  * Left to the scheduler, a server and autocannon were now and then put on one core: the same
- * token endpoint then measured 46 µs of CPU per request instead of 21 µs (more wake-ups, fewer
- * requests per read), and ratios jumped between 0.36 and 0.57 from one run to the next.
+ * token endpoint then cost far more CPU per request (more wake-ups, fewer requests per
+ * read), and ratios jumped from one run to the next.
  * `BENCH_PIN=0` leaves placement to the scheduler.
  */
 /** Every core of the machine (not availableParallelism(), which shrinks to 1 once this process is pinned). */
@@ -72,7 +72,7 @@ export const SERVER_CORE = 1;
  * every core again; a no-op without pinning. Entries that measure one server against a load
  * generator pin (token, ingest); entries whose service spreads its work over threads and processes
  * (delivery, backlog, scale-out) run unpinned, as deployed: with the receiver alone on one core the
- * service's two threads shared the other, and its delivery throughput fell from ~11,000/s to ~9,000/s.
+ * service's two threads shared the other, and its delivery throughput fell.
  */
 export function pinLoadGenerator(pinned = true): void {
   if (PINNING) execFileSync('taskset', ['-apc', pinned ? String(LOAD_CORE) : ALL_CORES, String(process.pid)], { stdio: 'ignore' });
@@ -91,9 +91,9 @@ export function onCore(core: number | undefined, command: string, args: string[]
  * Waits (up to `maxMs`) until the machine is quiet: nearly idle CPU and disk for half a second,
  * from /proc (elsewhere it returns at once), and, with `postgresUrl`, a database with nothing of
  * its own to finish. An entry that follows PostgreSQL work otherwise ran beside its checkpoint and
- * autovacuum: delivery on SQLite then measured 0.45 of its baseline (both sides slower, the
- * service's two threads most) where it measured 0.58 alone, and the scale-out entry, right after
- * the backlog entry had written and dropped 1,000,000 jobs, once gave three workers 191/s.
+ * autovacuum: delivery on SQLite then measured well under its ratio alone (both sides slower,
+ * the service's two threads most), and the scale-out entry, right after the backlog entry had
+ * written and dropped its million jobs, once collapsed for three workers.
  * For the database it asks for a CHECKPOINT (the role needs pg_checkpoint, which
  * scripts/postgres-setup.sh grants; without it the wait is for autovacuum only), so the dirty
  * pages and WAL of the previous entry are written now instead of during the next measurement,

@@ -4,7 +4,7 @@
 //
 // The files run in TEST_CONCURRENCY (default 4) processes, each importing its share of the files
 // one after another: loading the service's modules once per process instead of once per file is
-// most of what a small test file costs (0.8 s of its 1.1 s). A test file therefore leaves no
+// most of what a small test file costs. A test file therefore leaves no
 // global state behind (process.env, process listeners). TEST_ISOLATION=file runs each file in a
 // process of its own, as `node --test` does.
 import { spawnSync } from 'node:child_process';

@@ -5,8 +5,8 @@
  *
  * | batcher | gathers | batch | why (docs/benchmarks.md has the figures) |
  * |---|---|---|---|
- * | `RequestIngestWriter` (POST /requests) | this turn of the event loop | ≤ 1,000 requests, one commit | an fsync per request capped ingest at ~2,000/s on SQLite |
- * | `AttemptLogWriter` (delivery outcomes) | 5 ms | ≤ 256 attempts, one commit | a commit per delivery made delivery CPU-bound at ~200/s |
+ * | `RequestIngestWriter` (POST /requests) | this turn of the event loop | ≤ 1,000 requests, one commit | an fsync per request capped ingest at the disk's fsync rate on SQLite |
+ * | `AttemptLogWriter` (delivery outcomes) | 5 ms | ≤ 256 attempts, one commit | a commit per delivery capped delivery at the commit rate |
  * | `NotificationLoader` (delivery reads) | the current microtask queue | a claim's deliveries, one query | one read per claim instead of one per delivery |
  *
  * Batches run one after another: what arrives while one runs waits for it and goes into the next,

@@ -7,9 +7,9 @@ import { setFlagsFromString } from 'node:v8';
  * Allocation-site pretenuring off: V8 decides per allocation site, from what survived the last
  * scavenges, to allocate its objects straight in the old generation. Under steady load that
  * guess sometimes went wrong for the short-lived objects of a request, and stayed wrong: the
- * process then ran a major GC every second or so and spent ~2× the CPU per request (token
- * endpoint: ~45 µs instead of ~25 µs, 15 major GCs instead of 2 in 10 s), in about one process
- * start out of three (12 of 30 measured); with the setting off, none of 24 (the slowest: 37 µs).
+ * process then ran a major GC every second or so and spent far more CPU per request, in
+ * about one process start out of three; with the setting off, none of the starts measured did
+ * (`npm run bench -- --only token`, repeated).
  * The objects that live long here are few (caches, keys), so promoting them the usual way costs
  * nothing visible.
  *

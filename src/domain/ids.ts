@@ -8,7 +8,8 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower 
 
 /**
  * Random bytes drawn from the CSPRNG 4 KiB at a time, as `randomUUID` does: a call per id made
- * `randomFillSync` 3 % of the worker's CPU (every request, notification and job gets an id).
+ * `randomFillSync` a visible share of the worker's CPU (every request, notification and job gets
+ * an id).
  */
 const pool = Buffer.alloc(4096);
 let poolOffset = pool.length;
@@ -44,8 +45,8 @@ function increment(bytes: Buffer): boolean {
  * Within one millisecond the random part counts up from the first id's (ULID's monotonic mode),
  * so ids made together also sort together. With 80 fresh random bits per id, a batch made in one
  * millisecond (a group commit of requests, the notifications and jobs of a processing batch) was
- * scattered across every index on those ids: deleting 250 finished jobs touched ~250 leaf pages
- * of each of their indexes, and each page is a WAL write on SQLite. Uniqueness across processes
+ * scattered across every index on those ids: deleting a batch of finished jobs touched a leaf page
+ * per job in each of their indexes, and each page is a WAL write on SQLite. Uniqueness across processes
  * still rests on the 80 random bits each millisecond starts from.
  */
 export function newId(prefix: string, now = Date.now()): string {

@@ -6,7 +6,7 @@ type Method = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 /**
  * `request.log` that makes its pino child (the one carrying `reqId`) on the first call that
  * writes, instead of on every request. Fastify asks for a child per request; building it
- * (serialising the bindings, applying the redaction) cost 10–15 % of a simple route's
+ * (serialising the bindings, applying the redaction) cost a visible share of a simple route's
  * throughput, although at the usual `warn` level almost no request logs anything. Every call
  * that does write goes through a real child, so lines carry the request id and redaction as
  * before.

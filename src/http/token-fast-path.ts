@@ -9,10 +9,10 @@ import { oauthErrorResponse, serverErrorResponse, TOKEN_BODY_LIMIT, type TokenEn
  * `POST /v1/oauth/token` and `POST /v2/oauth/token`, answered by the HTTP server before Fastify.
  *
  * The token endpoint is the busiest public route and its own work is small (a cached client row,
- * one SHA-256, a token shared per second: ~2.5 µs). Through Fastify a token request cost ~32 µs of
- * CPU against ~22 µs for a bare Fastify form POST, the difference spread over routing, hooks, the
- * content-type parser, validation, serialisation and the reply machinery; answered here it is one
- * body read, the shared TokenEndpoint and one write (docs/benchmarks.md has the figures). Everything
+ * one SHA-256, a token shared per second). Through Fastify a token request costs much more CPU
+ * than that, the difference spread over routing, hooks, the content-type parser, validation,
+ * serialisation and the reply machinery; answered here it is one body read, the shared
+ * TokenEndpoint and one write (`npm run bench -- --only token`; docs/benchmarks.md). Everything
  * else, those paths with a trailing slash or a query string included, goes to Fastify, whose token
  * routes call the same TokenEndpoint, so both answer alike; what Fastify would add per request is
  * done here too: the request id and the request log lines.

@@ -27,7 +27,7 @@ interface LoadedKeys {
 
 /**
  * The service's token signing keys: Ed25519 as node:crypto KeyObjects (signing through WebCrypto
- * measured 460 µs a token against 70 µs here), private halves encrypted at rest with SECRET_KEY.
+ * cost several times as much per token), private halves encrypted at rest with SECRET_KEY.
  * The newest unretired key signs; every unexpired key verifies and is published in the JWKS.
  */
 export class KeyStore {

@@ -32,7 +32,7 @@ const NO_OP_STATEMENT = { reader: false, run: () => ({ changes: 0, lastInsertRow
 
 /**
  * Kysely asks the SQLite driver to prepare every query anew; the same few dozen SQL texts repeat
- * forever, and preparing was 6 % of the worker's CPU while delivering notifications. Prepared
+ * forever, and preparing was a visible share of the worker's CPU while delivering notifications. Prepared
  * statements are reusable (Kysely never iterates two at once on one connection), so keep them.
  */
 function withStatementCache(sqlite: SqliteDatabase): SqliteDatabase {

@@ -44,7 +44,7 @@ export interface StorageDialect {
    * The parameter value of a list of strings, for `inList`. PostgreSQL plans `= any($1::text[])`
    * with the actual array (primary-key lookups); `in (select jsonb_array_elements_text($1))` is
    * estimated at 100 rows whatever the list, and was planned as a hash semi-join over a whole
-   * table, or a nested loop reading the list again per row (docs/capacity.md).
+   * table, or a nested loop reading the list again per row (test/storage/query-plans.test.ts).
    */
   list(values: readonly string[]): string | string[];
   /** `expression` is one of `list` (a parameter made by `list`). */

@@ -6,7 +6,8 @@ import type pg from 'pg';
  * such a statement once, then only binds and runs it. `pg` otherwise sends every query as an
  * unnamed statement, planned anew each time, and on the partitioned delivery log (log-partitions.ts)
  * that planning is most of a claim's cost: the planner weighs every partition's indexes. Measured
- * by the `peers` bench entry (docs/benchmarks.md); graphile-worker does the same for its queries.
+ * by `npm run bench -- --only statements` (docs/benchmarks.md); graphile-worker does the same for
+ * its queries.
  *
  * Which statements: those whose SQL text is fixed (`precompiled` ones, the plain claim) and says
  * which columns it returns. A `*` is expanded when the statement is prepared, and once a migration

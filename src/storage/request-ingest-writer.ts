@@ -17,7 +17,7 @@ export type IngestResult = 'stored' | 'key-taken';
 
 /**
  * Group commit for the ingest path (a Batcher). With synchronous=FULL every SQLite commit fsyncs
- * (~0.5 ms on the benchmark machine, i.e. ~2,000 commits/s at best), so requests arriving while a
+ * (so commits per second are bounded by the disk), so requests arriving while a
  * commit is in flight wait and are written together by the next one, with their registration
  * jobs, in a single transaction. Each POST is answered 202 only after the commit that holds it.
  * Under light load a batch is one request and adds no delay; under heavy load batches grow on

@@ -17,7 +17,7 @@ import type BetterSqlite3 from 'better-sqlite3';
  * So: 13 wherever Node-API 10 exists, 12 elsewhere. When the supported floor moves to Node 22,
  * delete the `better-sqlite3-node20` alias and this choice (docs/deployment.md, "Node.js lines").
  * 13 stays on 13.0.x: 13.1's SQLite 3.54 compiles most of our statements again on every run
- * (an empty subscriptions list 9.0 µs instead of 3.4 µs); the same section says why.
+ * (several times the cost of an empty subscriptions list); the same section says why.
  */
 export type SqliteDatabase = BetterSqlite3.Database;
 export type SqliteConstructor = typeof BetterSqlite3;

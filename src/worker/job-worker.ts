@@ -17,19 +17,19 @@ export interface JobWorkerOptions {
   leaseMs: number;
   /**
    * Transactional jobs taken and committed together (default: 256 on SQLite, 512 on PostgreSQL).
-   * One SQLite commit (fsync) costs ~0.5 ms here, so batching 256 jobs per commit is what lets the
-   * worker keep up with ingest; a bigger SQLite batch only holds the one writer longer. A PostgreSQL
-   * batch is ~10 round trips whatever its size, each waiting its turn on an event loop busy with
-   * ingest: at 256 both loops ran full batches back to back (~44 ms each) and fell behind an ingest
-   * of ~6,000 requests/s (0.90–0.94 of it); at 512 their batches are no longer full (0.98).
+   * One SQLite commit is an fsync, so batching 256 jobs per commit is what lets the worker keep up
+   * with ingest; a bigger SQLite batch only holds the one writer longer. A PostgreSQL batch is ~10
+   * round trips whatever its size, each waiting its turn on an event loop busy with ingest: at 256
+   * both loops ran full batches back to back and fell behind ingest; at 512 their batches are no
+   * longer full and the worker keeps up (`npm run bench -- --only ingest`; docs/benchmarks.md).
    */
   batchSize?: number;
   /**
    * Standalone jobs before or in their external call (default 256); as many again may be past it,
    * recording their outcome. The calls themselves are bounded by the outbound limits (64 overall,
    * 8 per account and address): the rest wait there, so a claim's jobs keep the connections busy while this
-   * thread commits. With 64 the connections sat idle between claims (~10,500 deliveries/s here
-   * against ~14,500 with 256).
+   * thread commits. With 64 the connections sat idle between claims and delivery throughput fell
+   * (`npm run bench -- --only delivery`).
    */
   concurrency?: number;
   /** Polling interval: the safety net behind the wake-ups. */

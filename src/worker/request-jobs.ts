@@ -27,8 +27,8 @@ import type { RequestsTable } from '../storage/tables/index.js';
 import type { BatchContext, JobContext, JobHandlers } from './job-handlers.js';
 
 // Both handlers work per batch with a fixed number of statements (one status UPDATE per decision
-// group, one multi-row insert each for events and jobs). Statement by statement, the worker
-// managed ~700 requests/s on SQLite; batched it keeps up with ingest.
+// group, one multi-row insert each for events and jobs). Statement by statement, the worker fell
+// far behind ingest on SQLite; batched it keeps up (`npm run bench -- --only ingest`).
 
 const requestIdOf = (job: ClaimedJob) => (job.payload as RequestJobPayload).requestId;
 

@@ -10,7 +10,7 @@ import { claimJobs, recordFailure, type WorkerContext } from './worker-context.j
  * completed in it, so taking them, their effects and their completion commit together: the row
  * locks (PostgreSQL) or the write lock (SQLite) are the lease, and a crash rolls everything back
  * with the jobs still due. That is one commit per batch instead of two; each commit is an fsync
- * (~0.5–1.4 ms) that blocks the event loop on SQLite.
+ * that blocks the event loop on SQLite.
  *
  * The batch also offers to take the jobs it enqueues for the delivery loop (the notifications'
  * deliveries): those start right after the commit. If some found no room, the batch wakes other

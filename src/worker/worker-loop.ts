@@ -8,7 +8,7 @@ import type { Wakeup } from './wakeup.js';
  * - got none → **idle**: wait for a wake-up or, failing one, the poll (`pollMs`, the safety net);
  * - got fewer than a full batch, with `gatherMs` → **gathering**: pause so the next batch is
  *   bigger. Waking on every ingest commit gave batches of a few jobs, each paying a commit and ~8
- *   round trips behind the busy HTTP side: 52 requests/s processed on PostgreSQL while 875/s came in;
+ *   round trips behind the busy HTTP side, and processing on PostgreSQL fell far behind ingest;
  * - otherwise → **working**: yield one turn of the event loop (setImmediate) and go on; the HTTP
  *   side shares the event loop and, on SQLite, the one connection.
  * It ends when `stopping()` says so; a step that throws is logged and counts as getting none.

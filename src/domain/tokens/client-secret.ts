@@ -10,7 +10,7 @@ export function generateClientSecret(): string {
 
 /**
  * Secrets are high-entropy, so a plain SHA-256 is enough (no password stretching needed). The
- * one-shot `hash` is 2.5× faster than a Hash object, and this runs on every token request.
+ * one-shot `hash` is faster than a Hash object, and this runs on every token request.
  */
 export function hashClientSecret(secret: string): string {
   return hash('sha256', secret, 'hex');

@@ -6,7 +6,7 @@ import { epochMs } from './types.js';
 const WAITING_FOR_RATE_LIMIT = 'waiting for its turn under the subscription rateLimit';
 
 /**
- * The notification row is its own delivery job (docs/delivery.md, "One row per delivery"): the
+ * The notification row is its own delivery job (docs/notifications.md, "One row per delivery"): the
  * `deliver-notification` jobs go, and each notification carries its schedule and its lease.
  * - `run_at`: when its next attempt is due; null once it ended, and while it is held behind another
  *   (`waits_for`). The due index and the fair claim's per-account index read it.

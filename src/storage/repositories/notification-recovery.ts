@@ -48,8 +48,8 @@ export function findFailedPage(
  * window's part of the partial index), where
  * `id in (select jsonb_array_elements_text($1))`, a subquery estimated at 100 rows, was planned
  * on stale statistics (a table the outage just filled, not yet analyzed) as a nested loop: the
- * whole list read again for every failed row of the window, 2 to 4.5 s per page of 1,000 at
- * 13,000 to 20,000 failed rows, and worse as they grow.
+ * whole list read again for every failed row of the window, seconds per page, and worse as they
+ * grow.
  */
 const takeFailed = precompiled<[string | string[], number, number, number], { id: string }>(
   (db, ids, since, until, now) =>

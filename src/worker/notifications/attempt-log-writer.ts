@@ -45,9 +45,9 @@ export const ANSWER_NOT_STORED = 'the answer could not be stored; the attempt is
 /**
  * Group commit of finished attempts (a Batcher, 5 ms of gathering). Each attempt must log itself
  * and move its notification on (its outcome, or its next attempt's time), atomically and under the
- * lease its delivery ran under. One transaction per attempt cost an fsync (~1.1 ms on this machine's
- * SQLite) per delivery and made delivery CPU-bound at ~200/s; attempts finishing together now
- * share one transaction. A commit blocks the event loop (SQLite), so nothing joins a batch while
+ * lease its delivery ran under. One transaction per attempt cost an fsync per delivery on SQLite
+ * and capped delivery far below the calls' rate; attempts finishing together now share one
+ * transaction. A commit blocks the event loop (SQLite), so nothing joins a batch while
  * one is written: the 5 ms let the attempts finishing meanwhile share the next commit. It delays
  * only the bookkeeping, not the call to the receiver.
  * An attempt whose lease was lost (another worker took the job over) is left out, not recorded.

@@ -15,8 +15,8 @@ export function notificationEventOf(outcome: RequestOutcome): NotificationEvent 
 /**
  * The worker registers or processes up to 256 requests in one transaction, usually of few
  * accounts: subscriptions are read once per (batch, account, event), not once per request, with
- * their URLs in the same statement. On PostgreSQL each read is a round trip that waited behind
- * HTTP traffic: 42 requests/s processed under load with a read per request.
+ * their URLs in the same statement. On PostgreSQL each read is a round trip that waits behind
+ * HTTP traffic: with a read per request, processing fell far behind ingest under load.
  */
 function subscriptionReader(tx: Tx): (accountId: string, event: NotificationEvent) => Promise<SubscriptionRoute[]> {
   const read = new Map<string, Promise<SubscriptionRoute[]>>();

@@ -11,19 +11,20 @@ import type { FromOutboundThread, OutboundThreadData, ToOutboundThread } from '.
  *
  * Why: on SQLite every commit blocks the main thread's event loop (and an fsync can take a
  * millisecond), which held up every call in flight; and one thread doing both the bookkeeping
- * (~60 µs a delivery) and the calls (~70 µs) was the delivery throughput's ceiling. With the calls
- * here they go on during commits, their timeouts are measured without the main thread's pauses, and
- * the two halves run on two cores (docs/benchmarks.md has the figures).
+ * and the calls, comparable shares of a delivery's CPU, was the delivery throughput's ceiling. With
+ * the calls here they go on during commits, their timeouts are measured without the main thread's
+ * pauses, and the two halves run on two cores (`npm run bench -- --only delivery`;
+ * docs/benchmarks.md, "Tried and did not pay", has the variant without the thread).
  *
  * Calls and answers travel in batches, one message per turn of either event loop. The thread starts
  * on the first call (an API-only process never starts it). If it dies, the calls it held fail (the
  * job worker retries them like any failed attempt) and the next call starts a new one.
  */
 /**
- * The thread's heap. Its young generation otherwise grows to 32 MiB under load, and a worker
- * process delivering 20,000 notifications peaked at 259-271 MiB of RSS against the 256 MiB budget
- * (docs/benchmarks.md, backlog); capped at 4 MiB it peaked at 237-247 MiB, for ~10 % fewer
- * deliveries a second (more frequent scavenges). The old generation cap is a safety net: calls
+ * The thread's heap. Its young generation otherwise grows to 32 MiB under load, which took a
+ * worker process delivering a large batch past the 256 MiB RSS budget; capped at 4 MiB it stays
+ * within it, for somewhat fewer deliveries a second (more frequent scavenges). Measured by
+ * `npm run bench -- --only backlog` (worker peak RSS; docs/benchmarks.md). The old generation cap is a safety net: calls
  * in flight are small, and a thread that runs out of heap fails its calls and is replaced.
  */
 const THREAD_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 128 };
