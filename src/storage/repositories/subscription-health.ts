@@ -162,6 +162,9 @@ export async function disableSubscription(
     .where('subscription_id', '=', subscriptionId)
     .where('status', '=', 'pending')
     .where('test', '=', 0)
+    // One in flight is left to its attempt, whose settle (under its lease) would write over this;
+    // if it is to be tried again, its next attempt is refused: the subscription is inactive.
+    .where('lease', 'is', null)
     .returning('id')
     .execute();
   return { accountId: disabled.account_id, event: disabled.event, url: disabled.callback_url, failedPending: failed.length, failedIds: failed.map((row) => row.id) };
