@@ -95,7 +95,7 @@ async function adoptUrlSecrets(db: Executor, box: SecretBox, owner: { accountId:
   const source = rows[0]!.subscription_id;
   const adopted: SigningSecret[] = [];
   for (const row of rows.filter((r) => r.subscription_id === source)) {
-    const copy = { ...open(box, row) };
+    const copy = open(box, row);
     const id = newId('whs', now);
     await insertSigningSecret(db, {
       id,
