@@ -8,27 +8,34 @@
 // Quiet on success (one line). `npm run build:console` runs it; so do `prepare` (npm ci) and the
 // API at start when console/dist/index.html is missing.
 // --if-possible: exit 0 with a note when the build tools are not installed (npm ci --omit=dev).
+// The console is an npm workspace (console/package.json declares Preact, openapi-fetch and Vite);
+// Vite is resolved from there, TypeScript and openapi-typescript from the service's package.json.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const consoleDir = join(root, 'console');
 const started = Date.now();
 const require = createRequire(import.meta.url);
 
-function resolvable(name) {
+function resolvable([name, from]) {
   try {
-    require.resolve(name, { paths: [root] });
+    require.resolve(name, { paths: [from] });
     return true;
   } catch {
     return false;
   }
 }
 
-if (process.argv.includes('--if-possible') && !['vite', 'typescript', 'openapi-typescript'].every(resolvable)) {
+const tools = [
+  ['vite', consoleDir],
+  ['typescript', root],
+  ['openapi-typescript', root],
+];
+if (process.argv.includes('--if-possible') && !tools.every(resolvable)) {
   console.log('console build skipped: its build tools (devDependencies) are not installed; the API builds it at start if they are');
   process.exit(0);
 }
@@ -45,7 +52,7 @@ function run(label, args) {
 run('generate the API schema (scripts/console-api-schema.ts)', ['--import', 'tsx', join(root, 'scripts/console-api-schema.ts')]);
 run('typecheck (tsc -p console)', [require.resolve('typescript/bin/tsc', { paths: [root] }), '-p', consoleDir]);
 
-const { build } = await import('vite');
+const { build } = await import(pathToFileURL(require.resolve('vite', { paths: [consoleDir] })).href);
 try {
   await build({ configFile: join(consoleDir, 'vite.config.ts'), logLevel: 'error' });
 } catch (error) {

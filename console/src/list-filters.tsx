@@ -22,7 +22,10 @@ export function useListFilters<N extends string>(path: string, names: readonly N
     cursor,
     draft,
     /** The draft's setter for one filter, for a field's `onValue`. */
-    edit: (name: N, clean: (value: string) => string = (value) => value) => (value: string) => setDraft({ ...draft, [name]: clean(value) }),
+    edit:
+      (name: N, clean: (value: string) => string = (value) => value) =>
+      (value: string) =>
+        setDraft({ ...draft, [name]: clean(value) }),
     apply: () => navigate(href(path, Object.fromEntries(names.map((name) => [name, MOMENTS.has(name) ? utcInputToIso(draft[name]) : draft[name]])))),
     deps: [...names.map((name) => filters[name]), cursor],
   };

@@ -2,7 +2,7 @@
 // page has a URL that can be shared and reloaded.
 import { Store } from './session';
 
-export const BASE = '/console';
+const BASE = '/console';
 
 export interface Location {
   path: string;

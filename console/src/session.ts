@@ -24,10 +24,10 @@ export function useStore<T>(store: Store<T>): T {
   useEffect(() => {
     const unsubscribe = store.subscribe(() => setTick((n) => n + 1));
     // Effects run after paint: a change between the render and now (a 401 at start) is not missed.
+    // `value` is the one this render showed, so each new value subscribes again and compares anew.
     if (store.value !== value) setTick((n) => n + 1);
     return unsubscribe;
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [store]);
+  }, [store, value]);
   return value;
 }
 

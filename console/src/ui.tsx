@@ -1,5 +1,6 @@
 // Small shared pieces: loading, problems shown as title + detail, labelled fields with the error
-// of the member they edit, copy buttons. Everything from the API is rendered as text.
+// of the member they edit, copy buttons. Everything from the API is rendered as text. Actions
+// and their buttons: actions.tsx.
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiProblem } from './api/client';
@@ -17,7 +18,7 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): { data?: T
     return () => {
       live = false;
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- `deps` are the caller's, as useEffect's own: they say when `load` reads something new
   }, [...deps, tick]);
   const reload = useCallback(() => setTick((n) => n + 1), []);
   return { ...state, reload };
@@ -29,43 +30,27 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): { data?: T
  * one load at a time, none while the tab is hidden. The one way the console follows something
  * whose outcome comes later (a test send, Retry now, the delivery log).
  */
-export function useFollow<T>(state: { data?: T; loading: boolean; reload: () => void }, { everyMs, follow, done = () => false, forMs = Infinity }: { everyMs: number; follow: unknown; done?: (data: T) => boolean; forMs?: number }): boolean {
+export function useFollow<T>(
+  state: { data?: T; loading: boolean; reload: () => void },
+  { everyMs, follow, done = () => false, forMs = Infinity }: { everyMs: number; follow: unknown; done?: (data: T) => boolean; forMs?: number },
+): boolean {
   const on = follow !== null && follow !== false && follow !== undefined;
+  const { data, loading, reload } = state;
   const [since, setSince] = useState<number | null>(null);
   const [tick, setTick] = useState(0);
-  const following = on && since !== null && Date.now() - since < forMs && !(state.data !== undefined && done(state.data));
-  useEffect(() => setSince(on ? Date.now() : null), [follow]);
+  const following = on && since !== null && Date.now() - since < forMs && !(data !== undefined && done(data));
+  useEffect(() => setSince(on ? Date.now() : null), [on, follow]);
+  // `data`: each load that lands arms the next one; `tick`: a hidden tab looks again later.
   useEffect(() => {
-    if (!following || state.loading) return;
-    const timer = setTimeout(() => (document.hidden ? setTick((n) => n + 1) : state.reload()), everyMs);
+    if (!following || loading) return;
+    const timer = setTimeout(() => (document.hidden ? setTick((n) => n + 1) : reload()), everyMs);
     return () => clearTimeout(timer);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [following, state.loading, state.data, tick]);
+  }, [following, loading, data, tick, reload, everyMs]);
   return following;
 }
 
 export function asProblem(error: unknown): ApiProblem {
   return error instanceof ApiProblem ? error : new ApiProblem(0, 'Something went wrong', error instanceof Error ? error.message : String(error));
-}
-
-/** Runs an action, keeping its problem for the form; returns whether it succeeded. */
-export function useAction(): { busy: boolean; problem?: ApiProblem; run: (action: () => Promise<void>) => Promise<boolean>; clear: () => void } {
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<ApiProblem | undefined>();
-  const run = async (action: () => Promise<void>) => {
-    setBusy(true);
-    setProblem(undefined);
-    try {
-      await action();
-      return true;
-    } catch (error) {
-      setProblem(asProblem(error));
-      return false;
-    } finally {
-      setBusy(false);
-    }
-  };
-  return { busy, problem, run, clear: () => setProblem(undefined) };
 }
 
 export function Loading({ label = 'Loading…' }: { label?: string }) {
@@ -104,7 +89,7 @@ export function Problem({ problem, unplaced }: { problem?: ApiProblem; unplaced?
 }
 
 /** `body.callback.url` → "Callback url", `querystring.status` → "Status": the member a message is about, in words. */
-export function fieldName(path: string): string {
+function fieldName(path: string): string {
   const words = path
     .replace(/^(body|querystring|params|headers)\.?/, '')
     .replace(/\[(\d+)\]/g, (_, n: string) => ` ${Number(n) + 1}`)
@@ -155,24 +140,24 @@ export function Field({ label, value, onValue, error: judgedError, hint, type = 
   const error = useErrorUntilEdited(judgedError, value);
   const [shown, setShown] = useState(false);
   const describedBy = [hint ? `${id}-hint` : '', error ? `${id}-error` : ''].filter(Boolean).join(' ') || undefined;
-  const input = (
-    <input
-      id={id}
-      type={(secret ? (shown ? 'text' : 'password') : type) as 'text'}
-      value={value}
-      onInput={(e) => onValue((e.currentTarget as HTMLInputElement).value)}
-      aria-invalid={error ? 'true' : undefined}
-      aria-describedby={describedBy}
-      {...rest}
-    />
-  );
+  // Preact types an input's attributes as a union keyed by `type`: a value that may be any of
+  // several types picks none of them, so it is typed as one.
+  const inputType = (secret ? (shown ? 'text' : 'password') : type) as 'text';
+  const input = <input id={id} type={inputType} value={value} onInput={(e) => onValue(e.currentTarget.value)} aria-invalid={error ? 'true' : undefined} aria-describedby={describedBy} {...rest} />;
   return (
     <div class={error ? 'field field-invalid' : 'field'}>
       <label for={id}>{label}</label>
       {secret ? (
         <div class="secret-input">
           {input}
-          <button type="button" class="secondary" aria-pressed={shown} aria-controls={id} onClick={() => setShown(!shown)} data-testid={rest['data-testid'] ? `${rest['data-testid']}-show` : undefined}>
+          <button
+            type="button"
+            class="secondary"
+            aria-pressed={shown}
+            aria-controls={id}
+            onClick={() => setShown(!shown)}
+            data-testid={rest['data-testid'] ? `${rest['data-testid']}-show` : undefined}
+          >
             {shown ? 'Hide' : 'Show'}
             <span class="sr-only"> {label}</span>
           </button>
@@ -199,13 +184,27 @@ function FieldError({ id, error }: { id: string; error?: string | undefined }) {
   ) : null;
 }
 
-export function Select({ label, value, onValue, options, error: judgedError, ...rest }: { label: string; value: string; onValue: (v: string) => void; options: [string, string][]; error?: string; 'data-testid'?: string }) {
+export function Select({
+  label,
+  value,
+  onValue,
+  options,
+  error: judgedError,
+  ...rest
+}: {
+  label: string;
+  value: string;
+  onValue: (v: string) => void;
+  options: [string, string][];
+  error?: string;
+  'data-testid'?: string;
+}) {
   const id = useId('s');
   const error = useErrorUntilEdited(judgedError, value);
   return (
     <div class={error ? 'field field-invalid' : 'field'}>
       <label for={id}>{label}</label>
-      <select id={id} value={value} onChange={(e) => onValue((e.currentTarget as HTMLSelectElement).value)} aria-invalid={error ? 'true' : undefined} aria-describedby={error ? `${id}-error` : undefined} {...rest}>
+      <select id={id} value={value} onChange={(e) => onValue(e.currentTarget.value)} aria-invalid={error ? 'true' : undefined} aria-describedby={error ? `${id}-error` : undefined} {...rest}>
         {options.map(([v, text]) => (
           <option key={v} value={v}>
             {text}
@@ -221,7 +220,7 @@ export function Checkbox({ label, checked, onChecked, ...rest }: { label: string
   const id = useId('c');
   return (
     <div class="field field-check">
-      <input id={id} type="checkbox" checked={checked} onChange={(e) => onChecked((e.currentTarget as HTMLInputElement).checked)} {...rest} />
+      <input id={id} type="checkbox" checked={checked} onChange={(e) => onChecked(e.currentTarget.checked)} {...rest} />
       <label for={id}>{label}</label>
     </div>
   );
@@ -229,21 +228,17 @@ export function Checkbox({ label, checked, onChecked, ...rest }: { label: string
 
 export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
   const [done, setDone] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setDone(true);
+      setTimeout(() => setDone(false), 2000);
+    } catch {
+      setDone(false);
+    }
+  };
   return (
-    <button
-      type="button"
-      class="secondary"
-      data-testid="copy"
-      onClick={async () => {
-        try {
-          await navigator.clipboard.writeText(text);
-          setDone(true);
-          setTimeout(() => setDone(false), 2000);
-        } catch {
-          setDone(false);
-        }
-      }}
-    >
+    <button type="button" class="secondary" data-testid="copy" onClick={() => void copy()}>
       {done ? 'Copied' : label}
     </button>
   );
@@ -275,7 +270,7 @@ const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
 const relativeFormat = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
 
 /** "3 minutes ago", "in 2 hours": how far a moment is from now, in its largest whole unit. */
-export function relativeTime(at: number, now = Date.now()): string {
+function relativeTime(at: number, now = Date.now()): string {
   const delta = at - now;
   if (Math.abs(delta) < 10_000) return delta > 0 ? 'in a few seconds' : 'just now';
   const [unit, size] = UNITS.find(([, ms]) => Math.abs(delta) >= ms) ?? UNITS[UNITS.length - 1]!;
@@ -283,10 +278,13 @@ export function relativeTime(at: number, now = Date.now()): string {
 }
 
 /** The exact moment in UTC, the zone of payloads, receivers' logs and the API: `2026-11-27 04:05:06 UTC`. */
-export function utc(value: string, { ms = false }: { ms?: boolean } = {}): string {
+function utc(value: string, { ms = false }: { ms?: boolean } = {}): string {
   const date = new Date(value);
   if (Number.isNaN(date.getTime())) return value;
-  return `${date.toISOString().slice(0, ms ? 23 : 19).replace('T', ' ')} UTC`;
+  return `${date
+    .toISOString()
+    .slice(0, ms ? 23 : 19)
+    .replace('T', ' ')} UTC`;
 }
 
 /**
@@ -313,15 +311,12 @@ export function whenText(at: string): string {
 
 /**
  * A `datetime-local` input's value read as UTC (the console's inputs all say "UTC"), as RFC 3339;
- * empty stays empty. And back: a moment as such a value.
+ * empty stays empty.
  */
 export function utcInputToIso(value: string): string {
   if (!value) return '';
   const date = new Date(`${value.length === 16 ? `${value}:00` : value}Z`);
   return Number.isNaN(date.getTime()) ? value : date.toISOString();
-}
-export function isoToUtcInput(at: number): string {
-  return new Date(at).toISOString().slice(0, 16);
 }
 
 export function Badge({ kind, children }: { kind: string; children: ComponentChildren }) {
@@ -334,40 +329,5 @@ export function Json({ value, testid }: { value: unknown; testid?: string }) {
     <pre class="json" data-testid={testid} tabIndex={0}>
       {JSON.stringify(value, null, 2)}
     </pre>
-  );
-}
-
-/**
- * A destructive action asks in place (no window.confirm: a dialog blocks the page and browser
- * tests): the first click shows the question with "Yes" (`<testid>-confirm`) and "Cancel".
- */
-export function ConfirmButton({ question, onConfirm, disabled, kind = 'danger', testid, children }: { question: string; onConfirm: () => void; disabled?: boolean; kind?: 'danger' | 'secondary'; testid?: string; children: ComponentChildren }) {
-  const [asking, setAsking] = useState(false);
-  if (!asking)
-    return (
-      <button type="button" class={kind} data-testid={testid} disabled={disabled} onClick={() => setAsking(true)}>
-        {children}
-      </button>
-    );
-  return (
-    <span class="confirm" role="group" aria-label={question}>
-      <span>{question}</span>{' '}
-      <button
-        type="button"
-        class="danger"
-        data-testid={testid ? `${testid}-confirm` : undefined}
-        disabled={disabled}
-        ref={(el) => el?.focus()}
-        onClick={() => {
-          setAsking(false);
-          onConfirm();
-        }}
-      >
-        Yes
-      </button>{' '}
-      <button type="button" class="secondary" onClick={() => setAsking(false)}>
-        Cancel
-      </button>
-    </span>
   );
 }

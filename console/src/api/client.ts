@@ -1,10 +1,10 @@
 // The console's only way to the API: openapi-fetch typed by schema.d.ts, generated from the
 // service's own OpenAPI document (scripts/console-api-schema.ts), so a changed API fails the build.
 import createClient, { type Middleware } from 'openapi-fetch';
-import type { paths, components } from './schema';
+import type { paths } from './schema';
 import { session, expire, actingAccount } from '../session';
 
-export type { paths, components };
+export type { paths };
 
 /** An RFC 9457 problem the API answered, or a network failure. */
 export class ApiProblem extends Error {
@@ -75,12 +75,15 @@ const OAUTH_ERRORS: Record<string, string> = {
   temporarily_unavailable: 'Too many sign-in attempts',
 };
 
-export function toProblem(status: number, body: unknown): ApiProblem {
+function toProblem(status: number, body: unknown): ApiProblem {
   const doc = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
   const title = typeof doc.title === 'string' ? doc.title : typeof doc.error === 'string' ? (OAUTH_ERRORS[doc.error] ?? doc.error) : `HTTP ${status}`;
   const detail = typeof doc.detail === 'string' ? doc.detail : typeof doc.error_description === 'string' ? doc.error_description : typeof body === 'string' ? body : '';
   const errors = Array.isArray(doc.errors)
-    ? doc.errors.filter((e): e is { path: string; message: string } => typeof e?.path === 'string' && typeof e?.message === 'string')
+    ? (doc.errors as unknown[]).filter((e): e is { path: string; message: string } => {
+        const member = e as { path?: unknown; message?: unknown } | null | undefined;
+        return typeof member?.path === 'string' && typeof member?.message === 'string';
+      })
     : [];
   return new ApiProblem(status, title, detail, errors);
 }
@@ -119,13 +122,12 @@ async function tokenCall(path: string, contentType: string, form: string | URLSe
 export type Subscription = paths['/v2/subscriptions/{subscriptionId}']['get']['responses'][200]['content']['application/json'];
 export type SubscriptionBody = NonNullable<paths['/v2/subscriptions']['post']['requestBody']>['content']['application/json'];
 export type Stats = paths['/v2/subscriptions/{subscriptionId}/stats']['get']['responses'][200]['content']['application/json'];
-export type NotificationPage = paths['/v2/notifications']['get']['responses'][200]['content']['application/json'];
+type NotificationPage = paths['/v2/notifications']['get']['responses'][200]['content']['application/json'];
 export type Notification = NotificationPage['data'][number];
 export type NotificationDetail = paths['/v2/notifications/{notificationId}']['get']['responses'][200]['content']['application/json'];
 export type RewardRequest = paths['/v2/requests/{id}']['get']['responses'][200]['content']['application/json'];
 export type RequestEvent = paths['/v2/request/{id}/events']['get']['responses'][200]['content']['application/json'][number];
 export type SigningSecretView = paths['/v2/subscriptions/{subscriptionId}/secret']['get']['responses'][200]['content']['application/json'];
-export type Me = paths['/v2/me']['get']['responses'][200]['content']['application/json'];
 type AccountList = paths['/v2/admin/accounts']['get']['responses'][200]['content']['application/json'];
 export type Account = Extract<AccountList, unknown[]>[number];
 type ClientList = paths['/v2/admin/accounts/{id}/clients']['get']['responses'][200]['content']['application/json'];

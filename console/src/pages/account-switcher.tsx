@@ -9,18 +9,25 @@ export function AccountSwitcher({ acting, own, onChange }: { acting: string | nu
   return (
     <div class="switcher">
       <label for={id}>Acting for</label>
-      <select id={id} data-testid="account-switcher" value={acting ?? own} onChange={(e) => {
-        const value = (e.currentTarget as HTMLSelectElement).value;
-        onChange(value === own ? null : value);
-      }}>
+      <select
+        id={id}
+        data-testid="account-switcher"
+        value={acting ?? own}
+        onChange={(e) => {
+          const value = e.currentTarget.value;
+          onChange(value === own ? null : value);
+        }}
+      >
         <option value={own}>Operator account</option>
         {acting && !list.some((a) => a.id === acting) ? <option value={acting}>{acting}</option> : null}
-        {list.filter((a) => a.id !== own).map((a) => (
-          <option key={a.id} value={a.id}>
-            {a.name}
-            {a.active ? '' : ' (inactive)'}
-          </option>
-        ))}
+        {list
+          .filter((a) => a.id !== own)
+          .map((a) => (
+            <option key={a.id} value={a.id}>
+              {a.name}
+              {a.active ? '' : ' (inactive)'}
+            </option>
+          ))}
       </select>
     </div>
   );

@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { api, asPage, call, type Account, type ConsoleLinkState, type OAuthClient } from '../api/client';
 import { actFor } from '../session';
 import { href, navigate, route } from '../router';
-import { Badge, Checkbox, ConfirmButton, CopyButton, Field, Loading, Problem, ShownOnce, When, whenText, useAction, useAsync } from '../ui';
+import { ActionButton, ActionForm, ConfirmButton, useAction } from '../actions';
+import { Badge, Checkbox, CopyButton, Field, Loading, Problem, ShownOnce, When, whenText, useAsync } from '../ui';
 
 /** Each scope a client can hold, and what it lets the client do. `admin` only for the operator's own account. */
 const SCOPES: [string, string][] = [
@@ -24,23 +25,21 @@ export function Accounts() {
   return (
     <section>
       <h1>Accounts</h1>
-      <form
-        class="form inline"
-        data-testid="create-account"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void create.run(async () => {
-            await call(api.POST('/v2/admin/accounts', { body: { name } }));
-            setName('');
-            list.reload();
-          });
+      <ActionForm
+        action={create}
+        inline
+        testid="create-account"
+        onRun={async () => {
+          await call(api.POST('/v2/admin/accounts', { body: { name } }));
+          setName('');
+          list.reload();
         }}
       >
         <Field label="New account name" value={name} onValue={setName} required maxLength={200} error={create.problem?.field('body.name')} data-testid="account-name" />
         <button type="submit" disabled={create.busy}>
           Create account
         </button>
-      </form>
+      </ActionForm>
       <Problem problem={create.problem} unplaced={['body.name']} />
       {list.loading ? <Loading label="Loading accounts…" /> : null}
       <Problem problem={list.error} />
@@ -117,13 +116,11 @@ export function AccountPage({ id }: { id: string }) {
             testid="toggle-account"
             kind={a.active ? 'danger' : 'secondary'}
             question={a.active ? `Deactivate ${a.name}? Its clients and console sessions are cut off within seconds.` : `Activate ${a.name}?`}
-            disabled={toggle.busy}
-            onConfirm={() =>
-              toggle.run(async () => {
-                await call(api.PATCH('/v2/admin/accounts/{id}', { params: { path }, body: { active: !a.active } }));
-                account.reload();
-              })
-            }
+            action={toggle}
+            onConfirm={async () => {
+              await call(api.PATCH('/v2/admin/accounts/{id}', { params: { path }, body: { active: !a.active } }));
+              account.reload();
+            }}
           >
             {a.active ? 'Deactivate' : 'Activate'}
           </ConfirmButton>
@@ -187,41 +184,34 @@ function Clients({ accountId, operator }: { accountId: string; operator: boolean
                       kind="secondary"
                       testid="rotate-client-secret"
                       question={`Rotate the secret of ${c.client_id}?`}
-                      disabled={act.busy}
-                      onConfirm={() =>
-                        act.run(async () => {
-                          const rotated = await call(api.POST('/v2/admin/accounts/{id}/clients/{clientId}/rotate-secret', { params: { path: clientPath } }));
-                          setSecret({ clientId: rotated.client_id, secret: rotated.client_secret, label: 'New client secret' });
-                          list.reload();
-                        })
-                      }
+                      action={act}
+                      onConfirm={async () => {
+                        const rotated = await call(api.POST('/v2/admin/accounts/{id}/clients/{clientId}/rotate-secret', { params: { path: clientPath } }));
+                        setSecret({ clientId: rotated.client_id, secret: rotated.client_secret, label: 'New client secret' });
+                        list.reload();
+                      }}
                     >
                       Rotate secret<span class="sr-only"> of {c.client_id}</span>
                     </ConfirmButton>
-                    <button
-                      type="button"
-                      class="secondary"
-                      disabled={act.busy}
-                      onClick={() =>
-                        act.run(async () => {
-                          await call(api.PATCH('/v2/admin/accounts/{id}/clients/{clientId}', { params: { path: clientPath }, body: { active: !c.active } }));
-                          list.reload();
-                        })
-                      }
+                    <ActionButton
+                      kind="secondary"
+                      action={act}
+                      onRun={async () => {
+                        await call(api.PATCH('/v2/admin/accounts/{id}/clients/{clientId}', { params: { path: clientPath }, body: { active: !c.active } }));
+                        list.reload();
+                      }}
                     >
                       {c.active ? 'Deactivate' : 'Activate'}
                       <span class="sr-only"> {c.client_id}</span>
-                    </button>
+                    </ActionButton>
                     <ConfirmButton
                       testid="delete-client"
                       question={`Delete ${c.client_id}?`}
-                      disabled={act.busy}
-                      onConfirm={() =>
-                        act.run(async () => {
-                          await call(api.DELETE('/v2/admin/accounts/{id}/clients/{clientId}', { params: { path: clientPath } }));
-                          list.reload();
-                        })
-                      }
+                      action={act}
+                      onConfirm={async () => {
+                        await call(api.DELETE('/v2/admin/accounts/{id}/clients/{clientId}', { params: { path: clientPath } }));
+                        list.reload();
+                      }}
                     >
                       Delete<span class="sr-only"> {c.client_id}</span>
                     </ConfirmButton>
@@ -234,22 +224,25 @@ function Clients({ accountId, operator }: { accountId: string; operator: boolean
       ) : list.data ? (
         <p>No clients.</p>
       ) : null}
-      <form
-        class="form"
-        data-testid="create-client"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void create.run(async () => {
-            const created = await call(api.POST('/v2/admin/accounts/{id}/clients', { params: { path }, body: { scopes } }));
-            setSecret({ clientId: created.client_id, secret: created.client_secret, label: 'Client secret' });
-            list.reload();
-          });
+      <ActionForm
+        action={create}
+        testid="create-client"
+        onRun={async () => {
+          const created = await call(api.POST('/v2/admin/accounts/{id}/clients', { params: { path }, body: { scopes } }));
+          setSecret({ clientId: created.client_id, secret: created.client_secret, label: 'Client secret' });
+          list.reload();
         }}
       >
         <fieldset>
           <legend>New client's scopes</legend>
           {SCOPES.filter(([scope]) => operator || scope !== 'admin').map(([scope, words]) => (
-            <Checkbox key={scope} label={`${scope} — ${words}`} checked={scopes.includes(scope)} onChecked={(on) => setScopes(on ? [...scopes, scope] : scopes.filter((s) => s !== scope))} data-testid={`scope-${scope}`} />
+            <Checkbox
+              key={scope}
+              label={`${scope} — ${words}`}
+              checked={scopes.includes(scope)}
+              onChecked={(on) => setScopes(on ? [...scopes, scope] : scopes.filter((s) => s !== scope))}
+              data-testid={`scope-${scope}`}
+            />
           ))}
           {create.problem?.field('body.scopes') ? <small class="field-error">{create.problem.field('body.scopes')}</small> : null}
         </fieldset>
@@ -257,7 +250,7 @@ function Clients({ accountId, operator }: { accountId: string; operator: boolean
         <button type="submit" disabled={create.busy}>
           Create client
         </button>
-      </form>
+      </ActionForm>
     </section>
   );
 }
@@ -272,22 +265,20 @@ function ConsoleLink({ accountId }: { accountId: string }) {
     <section aria-labelledby="link-heading">
       <h2 id="link-heading">Console link</h2>
       <p>A one-time link that signs a developer of this account in to the console (usable for 10 minutes, once). Hand it over a channel you trust.</p>
-      <form
-        class="form inline"
-        data-testid="console-link-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run(async () => {
-            setLink(await call(api.POST('/v2/admin/accounts/{id}/console-links', { params: { path: { id: accountId } }, body: { ttl } })));
-            setMade(made + 1);
-          });
+      <ActionForm
+        action={action}
+        inline
+        testid="console-link-form"
+        onRun={async () => {
+          setLink(await call(api.POST('/v2/admin/accounts/{id}/console-links', { params: { path: { id: accountId } }, body: { ttl } })));
+          setMade(made + 1);
         }}
       >
         <Field label="Session length" hint="30m, 1h … 24h" value={ttl} onValue={setTtl} error={action.problem?.field('body.ttl')} data-testid="link-ttl" />
         <button type="submit" disabled={action.busy} data-testid="make-link">
           Make a console link
         </button>
-      </form>
+      </ActionForm>
       <Problem problem={action.problem} unplaced={['body.ttl']} />
       {link ? (
         <div class="shown-once" role="status" data-testid="console-link">
@@ -305,13 +296,17 @@ function ConsoleLink({ accountId }: { accountId: string }) {
 /** What a link is now: its code unused, its session open, or over. */
 function linkState(l: ConsoleLinkState, now: number): { label: string; kind: 'ok' | 'off'; open: boolean } {
   if (l.revokedAt) return { label: `revoked ${whenText(l.revokedAt)}`, kind: 'off', open: false };
-  if (l.sessionExpiresAt) return Date.parse(l.sessionExpiresAt) > now ? { label: `session open until ${whenText(l.sessionExpiresAt)}`, kind: 'ok', open: true } : { label: 'session ended', kind: 'off', open: false };
+  if (l.sessionExpiresAt)
+    return Date.parse(l.sessionExpiresAt) > now ? { label: `session open until ${whenText(l.sessionExpiresAt)}`, kind: 'ok', open: true } : { label: 'session ended', kind: 'off', open: false };
   return Date.parse(l.expiresAt) > now ? { label: `unused until ${whenText(l.expiresAt)}`, kind: 'ok', open: true } : { label: 'expired unused', kind: 'off', open: false };
 }
 
 /** GET /v2/admin/accounts/{id}/console-links; DELETE …/console-links/{linkId} revokes a link and the session it opened. */
 function ConsoleLinks({ accountId, reloadKey }: { accountId: string; reloadKey: number }) {
-  const list = useAsync(async () => asPage<ConsoleLinkState>(await call(api.GET('/v2/admin/accounts/{id}/console-links', { params: { path: { id: accountId }, query: { limit: 50 } } }))), [accountId, reloadKey]);
+  const list = useAsync(
+    async () => asPage<ConsoleLinkState>(await call(api.GET('/v2/admin/accounts/{id}/console-links', { params: { path: { id: accountId }, query: { limit: 50 } } }))),
+    [accountId, reloadKey],
+  );
   const revoke = useAction();
   const now = Date.now();
   if (list.loading && !list.data) return <Loading label="Loading console links…" />;
@@ -345,13 +340,11 @@ function ConsoleLinks({ accountId, reloadKey }: { accountId: string; reloadKey: 
                     <ConfirmButton
                       testid="revoke-console-link"
                       question={`Revoke ${l.id}? Its session is cut off within seconds.`}
-                      disabled={revoke.busy}
-                      onConfirm={() =>
-                        revoke.run(async () => {
-                          await call(api.DELETE('/v2/admin/accounts/{id}/console-links/{linkId}', { params: { path: { id: accountId, linkId: l.id } } }));
-                          list.reload();
-                        })
-                      }
+                      action={revoke}
+                      onConfirm={async () => {
+                        await call(api.DELETE('/v2/admin/accounts/{id}/console-links/{linkId}', { params: { path: { id: accountId, linkId: l.id } } }));
+                        list.reload();
+                      }}
                     >
                       Revoke<span class="sr-only"> {l.id}</span>
                     </ConfirmButton>

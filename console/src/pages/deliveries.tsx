@@ -3,7 +3,8 @@ import { api, call, type Notification, type NotificationDetail } from '../api/cl
 import { can } from '../session';
 import { href } from '../router';
 import { FilterForm, Pager, useListFilters } from '../list-filters';
-import { Badge, Checkbox, Field, Json, Loading, Problem, Select, When, useAction, useAsync, useFollow } from '../ui';
+import { ActionButton, useAction } from '../actions';
+import { Badge, Checkbox, Field, Json, Loading, Problem, Select, When, useAsync, useFollow } from '../ui';
 
 const PAGE = 50;
 
@@ -73,7 +74,11 @@ export function Deliveries() {
           label="Endpoint"
           value={draft.subscriptionId}
           onValue={edit('subscriptionId')}
-          options={[['', 'Any'] as [string, string], ...subscriptions.map((s): [string, string] => [s._id, `${s.description || s.callback.url} (${s.event})`]), ...(draft.subscriptionId && !known.has(draft.subscriptionId) ? [[draft.subscriptionId, draft.subscriptionId] as [string, string]] : [])]}
+          options={[
+            ['', 'Any'] as [string, string],
+            ...subscriptions.map((s): [string, string] => [s._id, `${s.description || s.callback.url} (${s.event})`]),
+            ...(draft.subscriptionId && !known.has(draft.subscriptionId) ? [[draft.subscriptionId, draft.subscriptionId] as [string, string]] : []),
+          ]}
           error={problem?.field('querystring.subscriptionId')}
           data-testid="filter-subscription"
         />
@@ -100,7 +105,13 @@ export function Deliveries() {
       </FilterForm>
       <div class="row live">
         <Checkbox label="Refresh every 5 seconds" checked={live} onChecked={setLive} data-testid="auto-refresh" />
-        {cursor ? <span class="hint">Older pages do not refresh.</span> : refreshing ? <span class="hint" data-testid="refreshing">Showing new deliveries as they come.</span> : null}
+        {cursor ? (
+          <span class="hint">Older pages do not refresh.</span>
+        ) : refreshing ? (
+          <span class="hint" data-testid="refreshing">
+            Showing new deliveries as they come.
+          </span>
+        ) : null}
       </div>
       {page.loading && !page.data ? <Loading label="Loading deliveries…" /> : null}
       <Problem problem={problem} unplaced={FILTERS.map((name) => `querystring.${name}`)} />
@@ -111,7 +122,7 @@ export function Deliveries() {
   );
 }
 
-export function NotificationTable({ rows }: { rows: Notification[] }) {
+function NotificationTable({ rows }: { rows: Notification[] }) {
   return (
     <table data-testid="delivery-table">
       <caption class="sr-only">Notifications, newest first</caption>
@@ -137,9 +148,7 @@ export function NotificationTable({ rows }: { rows: Notification[] }) {
             <td>
               <code>{n.event}</code> {n.test ? <Badge kind="test">test</Badge> : null}
             </td>
-            <td class="url">
-              {n.subscriptionId ? <a href={href(`/subscriptions/${encodeURIComponent(n.subscriptionId)}`)}>{n.url}</a> : n.url}
-            </td>
+            <td class="url">{n.subscriptionId ? <a href={href(`/subscriptions/${encodeURIComponent(n.subscriptionId)}`)}>{n.url}</a> : n.url}</td>
             <td>
               {statusBadge(n.status)}
               {n.waitingFor ? (
@@ -187,14 +196,15 @@ function RetryAfter({ value, statusCode }: { value: string; statusCode: number |
   );
 }
 
-export function Attempts({ attempts }: { attempts: NotificationDetail['attempts'] }) {
+function Attempts({ attempts }: { attempts: NotificationDetail['attempts'] }) {
   if (attempts.length === 0) return <p>No attempt yet.</p>;
   return (
     <ol class="attempts" data-testid="attempts">
       {attempts.map((a) => (
         <li key={a.attempt} data-testid="attempt">
           <p>
-            <strong>Attempt {a.attempt}</strong> <When at={a.at} /> · <Badge kind={a.outcome === 'succeeded' ? 'ok' : a.outcome === 'failed' ? 'failed' : 'pending'}>{a.outcome}</Badge> · {a.statusCode !== null ? `HTTP ${a.statusCode}` : 'no HTTP answer'} · {a.latencyMs} ms
+            <strong>Attempt {a.attempt}</strong> <When at={a.at} /> · <Badge kind={a.outcome === 'succeeded' ? 'ok' : a.outcome === 'failed' ? 'failed' : 'pending'}>{a.outcome}</Badge> ·{' '}
+            {a.statusCode !== null ? `HTTP ${a.statusCode}` : 'no HTTP answer'} · {a.latencyMs} ms
           </p>
           <p class="url">{a.url}</p>
           {a.error ? <p class="attempt-error">{a.error}</p> : null}
@@ -238,7 +248,6 @@ export function Attempts({ attempts }: { attempts: NotificationDetail['attempts'
     </ol>
   );
 }
-
 
 /** GET /v2/notifications/{id}: payload, headers, every attempt; POST …/retry. */
 export function DeliveryPage({ id }: { id: string }) {
@@ -299,13 +308,7 @@ export function DeliveryPage({ id }: { id: string }) {
           <>
             <dt>Next attempt</dt>
             <dd data-testid="next-attempt">
-              {d.nextAttemptAt !== null ? (
-                <When at={d.nextAttemptAt} />
-              ) : d.status === 'pending' ? (
-                'an attempt is being made now'
-              ) : (
-                `none: ${d.status === 'succeeded' ? 'delivered' : 'failed'}`
-              )}
+              {d.nextAttemptAt !== null ? <When at={d.nextAttemptAt} /> : d.status === 'pending' ? 'an attempt is being made now' : `none: ${d.status === 'succeeded' ? 'delivered' : 'failed'}`}
             </dd>
           </>
         )}
@@ -315,21 +318,18 @@ export function DeliveryPage({ id }: { id: string }) {
         </dd>
       </dl>
       {can('subscriptions:write') ? (
-        <button
-          type="button"
-          data-testid="retry"
-          disabled={retry.busy}
-          onClick={() =>
-            retry.run(async () => {
-              const attemptsBefore = d.attempts.length;
-              await call(api.POST('/v2/notifications/{notificationId}/retry', { params: { path: { notificationId: id } } }));
-              setRetriedAfter(attemptsBefore);
-              n.reload();
-            })
-          }
+        <ActionButton
+          testid="retry"
+          action={retry}
+          onRun={async () => {
+            const attemptsBefore = d.attempts.length;
+            await call(api.POST('/v2/notifications/{notificationId}/retry', { params: { path: { notificationId: id } } }));
+            setRetriedAfter(attemptsBefore);
+            n.reload();
+          }}
         >
           Retry now
-        </button>
+        </ActionButton>
       ) : null}
       {waitingForRetry ? (
         <p role="status" data-testid="retry-waiting">

@@ -3,7 +3,8 @@
 import { useState } from 'preact/hooks';
 import { api, asPage, call, type Experience, type ExperienceBody } from '../api/client';
 import { href, navigate, route } from '../router';
-import { Badge, Checkbox, ConfirmButton, Field, Loading, Problem, Select, useAction, useAsync } from '../ui';
+import { ActionForm, ConfirmButton, useAction } from '../actions';
+import { Badge, Checkbox, Field, Loading, Problem, Select, useAsync } from '../ui';
 
 /** GET /v2/admin/experiences (for the account acted for): experiences and their prizes with stock. */
 export function Experiences() {
@@ -164,20 +165,25 @@ function ExperienceEditor({ experience }: { experience?: Experience }) {
         <a href={list}>Experiences</a> /
       </p>
       <h1>{experience ? experience.title : 'New experience'}</h1>
-      <form
-        class="form"
-        data-testid="experience-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void save.run(async () => {
-            const body = bodyOf(form);
-            if (experience) await call(api.PUT('/v2/admin/experiences/{id}', { params: { path: { id: experience.id } }, body }));
-            else await call(api.POST('/v2/admin/experiences', { body }));
-            navigate(list);
-          });
+      <ActionForm
+        action={save}
+        testid="experience-form"
+        onRun={async () => {
+          const body = bodyOf(form);
+          if (experience) await call(api.PUT('/v2/admin/experiences/{id}', { params: { path: { id: experience.id } }, body }));
+          else await call(api.POST('/v2/admin/experiences', { body }));
+          navigate(list);
         }}
       >
-        <Field label="Name" hint="what requests send as experience: letters, digits, - and _" value={form.name} onValue={(name) => setForm({ ...form, name })} required error={field('body.name')} data-testid="exp-name" />
+        <Field
+          label="Name"
+          hint="what requests send as experience: letters, digits, - and _"
+          value={form.name}
+          onValue={(name) => setForm({ ...form, name })}
+          required
+          error={field('body.name')}
+          data-testid="exp-name"
+        />
         <Field label="Title" value={form.title} onValue={(title) => setForm({ ...form, title })} required error={field('body.title')} data-testid="exp-title" />
         <Field label="Events" hint="comma-separated; empty: any event" value={form.events} onValue={(events) => setForm({ ...form, events })} error={field('body.events')} data-testid="exp-events" />
         <Checkbox label="Active: requests naming it are accepted" checked={form.active} onChecked={(active) => setForm({ ...form, active })} data-testid="exp-active" />
@@ -188,9 +194,25 @@ function ExperienceEditor({ experience }: { experience?: Experience }) {
             <fieldset key={i} class="prize" data-testid="prize-form">
               <legend>Prize {i + 1}</legend>
               <div class="row">
-                <Field label="Id" hint="reported as rewardId" value={p.id} onValue={(v) => setPrize(i, { id: v })} required error={field(`body.prizes.${i}.id`) ?? field(`body.prizes[${i}].id`)} data-testid="prize-id" />
+                <Field
+                  label="Id"
+                  hint="reported as rewardId"
+                  value={p.id}
+                  onValue={(v) => setPrize(i, { id: v })}
+                  required
+                  error={field(`body.prizes.${i}.id`) ?? field(`body.prizes[${i}].id`)}
+                  data-testid="prize-id"
+                />
                 <Field label="Title" value={p.title} onValue={(v) => setPrize(i, { title: v })} required error={field(`body.prizes.${i}.title`)} data-testid="prize-title" />
-                <Field label="Bucket" hint="the prize's name in notifications" value={p.bucket} onValue={(v) => setPrize(i, { bucket: v })} required error={field(`body.prizes.${i}.bucket`)} data-testid="prize-bucket" />
+                <Field
+                  label="Bucket"
+                  hint="the prize's name in notifications"
+                  value={p.bucket}
+                  onValue={(v) => setPrize(i, { bucket: v })}
+                  required
+                  error={field(`body.prizes.${i}.bucket`)}
+                  data-testid="prize-bucket"
+                />
               </div>
               <Field label="Description" value={p.description} onValue={(v) => setPrize(i, { description: v })} error={field(`body.prizes.${i}.description`)} data-testid="prize-description" />
               <div class="row">
@@ -206,8 +228,26 @@ function ExperienceEditor({ experience }: { experience?: Experience }) {
                   data-testid="prize-kind"
                 />
                 <Field label="Value" type="number" min={0} value={p.value} onValue={(v) => setPrize(i, { value: v })} required error={field(`body.prizes.${i}.value`)} data-testid="prize-value" />
-                <Field label="Quantity" type="number" min={1} value={p.quantity} onValue={(v) => setPrize(i, { quantity: v })} required error={field(`body.prizes.${i}.quantity`)} data-testid="prize-quantity" />
-                <Field label="Stock" hint="units left; empty: unlimited" type="number" min={0} value={p.stock} onValue={(v) => setPrize(i, { stock: v })} error={field(`body.prizes.${i}.stock`)} data-testid="prize-stock" />
+                <Field
+                  label="Quantity"
+                  type="number"
+                  min={1}
+                  value={p.quantity}
+                  onValue={(v) => setPrize(i, { quantity: v })}
+                  required
+                  error={field(`body.prizes.${i}.quantity`)}
+                  data-testid="prize-quantity"
+                />
+                <Field
+                  label="Stock"
+                  hint="units left; empty: unlimited"
+                  type="number"
+                  min={0}
+                  value={p.stock}
+                  onValue={(v) => setPrize(i, { stock: v })}
+                  error={field(`body.prizes.${i}.stock`)}
+                  data-testid="prize-stock"
+                />
               </div>
               <button type="button" class="danger" onClick={() => setForm({ ...form, prizes: form.prizes.filter((_, j) => j !== i) })} data-testid="remove-prize">
                 Remove prize {i + 1}
@@ -225,7 +265,7 @@ function ExperienceEditor({ experience }: { experience?: Experience }) {
           </button>
           <a href={list}>Cancel</a>
         </div>
-      </form>
+      </ActionForm>
       {experience ? (
         <section class="panel" aria-labelledby="delete-heading">
           <h2 id="delete-heading">Delete</h2>
@@ -233,13 +273,11 @@ function ExperienceEditor({ experience }: { experience?: Experience }) {
           <ConfirmButton
             testid="delete-experience"
             question={`Delete ${experience.name} and its prizes?`}
-            disabled={remove.busy}
-            onConfirm={() =>
-              void remove.run(async () => {
-                await call(api.DELETE('/v2/admin/experiences/{id}', { params: { path: { id: experience.id } } }));
-                navigate(list);
-              })
-            }
+            action={remove}
+            onConfirm={async () => {
+              await call(api.DELETE('/v2/admin/experiences/{id}', { params: { path: { id: experience.id } } }));
+              navigate(list);
+            }}
           >
             Delete experience
           </ConfirmButton>

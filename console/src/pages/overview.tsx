@@ -30,7 +30,9 @@ export function Overview() {
         </p>
       ) : null}
       <ul class="cards" data-testid="overview-list">
-        {subs.data?.map((s) => <HealthCard key={`${s._id}|${window}`} subscription={s} window={window} />)}
+        {subs.data?.map((s) => (
+          <HealthCard key={`${s._id}|${window}`} subscription={s} window={window} />
+        ))}
       </ul>
     </section>
   );
@@ -45,8 +47,7 @@ function HealthCard({ subscription: s, window }: { subscription: Subscription; w
         <a href={href(`/subscriptions/${encodeURIComponent(s._id)}`)}>{s.description || s.callback.url}</a>
       </h2>
       <p class="meta">
-        <code>{s.event}</code> → <span class="url">{s.callback.url}</span>{' '}
-        {s.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>}
+        <code>{s.event}</code> → <span class="url">{s.callback.url}</span> {s.active ? <Badge kind="ok">active</Badge> : <Badge kind="off">inactive</Badge>}
       </p>
       {disabled ? (
         <p class="disabled-reason" role="note" data-testid="disabled-reason">
@@ -83,7 +84,9 @@ function Health({ stats, subscriptionId }: { stats: Stats; subscriptionId: strin
         <div>
           <dt>Attempts that succeeded</dt>
           <dd data-testid="success-rate">
-            {total === 0 ? 'no attempts' : (
+            {total === 0 ? (
+              'no attempts'
+            ) : (
               <>
                 {pct(stats.successRate)} <small>of {total}</small>
               </>
@@ -154,7 +157,16 @@ function SeriesChart({ stats }: { stats: Stats }) {
       ? `No attempts in the period (${series.length} buckets)`
       : `${stats.attempts.succeeded} succeeded, ${stats.attempts.retry} to retry, ${stats.attempts.failed} failed of ${total} attempts, in ${series.length} buckets; busiest bucket ${most} attempts; p50 latency up to ${ms(slowest || null)}`;
   return (
-    <svg class="chart" viewBox={`0 0 ${width} ${barsHeight + lineHeight + 18}`} width={width} height={barsHeight + lineHeight + 18} role="img" aria-label={label} data-testid="health-chart" data-buckets={series.length}>
+    <svg
+      class="chart"
+      viewBox={`0 0 ${width} ${barsHeight + lineHeight + 18}`}
+      width={width}
+      height={barsHeight + lineHeight + 18}
+      role="img"
+      aria-label={label}
+      data-testid="health-chart"
+      data-buckets={series.length}
+    >
       <title>{label}</title>
       <rect class="bar-empty" x={0} y={0} width={width} height={barsHeight} />
       {series.map((b, i) => {

@@ -39,7 +39,9 @@ export function RequestSearch() {
   return (
     <section>
       <h1>Requests</h1>
-      <p class="lede">The account's reward requests, newest first. Open one for its whole story: received, registered or rejected, processed, partner events, and every notification with every attempt.</p>
+      <p class="lede">
+        The account's reward requests, newest first. Open one for its whole story: received, registered or rejected, processed, partner events, and every notification with every attempt.
+      </p>
       <form
         class="form inline"
         role="search"
@@ -81,7 +83,9 @@ export function RequestSearch() {
       {page.loading && !page.data ? <Loading label="Loading requests…" /> : null}
       <Problem problem={problem} unplaced={REQUEST_FILTERS.map((name) => `querystring.${name}`)} />
       {page.data && page.data.data.length === 0 ? (
-        <p data-testid="no-requests">{cursor || Object.values(filters).some(Boolean) ? 'No requests match.' : 'No requests yet: they appear here as soon as the API accepts them (POST /v2/requests).'}</p>
+        <p data-testid="no-requests">
+          {cursor || Object.values(filters).some(Boolean) ? 'No requests match.' : 'No requests yet: they appear here as soon as the API accepts them (POST /v2/requests).'}
+        </p>
       ) : null}
       {page.data && page.data.data.length > 0 ? (
         <table data-testid="request-table">
@@ -142,7 +146,25 @@ interface Entry {
 const LIFECYCLE_EVENTS = new Set(['pedido-registrado', 'pedido-recusado', 'pedido-processado']);
 
 function requestEntries(r: RewardRequest): Entry[] {
-  const entries: Entry[] = [{ at: r.createdAt, order: 0, kind: 'received', title: 'Received', body: <p>Experience <code>{r.experience}</code>{r.event ? <> · event <code>{r.event}</code></> : null}</p> }];
+  const entries: Entry[] = [
+    {
+      at: r.createdAt,
+      order: 0,
+      kind: 'received',
+      title: 'Received',
+      body: (
+        <p>
+          Experience <code>{r.experience}</code>
+          {r.event ? (
+            <>
+              {' '}
+              · event <code>{r.event}</code>
+            </>
+          ) : null}
+        </p>
+      ),
+    },
+  ];
   if (r.registeredAt) {
     entries.push(
       r.status === 'rejected'
@@ -165,8 +187,18 @@ function requestEntries(r: RewardRequest): Entry[] {
                 {r.delivered.map((p, i) => (
                   <li key={i}>
                     {p.quantity} × {p.deliveryDetail.info.bucket} ({p.title}) value {p.value}
-                    {p.deliveryDetail.info.coupon ? <> · coupon <code>{p.deliveryDetail.info.coupon}</code></> : null}
-                    {p.deliveryDetail.info.paymentId ? <> · payment <code>{p.deliveryDetail.info.paymentId}</code></> : null}
+                    {p.deliveryDetail.info.coupon ? (
+                      <>
+                        {' '}
+                        · coupon <code>{p.deliveryDetail.info.coupon}</code>
+                      </>
+                    ) : null}
+                    {p.deliveryDetail.info.paymentId ? (
+                      <>
+                        {' '}
+                        · payment <code>{p.deliveryDetail.info.paymentId}</code>
+                      </>
+                    ) : null}
                   </li>
                 ))}
               </ul>
@@ -188,7 +220,8 @@ function requestEntries(r: RewardRequest): Entry[] {
       ),
     });
   }
-  if (r.status === 'failed') entries.push({ at: r.updatedAt, order: 2, kind: 'failed', title: `Processing failed${r.errorCode ? `: ${r.errorCode}` : ''}`, body: r.message ? <p>{r.message}</p> : undefined });
+  if (r.status === 'failed')
+    entries.push({ at: r.updatedAt, order: 2, kind: 'failed', title: `Processing failed${r.errorCode ? `: ${r.errorCode}` : ''}`, body: r.message ? <p>{r.message}</p> : undefined });
   return entries;
 }
 
@@ -285,15 +318,15 @@ export function RequestTimeline({ id }: { id: string }) {
       <Problem problem={notifications.error} />
       <h2>Timeline</h2>
       {events.loading || notifications.loading ? null : (
-      <ol class="timeline" data-testid="timeline">
-        {entries.map((e, i) => (
-          <li key={i} class={`tl tl-${e.kind}`} data-testid="timeline-entry" data-kind={e.kind}>
-            <When at={e.at} ms />
-            <h3>{e.title}</h3>
-            {e.body}
-          </li>
-        ))}
-      </ol>
+        <ol class="timeline" data-testid="timeline">
+          {entries.map((e, i) => (
+            <li key={i} class={`tl tl-${e.kind}`} data-testid="timeline-entry" data-kind={e.kind}>
+              <When at={e.at} ms />
+              <h3>{e.title}</h3>
+              {e.body}
+            </li>
+          ))}
+        </ol>
       )}
       {notifications.data?.more ? (
         <p>

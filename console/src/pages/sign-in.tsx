@@ -89,12 +89,19 @@ export function SignIn() {
             <p>This console link cannot be used (it is used, expired or unknown). Ask the operator for a new one, or sign in with a client id and secret.</p>
           </div>
         ) : null}
-        <form onSubmit={submit} data-testid="sign-in-form" aria-describedby="sign-in-help">
+        <form onSubmit={(e) => void submit(e)} data-testid="sign-in-form" aria-describedby="sign-in-help">
           <p id="sign-in-help">Use a client id and secret of your account (or of an operator client).</p>
           <Field label="Client id" value={clientId} onValue={setClientId} autoComplete="username" required data-testid="client-id" />
           <Field label="Client secret" type="password" value={clientSecret} onValue={setClientSecret} autoComplete="current-password" required data-testid="client-secret" />
           {showScopes ? (
-            <Field label="Scopes" hint="Space-separated, e.g. subscriptions:read requests:read. Empty: every scope the client holds." value={scopes} onValue={setScopes} error={problem?.title === 'invalid_scope' ? problem.detail || 'not allowed for this client' : undefined} data-testid="scopes" />
+            <Field
+              label="Scopes"
+              hint="Space-separated, e.g. subscriptions:read requests:read. Empty: every scope the client holds."
+              value={scopes}
+              onValue={setScopes}
+              error={problem?.title === 'invalid_scope' ? problem.detail || 'not allowed for this client' : undefined}
+              data-testid="scopes"
+            />
           ) : null}
           <Problem problem={problem} />
           <button type="submit" disabled={busy || link.busy} data-testid="sign-in">

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
-import type { ApiProblem, Subscription, SubscriptionBody } from '../api/client';
+import type { Subscription, SubscriptionBody } from '../api/client';
+import { ActionForm, type Action } from '../actions';
 import { Checkbox, Field, Problem, Select } from '../ui';
 
 type AuthType = 'none' | 'Bearer' | 'Basic' | 'oauth2' | 'mtls' | 'mtls-oauth2';
@@ -105,7 +106,8 @@ const OPERATIONAL_EVENTS = new Set(['failed-notification', 'disabled-subscriptio
 
 const PLACED = ['body.event', 'body.description', 'body.active', 'body.experiences', 'body.callback.url', 'body.callback.authorization', 'body.callback.customHeaders', 'body.rateLimit'];
 
-export function SubscriptionForm({ initial, creating, busy, problem, onSubmit, submitLabel }: { initial: FormState; creating: boolean; busy: boolean; problem?: ApiProblem; onSubmit: (form: FormState) => void; submitLabel: string }) {
+export function SubscriptionForm({ initial, action, onSubmit, submitLabel }: { initial: FormState; action: Action; onSubmit: (form: FormState) => Promise<void>; submitLabel: string }) {
+  const { busy, problem } = action;
   const [form, setForm] = useState(initial);
   const set = <K extends keyof FormState>(key: K, value: FormState[K]) => setForm((f) => ({ ...f, [key]: value }));
   const setOAuth = (key: keyof OAuth2Form, value: string) => setForm((f) => ({ ...f, oauth2: { ...f.oauth2, [key]: value } }));
@@ -113,14 +115,7 @@ export function SubscriptionForm({ initial, creating, busy, problem, onSubmit, s
   const oauthBase = form.authType === 'mtls-oauth2' ? 'body.callback.authorization.mtls.twoFactor.oauth2' : 'body.callback.authorization.oauth2';
   const masked = (v: string) => v.startsWith('****');
   return (
-    <form
-      class="form"
-      data-testid="subscription-form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        onSubmit(form);
-      }}
-    >
+    <ActionForm action={action} testid="subscription-form" onRun={() => onSubmit(form)}>
       <Select
         label="Event"
         value={form.event}
@@ -136,15 +131,42 @@ export function SubscriptionForm({ initial, creating, busy, problem, onSubmit, s
       />
       {OPERATIONAL_EVENTS.has(form.event) ? (
         <p class="hint" data-testid="sub-event-operational">
-          An operational event tells you about your own deliveries, not about requests: its body names the notification or subscription concerned, so you can retry, recover or switch it back on. It takes no experiences.
+          An operational event tells you about your own deliveries, not about requests: its body names the notification or subscription concerned, so you can retry, recover or switch it back on. It
+          takes no experiences.
         </p>
       ) : null}
-      <Field label="Callback URL" type="url" value={form.url} onValue={(v) => set('url', v)} error={err('body.callback.url')} required data-testid="sub-url" placeholder="https://example.com/webhooks" />
+      <Field
+        label="Callback URL"
+        type="url"
+        value={form.url}
+        onValue={(v) => set('url', v)}
+        error={err('body.callback.url')}
+        required
+        data-testid="sub-url"
+        placeholder="https://example.com/webhooks"
+      />
       <Field label="Description" value={form.description} onValue={(v) => set('description', v)} error={err('body.description')} maxLength={500} data-testid="sub-description" />
       {OPERATIONAL_EVENTS.has(form.event) ? null : (
-        <Field label="Experiences" hint="Comma-separated experience names; empty = every experience." value={form.experiences} onValue={(v) => set('experiences', v)} error={err('body.experiences')} data-testid="sub-experiences" />
+        <Field
+          label="Experiences"
+          hint="Comma-separated experience names; empty = every experience."
+          value={form.experiences}
+          onValue={(v) => set('experiences', v)}
+          error={err('body.experiences')}
+          data-testid="sub-experiences"
+        />
       )}
-      <Field label="Rate limit (deliveries per second)" hint="1–10,000; empty = no limit." type="number" min={1} max={10000} value={form.rateLimit} onValue={(v) => set('rateLimit', v)} error={err('body.rateLimit')} data-testid="sub-rate-limit" />
+      <Field
+        label="Rate limit (deliveries per second)"
+        hint="1–10,000; empty = no limit."
+        type="number"
+        min={1}
+        max={10000}
+        value={form.rateLimit}
+        onValue={(v) => set('rateLimit', v)}
+        error={err('body.rateLimit')}
+        data-testid="sub-rate-limit"
+      />
       <Checkbox label="Active" checked={form.active} onChecked={(v) => set('active', v)} data-testid="sub-active" />
 
       <fieldset>
@@ -165,20 +187,60 @@ export function SubscriptionForm({ initial, creating, busy, problem, onSubmit, s
           data-testid="sub-auth-type"
         />
         {form.authType === 'Bearer' ? (
-          <Field label="Bearer token" secret value={form.bearer} onValue={(v) => set('bearer', v)} error={err('body.callback.authorization')} hint={masked(form.bearer) ? 'Masked: the stored token is kept unless you type a new one.' : undefined} autoComplete="off" data-testid="sub-bearer" />
+          <Field
+            label="Bearer token"
+            secret
+            value={form.bearer}
+            onValue={(v) => set('bearer', v)}
+            error={err('body.callback.authorization')}
+            hint={masked(form.bearer) ? 'Masked: the stored token is kept unless you type a new one.' : undefined}
+            autoComplete="off"
+            data-testid="sub-bearer"
+          />
         ) : null}
         {form.authType === 'Basic' ? (
           <>
-            <Field label="User" value={form.basicUser} onValue={(v) => set('basicUser', v)} autoComplete="off" hint={form.basicMasked ? `Stored: ${form.basicMasked}. Leave user and password empty to keep it.` : undefined} data-testid="sub-basic-user" />
-            <Field label="Password" secret value={form.basicPassword} onValue={(v) => set('basicPassword', v)} autoComplete="new-password" error={err('body.callback.authorization')} data-testid="sub-basic-password" />
+            <Field
+              label="User"
+              value={form.basicUser}
+              onValue={(v) => set('basicUser', v)}
+              autoComplete="off"
+              hint={form.basicMasked ? `Stored: ${form.basicMasked}. Leave user and password empty to keep it.` : undefined}
+              data-testid="sub-basic-user"
+            />
+            <Field
+              label="Password"
+              secret
+              value={form.basicPassword}
+              onValue={(v) => set('basicPassword', v)}
+              autoComplete="new-password"
+              error={err('body.callback.authorization')}
+              data-testid="sub-basic-password"
+            />
           </>
         ) : null}
         {form.authType === 'mtls' || form.authType === 'mtls-oauth2' ? <p class="hint">Mutual TLS with the service's client certificate (MTLS_CERT_FILE / MTLS_KEY_FILE on the server).</p> : null}
         {form.authType === 'oauth2' || form.authType === 'mtls-oauth2' ? (
           <>
             <Field label="OAuth2 token URL" type="url" value={form.oauth2.url} onValue={(v) => setOAuth('url', v)} error={err(`${oauthBase}.url`)} data-testid="sub-oauth-url" />
-            <Field label="OAuth2 client id" value={form.oauth2.client_id} onValue={(v) => setOAuth('client_id', v)} error={err(`${oauthBase}.client_id`)} autoComplete="off" data-testid="sub-oauth-client-id" />
-            <Field label="OAuth2 client secret" secret value={form.oauth2.client_secret} onValue={(v) => setOAuth('client_secret', v)} error={err(`${oauthBase}.client_secret`)} hint={masked(form.oauth2.client_secret) ? 'Masked: the stored secret is kept unless you type a new one.' : undefined} autoComplete="off" data-testid="sub-oauth-client-secret" />
+            <Field
+              label="OAuth2 client id"
+              value={form.oauth2.client_id}
+              onValue={(v) => setOAuth('client_id', v)}
+              error={err(`${oauthBase}.client_id`)}
+              autoComplete="off"
+              data-testid="sub-oauth-client-id"
+            />
+            <Field
+              label="OAuth2 client secret"
+              secret
+              value={form.oauth2.client_secret}
+              onValue={(v) => setOAuth('client_secret', v)}
+              error={err(`${oauthBase}.client_secret`)}
+              hint={masked(form.oauth2.client_secret) ? 'Masked: the stored secret is kept unless you type a new one.' : undefined}
+              autoComplete="off"
+              data-testid="sub-oauth-client-secret"
+            />
             <Field label="OAuth2 audience (optional)" value={form.oauth2.audience} onValue={(v) => setOAuth('audience', v)} error={err(`${oauthBase}.audience`)} data-testid="sub-oauth-audience" />
           </>
         ) : null}
@@ -188,14 +250,44 @@ export function SubscriptionForm({ initial, creating, busy, problem, onSubmit, s
         <legend>Custom headers</legend>
         {form.headers.map(([name, value], i) => (
           <div class="row" key={i}>
-            <Field label={`Header ${i + 1} name`} value={name} onValue={(v) => set('headers', form.headers.map((h, j) => (j === i ? [v, h[1]] : h)))} error={name ? err(`body.callback.customHeaders.${name}`) : undefined} />
-            <Field label={`Header ${i + 1} value`} value={value} onValue={(v) => set('headers', form.headers.map((h, j) => (j === i ? [h[0], v] : h)))} />
-            <button type="button" class="secondary" onClick={() => set('headers', form.headers.filter((_, j) => j !== i))}>
+            <Field
+              label={`Header ${i + 1} name`}
+              value={name}
+              onValue={(v) =>
+                set(
+                  'headers',
+                  form.headers.map((h, j) => (j === i ? [v, h[1]] : h)),
+                )
+              }
+              error={name ? err(`body.callback.customHeaders.${name}`) : undefined}
+            />
+            <Field
+              label={`Header ${i + 1} value`}
+              value={value}
+              onValue={(v) =>
+                set(
+                  'headers',
+                  form.headers.map((h, j) => (j === i ? [h[0], v] : h)),
+                )
+              }
+            />
+            <button
+              type="button"
+              class="secondary"
+              onClick={() =>
+                set(
+                  'headers',
+                  form.headers.filter((_, j) => j !== i),
+                )
+              }
+            >
               Remove header {i + 1}
             </button>
           </div>
         ))}
-        {err('body.callback.customHeaders') && !form.headers.some(([n]) => n && err(`body.callback.customHeaders.${n}`)) ? <small class="field-error">{err('body.callback.customHeaders')}</small> : null}
+        {err('body.callback.customHeaders') && !form.headers.some(([n]) => n && err(`body.callback.customHeaders.${n}`)) ? (
+          <small class="field-error">{err('body.callback.customHeaders')}</small>
+        ) : null}
         <button type="button" class="secondary" data-testid="add-header" onClick={() => set('headers', [...form.headers, ['', '']])}>
           Add header
         </button>
@@ -204,6 +296,6 @@ export function SubscriptionForm({ initial, creating, busy, problem, onSubmit, s
       <button type="submit" disabled={busy} data-testid="sub-save">
         {busy ? 'Saving…' : submitLabel}
       </button>
-    </form>
+    </ActionForm>
   );
 }

@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { api, call, type SigningSecretView, type Subscription } from '../api/client';
 import { can } from '../session';
 import { href, navigate } from '../router';
-import { Badge, ConfirmButton, CopyButton, Field, Loading, Problem, Select, ShownOnce, When, useAction, utcInputToIso, useAsync, useFollow } from '../ui';
+import { ActionButton, ActionForm, ConfirmButton, useAction } from '../actions';
+import { Badge, CopyButton, Field, Loading, Problem, Select, ShownOnce, When, utcInputToIso, useAsync, useFollow } from '../ui';
 import { SubscriptionForm, bodyOf, formOf } from './subscription-form';
 
 export function SubscriptionList() {
@@ -87,16 +88,12 @@ export function NewSubscription() {
       ) : (
         <SubscriptionForm
           initial={formOf()}
-          creating
-          busy={action.busy}
-          problem={action.problem}
+          action={action}
           submitLabel="Create subscription"
-          onSubmit={(form) =>
-            action.run(async () => {
-              const created = await call(api.POST('/v2/subscriptions', { body: bodyOf(form, true) }));
-              setSecret({ id: created._id, secret: (created as { secret?: string }).secret ?? '' });
-            })
-          }
+          onSubmit={async (form) => {
+            const created = await call(api.POST('/v2/subscriptions', { body: bodyOf(form, true) }));
+            setSecret({ id: created._id, secret: (created as { secret?: string }).secret ?? '' });
+          }}
         />
       )}
     </section>
@@ -166,30 +163,25 @@ export function SubscriptionPage({ id }: { id: string }) {
           <button type="button" class="secondary" data-testid="edit-subscription" aria-expanded={editing} onClick={() => setEditing(!editing)}>
             {editing ? 'Close the editor' : 'Edit'}
           </button>
-          <button
-            type="button"
-            class="secondary"
-            data-testid="toggle-active"
-            disabled={toggle.busy}
-            onClick={() =>
-              toggle.run(async () => {
-                await call(api.PUT('/v2/subscriptions/{subscriptionId}', { params: { path }, body: { active: !s.active } }));
-                sub.reload();
-              })
-            }
+          <ActionButton
+            kind="secondary"
+            testid="toggle-active"
+            action={toggle}
+            onRun={async () => {
+              await call(api.PUT('/v2/subscriptions/{subscriptionId}', { params: { path }, body: { active: !s.active } }));
+              sub.reload();
+            }}
           >
             {s.active ? 'Deactivate' : 'Activate'}
-          </button>
+          </ActionButton>
           <ConfirmButton
             testid="delete-subscription"
             question="Delete this subscription and its signing secrets?"
-            disabled={remove.busy}
-            onConfirm={() =>
-              remove.run(async () => {
-                await call(api.DELETE('/v2/subscriptions/{subscriptionId}', { params: { path } }));
-                navigate(href('/subscriptions'));
-              })
-            }
+            action={remove}
+            onConfirm={async () => {
+              await call(api.DELETE('/v2/subscriptions/{subscriptionId}', { params: { path } }));
+              navigate(href('/subscriptions'));
+            }}
           >
             Delete
           </ConfirmButton>
@@ -203,17 +195,13 @@ export function SubscriptionPage({ id }: { id: string }) {
           <SubscriptionForm
             key={s.updatedAt}
             initial={formOf(s)}
-            creating={false}
-            busy={save.busy}
-            problem={save.problem}
+            action={save}
             submitLabel="Save changes"
-            onSubmit={(form) =>
-              save.run(async () => {
-                await call(api.PUT('/v2/subscriptions/{subscriptionId}', { params: { path }, body: bodyOf(form, false) }));
-                setEditing(false);
-                sub.reload();
-              })
-            }
+            onSubmit={async (form) => {
+              await call(api.PUT('/v2/subscriptions/{subscriptionId}', { params: { path }, body: bodyOf(form, false) }));
+              setEditing(false);
+              sub.reload();
+            }}
           />
         </section>
       ) : null}
@@ -241,21 +229,21 @@ function TestSend({ id }: { id: string }) {
   return (
     <section aria-labelledby="test-heading" class="panel">
       <h2 id="test-heading">Send a test</h2>
-      <p>One notification with a sample body, one attempt, header <code>x-webhook-test: true</code>.</p>
-      <button
-        type="button"
-        data-testid="send-test"
-        disabled={action.busy || waiting}
-        onClick={() =>
-          action.run(async () => {
-            setSent(null);
-            const answer = await call(api.POST('/v2/subscriptions/{subscriptionId}/test', { params: { path: { subscriptionId: id } } }));
-            setSent(answer.notificationId);
-          })
-        }
+      <p>
+        One notification with a sample body, one attempt, header <code>x-webhook-test: true</code>.
+      </p>
+      <ActionButton
+        testid="send-test"
+        action={action}
+        disabled={waiting}
+        onRun={async () => {
+          setSent(null);
+          const answer = await call(api.POST('/v2/subscriptions/{subscriptionId}/test', { params: { path: { subscriptionId: id } } }));
+          setSent(answer.notificationId);
+        }}
       >
         Send test
-      </button>
+      </ActionButton>
       <Problem problem={action.problem} />
       <div aria-live="polite" data-testid="test-result">
         {waiting ? <Loading label="Waiting for the receiver's answer…" /> : null}
@@ -263,8 +251,7 @@ function TestSend({ id }: { id: string }) {
           attempt ? (
             <p class={attempt.outcome === 'succeeded' ? 'outcome ok' : 'outcome bad'}>
               {attempt.outcome === 'succeeded' ? 'Delivered' : 'Failed'}: {attempt.statusCode !== null ? `HTTP ${attempt.statusCode}` : 'no answer'}
-              {attempt.error ? ` — ${attempt.error}` : ''} in {attempt.latencyMs} ms.{' '}
-              <a href={href(`/deliveries/${encodeURIComponent(result.id)}`)}>See the delivery</a>
+              {attempt.error ? ` — ${attempt.error}` : ''} in {attempt.latencyMs} ms. <a href={href(`/deliveries/${encodeURIComponent(result.id)}`)}>See the delivery</a>
             </p>
           ) : (
             <p>
@@ -287,16 +274,19 @@ function Recover({ id }: { id: string }) {
     <section aria-labelledby="recover-heading" class="panel">
       <h2 id="recover-heading">Recover failed deliveries</h2>
       <p>Every notification that failed in the window gets one more attempt now. Times are UTC, like the payloads.</p>
-      <form
-        class="form inline"
-        data-testid="recover-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void action.run(async () => {
-            setRecovered(null);
-            const answer = await call(api.POST('/v2/subscriptions/{subscriptionId}/recover', { params: { path: { subscriptionId: id } }, body: { since: utcInputToIso(since), ...(until ? { until: utcInputToIso(until) } : {}) } }));
-            setRecovered(answer.recovered);
-          });
+      <ActionForm
+        action={action}
+        inline
+        testid="recover-form"
+        onRun={async () => {
+          setRecovered(null);
+          const answer = await call(
+            api.POST('/v2/subscriptions/{subscriptionId}/recover', {
+              params: { path: { subscriptionId: id } },
+              body: { since: utcInputToIso(since), ...(until ? { until: utcInputToIso(until) } : {}) },
+            }),
+          );
+          setRecovered(answer.recovered);
         }}
       >
         <Field label="Failed since (UTC)" type="datetime-local" value={since} onValue={setSince} required error={action.problem?.field('body.since')} data-testid="recover-since" />
@@ -304,7 +294,7 @@ function Recover({ id }: { id: string }) {
         <button type="submit" disabled={action.busy} data-testid="recover">
           Recover
         </button>
-      </form>
+      </ActionForm>
       <Problem problem={action.problem} unplaced={['body.since', 'body.until']} />
       {recovered !== null ? (
         <p role="status" data-testid="recovered">
@@ -333,19 +323,14 @@ function SigningSecret({ id, url }: { id: string; url: string }) {
   const [secret, setSecret] = useState<SigningSecretView | null>(null);
   const [rotated, setRotated] = useState(false);
   const [overlap, setOverlap] = useState('24h');
-  const reveal = () =>
-    action.run(async () => {
-      setSecret(await call(api.GET('/v2/subscriptions/{subscriptionId}/secret', { params: { path: { subscriptionId: id } } })));
-      setRotated(false);
-    });
   const chosen = OVERLAPS.find(([value]) => value === overlap)?.[1] ?? overlap;
   return (
     <section aria-labelledby="secret-heading" class="panel">
       <h2 id="secret-heading">Signing secret</h2>
       <p>Receivers check each call's signature with this secret (Standard Webhooks).</p>
       <p data-testid="secret-shared">
-        It belongs to the callback URL <span class="url">{url}</span>: every subscription at that URL, and requests that name it as their callback URL, are signed
-        with it, and rotating it here rotates it for all of them.
+        It belongs to the callback URL <span class="url">{url}</span>: every subscription at that URL, and requests that name it as their callback URL, are signed with it, and rotating it here rotates
+        it for all of them.
       </p>
       <div class="actions">
         {secret ? (
@@ -353,9 +338,17 @@ function SigningSecret({ id, url }: { id: string; url: string }) {
             Hide secret
           </button>
         ) : (
-          <button type="button" class="secondary" data-testid="reveal-secret" disabled={action.busy} onClick={() => void reveal()}>
+          <ActionButton
+            kind="secondary"
+            testid="reveal-secret"
+            action={action}
+            onRun={async () => {
+              setSecret(await call(api.GET('/v2/subscriptions/{subscriptionId}/secret', { params: { path: { subscriptionId: id } } })));
+              setRotated(false);
+            }}
+          >
             Reveal secret
-          </button>
+          </ActionButton>
         )}
       </div>
       {secret ? (
@@ -380,18 +373,16 @@ function SigningSecret({ id, url }: { id: string; url: string }) {
         <ConfirmButton
           kind="secondary"
           testid="rotate-secret"
-          disabled={action.busy}
+          action={action}
           question={
             overlap === '0m'
               ? 'Rotate the secret of this URL now? Calls signed only with the new secret start at once: receivers still on the old one will reject them.'
               : `Rotate the secret of this URL? The old secret keeps signing ${chosen}; switch your receiver to the new one before then.`
           }
-          onConfirm={() =>
-            void action.run(async () => {
-              setSecret(await call(api.POST('/v2/subscriptions/{subscriptionId}/secret/rotate', { params: { path: { subscriptionId: id } }, body: { overlap } })));
-              setRotated(true);
-            })
-          }
+          onConfirm={async () => {
+            setSecret(await call(api.POST('/v2/subscriptions/{subscriptionId}/secret/rotate', { params: { path: { subscriptionId: id } }, body: { overlap } })));
+            setRotated(true);
+          }}
         >
           Rotate signing secret
         </ConfirmButton>
