@@ -6,8 +6,10 @@
 //        └─> worker ───┼─> services ─> storage ─> domain
 //                      └──────────────────────────> domain, net
 //
-// domain/ holds the rules and nothing else: no database, no network, no files. It may name the
-// types of stored rows (type-only imports vanish at compile time).
+// domain/ holds the rules and their types, and nothing else: no database, no network, no files, and
+// not even the name of a stored row's type (storage maps its rows to the domain's types). HTTP
+// routes reach the database only through a use case in services/. Only the composition root
+// imports deps.ts: every other module declares the narrow interface it uses.
 const root = '^src/(app|server|deps|ops-app)\\.ts$';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -15,10 +17,10 @@ module.exports = {
   forbidden: [
     {
       name: 'domain-is-pure',
-      comment: 'domain/ holds the rules: it reaches no database, HTTP, worker, service or composition root (row types are fine)',
+      comment: 'domain/ holds the rules and defines its own types: it reaches no database, HTTP, worker, service or composition root, type-only imports included',
       severity: 'error',
       from: { path: '^src/domain/' },
-      to: { path: [`^src/(storage|http|worker|services|cli)/`, root, '^src/(metrics|logger)\\.ts$'], dependencyTypesNot: ['type-only'] },
+      to: { path: [`^src/(storage|http|worker|services|cli)/`, root, '^src/(metrics|logger)\\.ts$'] },
     },
     {
       name: 'domain-does-no-io',
@@ -40,6 +42,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/services/' },
       to: { path: ['^src/(http|worker|cli)/', root] },
+    },
+    {
+      name: 'routes-call-services',
+      comment: 'HTTP reads and writes through the use cases in services/, never a repository, a table or the queue directly',
+      severity: 'error',
+      from: { path: '^src/http/' },
+      to: { path: '^src/storage/' },
+    },
+    {
+      name: 'root-is-on-top',
+      comment: 'only the composition root (and the CLI and server that start it) imports deps.ts; a module asks for the narrow interface it uses',
+      severity: 'error',
+      from: { path: '^src/(http|worker|services|storage|domain|net)/' },
+      to: { path: root },
     },
     {
       name: 'http-and-worker-are-apart',

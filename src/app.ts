@@ -4,7 +4,7 @@ import type { TypedApp } from './http/typed-app.js';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { AppDeps } from './deps.js';
-import { errorsPlugin, formatSchemaErrors, sendProblem } from './http/plugins/errors.js';
+import { errorsPlugin, formatSchemaErrors, sendError } from './http/plugins/errors.js';
 import { protectRoutes } from './http/plugins/auth.js';
 import { validatorCompiler } from './schema-validation.js';
 import { WEBHOOKS } from './http/schemas/webhooks.js';
@@ -18,7 +18,7 @@ import { requestEventRoutes } from './http/routes/request-events.js';
 import { tokenRouteV1, tokenRouteV2 } from './http/routes/oauth-token.js';
 import { requestIdOf } from './http/request-id.js';
 import { jsonHasNul, NUL_REFUSED, urlHasNul } from './http/nul-characters.js';
-import { HttpProblem } from './http/problem.js';
+import { invalid } from './domain/errors.js';
 import { createTokenEndpoint } from './http/token-endpoint.js';
 import { tokenFastPath } from './http/token-fast-path.js';
 import { clientAddress } from './http/client-address.js';
@@ -40,10 +40,24 @@ import { consoleRoutes } from './http/routes/console.js';
 import { CONSOLE_SECURITY_HEADERS, isConsolePath } from './http/console/security-headers.js';
 import { CONSOLE_DIST_DIR } from './console-build.js';
 
+/** A route module: each declares the narrow dependencies it uses (its service's context); AppDeps holds them all. */
 type RouteModule = (app: TypedApp, deps: AppDeps) => Promise<void>;
 
 /** Bearer-protected resource routes, served identically under /v1 and /v2. */
-const API_ROUTES: RouteModule[] = [meRoute, adminAccountsRoutes, adminClientsRoutes, adminConsoleLinksRoutes, adminExperiencesRoutes, subscriptionRoutes, signingSecretRoutes, requestRoutes, requestEventRoutes, notificationRoutes, deliveryPolicyRoute, listenSessionRoutes];
+const API_ROUTES: RouteModule[] = [
+  meRoute,
+  adminAccountsRoutes,
+  adminClientsRoutes,
+  adminConsoleLinksRoutes,
+  adminExperiencesRoutes,
+  subscriptionRoutes,
+  signingSecretRoutes,
+  requestRoutes,
+  requestEventRoutes,
+  notificationRoutes,
+  deliveryPolicyRoute,
+  listenSessionRoutes,
+];
 
 export interface BuildAppOptions {
   /** Sees every route as it is registered (the route table that tests walk). */
@@ -66,7 +80,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
         if (!answerTokenRequest(request, response)) handler(request, response);
       });
       server.keepAliveTimeout = options.keepAliveTimeout!;
-      server.setTimeout(options.connectionTimeout!);
+      server.setTimeout(options.connectionTimeout);
       return server;
     },
     requestTimeout: deps.config.httpRequestTimeoutMs,
@@ -82,7 +96,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     frameworkErrors: (error, request, reply) => {
       // Refused before routing, so the console's own hook has not run: its headers are added here.
       if (isConsolePath(request.url)) reply.headers(CONSOLE_SECURITY_HEADERS);
-      return sendProblem(reply, new HttpProblem(400, `the URL is malformed: ${error.code === 'FST_ERR_BAD_URL' ? 'its percent-encoding is not UTF-8' : 'it cannot be routed'}`));
+      sendError(reply, invalid(`the URL is malformed: ${error.code === 'FST_ERR_BAD_URL' ? 'its percent-encoding is not UTF-8' : 'it cannot be routed'}`));
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
@@ -98,14 +112,15 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (jsonHasNul(body as string)) return done(new HttpProblem(400, `request body ${NUL_REFUSED}`), undefined);
-    parseJson(request, body as string, done);
+    if (jsonHasNul(body as string)) return done(invalid(`request body ${NUL_REFUSED}`), undefined);
+    // Fastify's default JSON parser is its callback form (its type admits the async one too): it answers through `done`.
+    void parseJson(request, body as string, done);
   });
   // Callback-style (not async) hooks: they run on every request, and a promise per hook shows in profiles.
   // A global hook must be reproduced by the token fast path too (REPRODUCED_GLOBAL_HOOKS, tested).
   app.addHook('onRequest', function requestIdAndUrlCheck(request, reply, done) {
     reply.header('x-request-id', request.id);
-    done(urlHasNul(request.url) ? new HttpProblem(400, `the URL ${NUL_REFUSED}`) : undefined);
+    done(urlHasNul(request.url) ? invalid(`the URL ${NUL_REFUSED}`) : undefined);
   });
 
   // The document's named types, collected from the route schemas as the routes are registered.
@@ -151,9 +166,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     await metricsRoute(root, deps);
     root.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   });
-  await app.register(async (consoleScope: TypedApp) =>
-    consoleRoutes(consoleScope, { dir: options.console?.dir ?? CONSOLE_DIST_DIR, notBuiltDetail: options.console?.notBuiltDetail }),
-  );
+  await app.register(async (consoleScope: TypedApp) => consoleRoutes(consoleScope, { dir: options.console?.dir ?? CONSOLE_DIST_DIR, notBuiltDetail: options.console?.notBuiltDetail }));
 
   for (const version of [1, 2] as const) {
     await app.register(

@@ -21,9 +21,9 @@ import { CONFIG_VARIABLES, ConfigError, type Env } from './config.js';
 export const DEFAULT_CONFIG_FILES: readonly string[] = ['rewards.env', '/etc/rewards/rewards.env'];
 
 export type ConfigFileFrom = '--config' | 'REWARDS_CONFIG' | 'default location';
-export type SettingSource = 'environment' | 'config file' | 'default';
+type SettingSource = 'environment' | 'config file' | 'default';
 
-export interface ConfigFile {
+interface ConfigFile {
   /** Absolute path. */
   path: string;
   from: ConfigFileFrom;
@@ -54,11 +54,7 @@ export function loadSettings(options: { configFile?: string | undefined; env: En
   const env = options.env;
   let file: ConfigFile | undefined;
   const searched: string[] = [];
-  const named: [string, ConfigFileFrom] | undefined = options.configFile
-    ? [options.configFile, '--config']
-    : env.REWARDS_CONFIG
-      ? [env.REWARDS_CONFIG, 'REWARDS_CONFIG']
-      : undefined;
+  const named: [string, ConfigFileFrom] | undefined = options.configFile ? [options.configFile, '--config'] : env.REWARDS_CONFIG ? [env.REWARDS_CONFIG, 'REWARDS_CONFIG'] : undefined;
   if (named) {
     const path = resolve(cwd, named[0]);
     file = { path, from: named[1], values: readConfigFile(path, named[1]) };
@@ -91,7 +87,9 @@ function fileExists(path: string): boolean {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return false;
-    throw new ConfigError(`cannot tell whether the configuration file ${path} exists (${code ?? (error as Error).message}): run as a user who may read it, e.g. the service's own user, or name another file with --config FILE`);
+    throw new ConfigError(
+      `cannot tell whether the configuration file ${path} exists (${code ?? (error as Error).message}): run as a user who may read it, e.g. the service's own user, or name another file with --config FILE`,
+    );
   }
 }
 
@@ -101,19 +99,14 @@ function readConfigFile(path: string, from: ConfigFileFrom): Record<string, stri
     text = readFileSync(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    const hint =
-      code === 'ENOENT'
-        ? 'there is no such file'
-        : code === 'EACCES'
-          ? "permission denied: run as a user who may read it, e.g. the service's own user"
-          : (error as Error).message;
+    const hint = code === 'ENOENT' ? 'there is no such file' : code === 'EACCES' ? "permission denied: run as a user who may read it, e.g. the service's own user" : (error as Error).message;
     throw new ConfigError(`cannot read the configuration file ${path} (${describeFrom(from)}): ${hint}`);
   }
   return parseConfigFile(text, path);
 }
 
 /** The settings in a configuration file's text; every mistake in it (with its line) in one ConfigError. */
-export function parseConfigFile(text: string, path: string): Record<string, string> {
+function parseConfigFile(text: string, path: string): Record<string, string> {
   const problems: { line: number; text: string }[] = [];
   const problem = (line: number, text: string) => problems.push({ line, text: `line ${line}: ${text}` });
   const lines = new Map<string, number>();

@@ -89,7 +89,10 @@ export function parseTrustProxy(text: string): TrustProxy {
     if (hops > 16) throw new Error(`expected at most 16 proxy hops, got ${hops}`);
     return hops === 0 ? { kind: 'none' } : { kind: 'hops', hops };
   }
-  const addresses = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const addresses = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
   for (const entry of addresses) {
     const [address = '', prefix, extra] = entry.split('/');
     const family = isIP(address);
@@ -158,7 +161,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     return raw;
   });
   const secretKeyPrevious = read<string[]>('SECRET_KEY_PREVIOUS', [], (raw) => {
-    const keys = raw.split(',').map((key) => key.trim()).filter((key) => key !== '');
+    const keys = raw
+      .split(',')
+      .map((key) => key.trim())
+      .filter((key) => key !== '');
     for (const key of keys) if (Buffer.from(key, 'base64').length !== 32) throw new Error('expected comma-separated keys of 32 bytes encoded in base64');
     return keys;
   });
@@ -216,7 +222,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
 }
 
 /** `3h`, `10s`, `250ms`: the largest unit that gives a whole number (the form the settings are written in). */
-export function formatDuration(ms: number): string {
+function formatDuration(ms: number): string {
   for (const unit of ['d', 'h', 'm', 's'] as const) {
     const size = DURATION_UNITS[unit]!;
     if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;

@@ -13,7 +13,7 @@ export const CONSOLE_BUILD_SCRIPT = fileURLToPath(new URL('../scripts/build-cons
 
 export interface ConsoleBuild {
   /** What GET /console/ answers in its 503 while index.html is missing. */
-  notBuiltDetail(): string;
+  notBuiltDetail: () => string;
   /** Stops a build this process started (the server is closing). */
   stop(): void;
 }

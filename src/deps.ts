@@ -70,7 +70,7 @@ export function secretKeyFile(config: Config): string {
 }
 
 /** SECRET_KEY from the environment, or for SQLite generated once into DATA_DIR/secret.key (0600) unless `generate` is false. */
-export function resolveSecretKey(config: Config, log?: FileModeLog, options: { generate?: boolean } = {}): string {
+function resolveSecretKey(config: Config, log?: FileModeLog, options: { generate?: boolean } = {}): string {
   if (config.secretKey) return config.secretKey;
   if (!config.databaseUrl.startsWith('sqlite:')) throw new Error('SECRET_KEY is required with PostgreSQL');
   const file = secretKeyFile(config);
@@ -96,7 +96,12 @@ export function createLogger(config: Config, destination?: { write(line: string)
 export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {
   const clock = options.clock ?? Date.now;
   const log = options.log ?? createLogger(config);
-  const storage = openStorage(config.databaseUrl, { ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}), preparedStatements: config.databasePreparedStatements, ...options, log });
+  const storage = openStorage(config.databaseUrl, {
+    ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}),
+    preparedStatements: config.databasePreparedStatements,
+    ...options,
+    log,
+  });
   try {
     const box = new SecretBox(resolveSecretKey(config, log, { generate: options.generateSecretKey !== false }), config.secretKeyPrevious);
     if (options.prepare !== false) {

@@ -53,7 +53,12 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
     labelNames: ['kind'] as const,
     registers: [registry],
     async collect() {
-      const rows = await db.selectFrom('jobs').select(['kind', sql<number | string>`count(*)`.as('n')]).where('state', '=', 'pending').groupBy('kind').execute();
+      const rows = await db
+        .selectFrom('jobs')
+        .select(['kind', sql<number | string>`count(*)`.as('n')])
+        .where('state', '=', 'pending')
+        .groupBy('kind')
+        .execute();
       // Deliveries are their notification rows (delivery-rows.ts): those scheduled, on the due index.
       const deliveries = await sql<{ n: number | string }>`select count(*) as n from notifications where status = 'pending' and run_at is not null`.execute(db);
       this.reset();
@@ -88,7 +93,11 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
     help: 'Notifications not yet delivered nor failed',
     registers: [registry],
     async collect() {
-      const row = await db.selectFrom('notifications').select(sql<number | string>`count(*)`.as('n')).where('status', '=', 'pending').executeTakeFirst();
+      const row = await db
+        .selectFrom('notifications')
+        .select(sql<number | string>`count(*)`.as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirst();
       this.set(Number(row?.n ?? 0));
     },
   });
@@ -97,8 +106,7 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
 
 /** The job worker's counters, registered in `registry` (a throw-away one where nobody scrapes). */
 export function createQueueMetrics(registry: Registry = new Registry()): QueueMetrics {
-  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
-    new Counter<L>({ name, help, labelNames, registers: [registry] });
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Counter<L>({ name, help, labelNames, registers: [registry] });
   return {
     claims: counter('rewards_job_claims_total', 'Claim statements of this process, by worker loop', ['loop'] as const),
     claimedJobs: counter('rewards_job_claimed_total', 'Jobs those claims returned, by worker loop', ['loop'] as const),

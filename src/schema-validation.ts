@@ -93,9 +93,7 @@ function fault(error: ErrorObject): SchemaFault {
  */
 export function explainSchemaErrors(errors: readonly ErrorObject[]): SchemaFault[] {
   // Outermost first: a union nested in another reports the outer one's values.
-  const unions = errors
-    .filter((error) => error.keyword === 'anyOf' && literalValues(error.parentSchema) !== undefined)
-    .sort((a, b) => a.schemaPath.length - b.schemaPath.length);
+  const unions = errors.filter((error) => error.keyword === 'anyOf' && literalValues(error.parentSchema) !== undefined).sort((a, b) => a.schemaPath.length - b.schemaPath.length);
   const faults: SchemaFault[] = [];
   const told = new Set<ErrorObject>();
   for (const error of errors) {

@@ -8,13 +8,13 @@ import { CONSOLE_BUILD_SCRIPT, CONSOLE_DIST_DIR, ensureConsoleBuilt } from './co
 export type Role = 'all' | 'api' | 'worker';
 
 /** Background work started beside (or instead of) the API; issue-specific workers plug in here. */
-export interface BackgroundTask {
+interface BackgroundTask {
   stop(): Promise<void>;
 }
-export type BackgroundStarter = (deps: Deps) => Promise<BackgroundTask>;
+type BackgroundStarter = (deps: Deps) => Promise<BackgroundTask>;
 
 /** Workers started by `serve --role all|worker`, in order. */
-export const BACKGROUND_TASKS: BackgroundStarter[] = [startJobWorkerTask];
+const BACKGROUND_TASKS: BackgroundStarter[] = [startJobWorkerTask];
 
 export interface RunningServer {
   deps: Deps;

@@ -21,19 +21,46 @@ describe('layers point one way', () => {
     assert.equal(status, 0, output);
   });
 
-  it('fails on a wrong-way import: domain/ reaching into storage/', () => {
+  // Each rule is shown failing on a deliberate violation, so a rule that matches nothing (a typo in
+  // a path, a dependency type the cruiser does not report) cannot pass unnoticed.
+  const violations = [
+    {
+      rule: 'domain-is-pure',
+      file: 'src/domain/wrong-way.ts',
+      source: "import { findAccountById } from '../storage/repositories/accounts.js';\nexport const lookUp = findAccountById;\n",
+      target: 'src/storage/repositories/accounts.ts',
+    },
+    {
+      rule: 'domain-is-pure',
+      file: 'src/domain/wrong-way-type.ts',
+      source: "import type { Db } from '../storage/database.js';\nexport type Handle = Db;\n",
+      target: 'src/storage/database.ts',
+    },
+    {
+      rule: 'routes-call-services',
+      file: 'src/http/routes/wrong-way.ts',
+      source: "import { findAccountById } from '../../storage/repositories/accounts.js';\nexport const lookUp = findAccountById;\n",
+      target: 'src/storage/repositories/accounts.ts',
+    },
+    {
+      rule: 'root-is-on-top',
+      file: 'src/worker/wrong-way.ts',
+      source: "import type { Deps } from '../deps.js';\nexport type Everything = Deps;\n",
+      target: 'src/deps.ts',
+    },
+  ];
+
+  // One copy of src/ with every violation in it, cruised once: each rule must report its own.
+  it('fails on a deliberate violation of each rule', () => {
     const copy = mkdtempSync(join(tmpdir(), 'rewards-layers-'));
     try {
       cpSync(join(root, 'src'), join(copy, 'src'), { recursive: true });
       cpSync(join(root, 'tsconfig.json'), join(copy, 'tsconfig.json'));
       mkdirSync(join(copy, 'node_modules'));
-      writeFileSync(
-        join(copy, 'src', 'domain', 'wrong-way.ts'),
-        "import { findAccountById } from '../storage/repositories/accounts.js';\nexport const lookUp = findAccountById;\n",
-      );
+      for (const violation of violations) writeFileSync(join(copy, violation.file), violation.source);
       const { status, output } = cruise(copy);
       assert.notEqual(status, 0);
-      assert.match(output, /domain-is-pure: src\/domain\/wrong-way\.ts → src\/storage\/repositories\/accounts\.ts/);
+      for (const violation of violations) assert.ok(output.includes(`${violation.rule}: ${violation.file} → ${violation.target}`), `${violation.rule} did not report ${violation.file}\n${output}`);
     } finally {
       rmSync(copy, { recursive: true, force: true });
     }

@@ -62,7 +62,10 @@ for (const dialect of testDialects()) {
         await eventually(() => receiver.requests.length >= ids.length, 30_000, 'every processed-requests webhook');
         const delivered = receiver.requests.map((request) => verifyWebhook(subscription.body.secret, request));
         assert.deepEqual(delivered.map((body) => body.id).sort(), [...ids].sort());
-        assert.ok(delivered.every((body) => Array.isArray(body.delivered) && body.delivered.length === 1), 'each request delivered its coupon');
+        assert.ok(
+          delivered.every((body) => Array.isArray(body.delivered) && body.delivered.length === 1),
+          'each request delivered its coupon',
+        );
       } finally {
         service.process.kill('SIGTERM');
       }

@@ -63,7 +63,7 @@ function ownerOf(clientPort: number, serverPort: number, pids: number[]): number
   if (!line) return undefined;
   const socket = `socket:[${line[9]}]`;
   for (const pid of pids) {
-    let fds: string[] = [];
+    let fds: string[];
     try {
       fds = readdirSync(`/proc/${pid}/fd`);
     } catch {
@@ -171,7 +171,6 @@ function checkCalls(tenant: Tenant, calls: Call[], requestIds: string[]): { repe
   return { repeats };
 }
 
-
 const dialectAvailable = testDialects().includes('postgres');
 
 describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [postgres]', { skip: dialectAvailable ? false : 'needs PostgreSQL: set TEST_POSTGRES_URL=postgres://…' }, () => {
@@ -217,20 +216,34 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     try {
       await eventually(() => allSettled(expected), 300_000, 'every notification to be delivered');
     } catch (error) {
-      const notifications = await storage.db.selectFrom('notifications').select(['status', 'last_error', (eb) => eb.fn.countAll<string>().as('n')]).groupBy(['status', 'last_error']).execute();
+      const notifications = await storage.db
+        .selectFrom('notifications')
+        .select(['status', 'last_error', (eb) => eb.fn.countAll<string>().as('n')])
+        .groupBy(['status', 'last_error'])
+        .execute();
       const jobs = await storage.db.selectFrom('jobs').select(['kind', 'state', 'attempts', 'last_error', 'run_at', 'locked_by']).limit(20).execute();
       // The ones left: each attempt's start and error, and whether (when, from which worker) the receiver got their calls.
       const left = await storage.db.selectFrom('notifications').select(['id', 'attempt_count']).where('status', '=', 'pending').limit(5).execute();
       const stories = await Promise.all(
         left.map(async ({ id, attempt_count }) => {
           const attempts = await storage.db.selectFrom('notification_attempts').select(['attempt', 'started_at', 'latency_ms', 'error']).where('notification_id', '=', id).orderBy('attempt').execute();
-          const calls = receiver?.calls.filter((call) => call.headers['webhook-id'] === id).map((call) => ({ pid: call.pid, at: Math.round(call.at), answeredAt: call.answeredAt && Math.round(call.answeredAt) }));
+          const calls = receiver?.calls
+            .filter((call) => call.headers['webhook-id'] === id)
+            .map((call) => ({ pid: call.pid, at: Math.round(call.at), answeredAt: call.answeredAt && Math.round(call.answeredAt) }));
           return { id, attempt_count, attempts, received: calls };
         }),
       );
-      const outputs = services.map((s) => s.output().split('\n').filter((line) => /"level":(40|50|60)/.test(line)).slice(-5).join('\n'));
+      const outputs = services.map((s) =>
+        s
+          .output()
+          .split('\n')
+          .filter((line) => /"level":(40|50|60)/.test(line))
+          .slice(-5)
+          .join('\n'),
+      );
       throw new Error(
         `${(error as Error).message}\nnotifications: ${JSON.stringify(notifications)}\nleft: ${JSON.stringify(stories)} (receiver clock now ${Math.round(performance.now())})\njobs left: ${JSON.stringify(jobs)}\nnow: ${Date.now()}\nwarnings: ${outputs.join('\n')}`,
+        { cause: error },
       );
     }
   }
@@ -244,7 +257,10 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
       .execute();
     const total = counts.reduce((sum, row) => sum + Number(row.n), 0);
     const settled = counts.filter((row) => row.status !== 'pending').reduce((sum, row) => sum + Number(row.n), 0);
-    const jobs = await storage.db.selectFrom('jobs').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const jobs = await storage.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     return total === expected && settled === expected && Number(jobs.n) === 0;
   }
 
@@ -291,7 +307,10 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     assert.equal(repeats, 0, 'no notification arrived twice');
     assert.equal(receiver.calls.length, REQUESTS * EVENTS.length);
     assert.equal(new Set(receiver.calls.map((c) => c.headers['webhook-id'])).size, REQUESTS * EVENTS.length);
-    const attempts = await storage.db.selectFrom('notification_attempts').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const attempts = await storage.db
+      .selectFrom('notification_attempts')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     assert.equal(Number(attempts.n), REQUESTS * EVENTS.length, 'one recorded attempt per notification');
 
     // Shared work: every call came from one of the worker processes, and each of them sent some.
@@ -309,7 +328,14 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     const receiver = await startPidReceiver(() => workerPids);
     receivers.push(receiver);
     const account = await tenant(receiver);
-    const earlier = Number((await storage.db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    const earlier = Number(
+      (
+        await storage.db
+          .selectFrom('notifications')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     const workers = await startWorkers(3, { JOB_LEASE: '1s' });
     workerPids = workers.map((w) => w.process.pid!);
     const [victim, ...survivors] = workers as [ChildService, ...ChildService[]];
@@ -377,14 +403,21 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
     );
     receivers.push(receiver);
     const account = await tenant(receiver, { oneUrl: true });
-    const earlier = Number((await storage.db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    const earlier = Number(
+      (
+        await storage.db
+          .selectFrom('notifications')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     const workers = await startWorkers(3, { JOB_LEASE: '1s', RETRY_INTERVAL: '200ms' });
     workerPids = workers.map((w) => w.process.pid!);
     const [victim, ...survivors] = workers as [ChildService, ...ChildService[]];
 
     receiver.hold();
     const requestIds = await sendRequests(apiService.url, account.token, REQUESTS, 50);
-    await eventually(() => (receiver.heldBy.get(victim.process.pid!) ?? 0) > 0, 120_000, 'the victim to have a delivery in flight');
+    await eventually(() => (receiver.heldBy.get(victim.process.pid) ?? 0) > 0, 120_000, 'the victim to have a delivery in flight');
     victim.process.kill('SIGKILL');
     await victim.exited;
     workerPids = survivors.map((w) => w.process.pid!);
@@ -403,11 +436,18 @@ describe('scale-out: 1 API process and 3 worker processes on one PostgreSQL [pos
       const accepted = calls.filter((c) => c.headers['x-webhook-event'] === 'registered-requests' && c.status !== undefined && c.status < 300).map((c) => c.answeredAt!);
       const processed = calls.filter((c) => c.headers['x-webhook-event'] === 'processed-requests').map((c) => c.at);
       assert.ok(accepted.length > 0 && processed.length > 0, `request ${id}: ${calls.length} calls`);
-      assert.ok(Math.min(...processed) >= Math.min(...accepted), `request ${id}: processed-requests arrived ${(Math.min(...accepted) - Math.min(...processed)).toFixed(1)} ms before its registered-requests was accepted`);
+      assert.ok(
+        Math.min(...processed) >= Math.min(...accepted),
+        `request ${id}: processed-requests arrived ${(Math.min(...accepted) - Math.min(...processed)).toFixed(1)} ms before its registered-requests was accepted`,
+      );
       if (calls.some((c) => c.status === 503)) held++;
     }
     assert.equal(held, REQUESTS, 'every request had its first registered-requests refused');
-    const waited = await storage.db.selectFrom('notification_attempts').select((eb) => eb.fn.countAll<string>().as('n')).where('status_code', '=', 503).executeTakeFirstOrThrow();
+    const waited = await storage.db
+      .selectFrom('notification_attempts')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('status_code', '=', 503)
+      .executeTakeFirstOrThrow();
     t.diagnostic(`${receiver.calls.length} calls for ${REQUESTS * EVENTS.length} notifications; ${waited.n} refused attempts recorded`);
     await stopGracefully(survivors);
   });

@@ -71,9 +71,11 @@ describe('finding the port a child service listens on', () => {
     const server: Server = createServer();
     server.listen(0, '127.0.0.1');
     await once(server, 'listening');
-    const child = spawn(process.execPath, ['-e', "require('node:http').createServer().listen(0, '127.0.0.1', function () { console.log(this.address().port) })"], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['-e', "require('node:http').createServer().listen(0, '127.0.0.1', function () { console.log(this.address().port) })"], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     try {
-      const [line] = (await once(child.stdout!, 'data')) as [Buffer];
+      const [line] = (await once(child.stdout, 'data')) as [Buffer];
       const ours = (server.address() as AddressInfo).port;
       const theirs = Number(line.toString().trim());
       assert.ok(listeningPorts(process.pid).includes(ours));

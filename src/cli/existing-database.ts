@@ -23,11 +23,11 @@ const WHAT_TO_DO = [
   "  - name the service's configuration file: --config FILE, or REWARDS_CONFIG=FILE in the environment;",
   '  - or set DATABASE_URL and SECRET_KEY (with SQLite: DATA_DIR) as the service has them.',
   '`rewards config show` prints the settings a command sees and where each comes from.',
-  'A new database is made by the service\'s first start (rewards serve) or by rewards migrate.',
+  "A new database is made by the service's first start (rewards serve) or by rewards migrate.",
 ].join('\n  ');
 
 /** Where a setting came from, in words: the environment, the configuration file, or the default. */
-export function settingOrigin(settings: Settings, name: string): string {
+function settingOrigin(settings: Settings, name: string): string {
   const source = settings.sourceOf(name);
   if (source === 'environment') return `${name} is set in the environment`;
   if (source === 'config file') return `${name} is set in ${settings.file!.path} (${describeFrom(settings.file!.from)})`;
@@ -108,7 +108,7 @@ async function requirePostgresDatabase(config: Config, settings: Settings): Prom
     const message = `Cannot use ${database}: ${(error as Error).message}.`;
     // A database that does not exist is a setting to fix; anything else (refused, timed out) may pass.
     if (code === '3D000') refuse(message, origin, settings);
-    throw new Error(`${message}\n  ${origin}\n  ${configFileNote(settings)}`);
+    throw new Error(`${message}\n  ${origin}\n  ${configFileNote(settings)}`, { cause: error });
   } finally {
     await client.end().catch(() => {});
   }

@@ -43,6 +43,10 @@ interface Delivery {
   body: string;
 }
 
+/**
+ * The deployment refused a call: its answer, not a mistake on this side (so not a DomainError, and
+ * exit code 1 when it ends the command). The poll tells an ended session (404) by its status.
+ */
 class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -65,7 +69,10 @@ function httpUrl(raw: string, option: string): URL {
 
 function parseEvents(raw: string | undefined): string[] {
   if (raw === undefined) return [...EVENTS];
-  const events = raw.split(',').map((e) => e.trim()).filter(Boolean);
+  const events = raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   const unknown = events.filter((e) => !(EVENTS as readonly string[]).includes(e));
   if (events.length === 0 || unknown.length > 0) throw invalid(`--events takes a comma-separated list of ${EVENTS.join(', ')}; got "${raw}"`);
   return [...new Set(events)];
@@ -149,7 +156,7 @@ async function listen(io: CliIo, options: ListenOptions): Promise<void> {
   const base = httpUrl(rawApi, '--api-url');
   const clientId = options.clientId ?? io.env.REWARDS_CLIENT_ID;
   const clientSecret = options.clientSecret ?? io.env.REWARDS_CLIENT_SECRET;
-  if (!clientId || !clientSecret) throw invalid("give an OAuth client of your account: --client-id and --client-secret (or REWARDS_CLIENT_ID and REWARDS_CLIENT_SECRET)");
+  if (!clientId || !clientSecret) throw invalid('give an OAuth client of your account: --client-id and --client-secret (or REWARDS_CLIENT_ID and REWARDS_CLIENT_SECRET)');
   const events = parseEvents(options.events);
   const api = new DeploymentApi(base, clientId, clientSecret);
 

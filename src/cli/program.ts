@@ -5,13 +5,7 @@ import { CONFIG_VARIABLES, ConfigError, loadConfig, maskSecret, parsePublicUrl, 
 import { loadSettings, type Settings } from '../config-file.js';
 import { createDeps, createLogger, secretKeyFile, type Deps } from '../deps.js';
 import { configFileNote, requireExistingDatabase, requireSecretKey } from './existing-database.js';
-import {
-  createAccount,
-  createClient,
-  checkClientScopes,
-  resolveScopes,
-  rotateClientSecret,
-} from '../services/accounts.js';
+import { createAccount, createClient, checkClientScopes, resolveScopes, rotateClientSecret } from '../services/accounts.js';
 import { findAccountByIdOrName } from '../storage/repositories/accounts.js';
 import { importExperiences } from '../services/experiences.js';
 import { reencryptSecrets } from '../services/reencrypt-secrets.js';
@@ -68,18 +62,18 @@ async function requireAccount(deps: Deps, idOrName: string) {
 /** Where a run of the CLI reads its settings and writes its output: the process, or a test. */
 export interface CliIo {
   env: Env;
-  out(text: string): void;
-  err(text: string): void;
+  out: (text: string) => void;
+  err: (text: string) => void;
 }
 
-export const processIo: CliIo = {
+const processIo: CliIo = {
   env: process.env,
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
 };
 
 /** The `rewards` commands, built afresh for each run (commander keeps parsed options on them). */
-export function buildProgram(io: CliIo): Command {
+function buildProgram(io: CliIo): Command {
   const program = new Command()
     .name('rewards')
     .description('Reward Request Service: API server, background worker and operator commands. Output is JSON.')
@@ -211,7 +205,7 @@ export function buildProgram(io: CliIo): Command {
         if (options.baseUrl === undefined && effective().settings.sourceOf('PUBLIC_URL') === 'default') {
           io.err(`rewards: PUBLIC_URL is not set here, so the link assumes the service answers at ${publicUrl}; if it answers elsewhere, give --base-url or PUBLIC_URL as the service has it\n`);
         }
-        return createConsoleLink({ ...deps, config: { publicUrl } }, await requireAccount(deps, options.account), ttlMs);
+        return createConsoleLink({ ...deps, config: { publicUrl } }, (await requireAccount(deps, options.account)).id, ttlMs);
       }),
     );
 
@@ -269,7 +263,8 @@ function baseUrlOption(raw: string): string {
 
 /**
  * Runs one command line (the arguments after `rewards`) and answers its exit code: 0, 1 for a
- * failure or a usage error, 2 for what the operator got wrong (a DomainError, a bad setting).
+ * failure or a usage error, 2 for what the operator got wrong (a DomainError, a bad setting: a
+ * ConfigError). The one place where an error becomes an exit code and a line on stderr.
  */
 export async function runCli(args: readonly string[], io: CliIo = processIo): Promise<number> {
   try {

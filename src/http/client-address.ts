@@ -14,11 +14,11 @@ import type { TrustProxy } from '../config.js';
  */
 export interface ClientAddress {
   /** Whether `address`, `hop` steps from the service (0 = the socket's peer), is a proxy whose X-Forwarded-For counts. */
-  trusts(address: string, hop: number): boolean;
+  trusts: (address: string, hop: number) => boolean;
   /** The caller's address from the socket's peer and the X-Forwarded-For header. */
-  of(peer: string | undefined, forwardedFor: string | string[] | undefined): string;
+  of: (peer: string | undefined, forwardedFor: string | string[] | undefined) => string;
   /** The same, for a Node request. */
-  ofRequest(request: IncomingMessage): string;
+  ofRequest: (request: IncomingMessage) => string;
 }
 
 /** `::ffff:192.0.2.1` (an IPv4 peer on a dual-stack socket) is `192.0.2.1`. */

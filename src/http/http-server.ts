@@ -27,7 +27,7 @@ export type HttpServerLimits = Pick<Config, 'httpRequestTimeoutMs' | 'httpHeader
  * usually in the server's buffers already (an answer decided from the headers is written before
  * Node has parsed the rest of the packet). A longer body, or a chunked one, closes the connection.
  */
-export const UNREAD_BODY_KEPT_BYTES = 64 * 1024;
+const UNREAD_BODY_KEPT_BYTES = 64 * 1024;
 
 /** The request's body has not been received in full, and is chunked or announced longer than UNREAD_BODY_KEPT_BYTES. */
 function bodyUnread(request: IncomingMessage | undefined): boolean {
@@ -38,11 +38,12 @@ function bodyUnread(request: IncomingMessage | undefined): boolean {
 
 /** Every answer goes through writeHead (Fastify's and the token fast path's alike). */
 class ClosesUnreadBodies extends ServerResponse {}
+// eslint-disable-next-line @typescript-eslint/unbound-method -- Node's own writeHead, called below with the response as `this`.
 const writeHead = ServerResponse.prototype.writeHead as (this: ServerResponse, ...args: unknown[]) => ServerResponse;
 ClosesUnreadBodies.prototype.writeHead = function (this: ServerResponse, ...args: unknown[]) {
   if (!this.headersSent && bodyUnread(this.req)) this.setHeader('connection', 'close');
   return writeHead.apply(this, args);
-} as ServerResponse['writeHead'];
+};
 
 /**
  * Closes a new connection over `cap` from one peer address. A peer trusted as a proxy

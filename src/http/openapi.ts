@@ -1,4 +1,3 @@
-import type { FastifySchema } from 'fastify';
 import type { SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger';
 import { SCOPES } from '../domain/tokens/scopes.js';
 import { HttpProblem } from './problem.js';
@@ -18,9 +17,9 @@ declare module 'fastify' {
   }
 }
 
-export const PROBLEM_CONTENT = 'application/problem+json';
+const PROBLEM_CONTENT = 'application/problem+json';
 
-export const PROBLEM_SCHEMA = {
+const PROBLEM_SCHEMA = {
   type: 'object' as const,
   description: 'An RFC 9457 problem document',
   required: ['type', 'title', 'status', 'detail'],
@@ -54,7 +53,9 @@ const NO_STORE_HEADERS_DOCUMENTED = {
 };
 
 /** The OAuth2 scopes, for the client-credentials flow of the `oauth2` security scheme. */
-export const SCOPE_DESCRIPTIONS = Object.fromEntries(SCOPES.map((scope) => [scope, scope === 'admin' ? 'operator: accounts, clients, experiences, console links, any account (`?accountId=`)' : scope]));
+export const SCOPE_DESCRIPTIONS = Object.fromEntries(
+  SCOPES.map((scope) => [scope, scope === 'admin' ? 'operator: accounts, clients, experiences, console links, any account (`?accountId=`)' : scope]),
+);
 
 type Schema = Record<string, unknown> & { response?: Record<string, unknown>; operationId?: string };
 
@@ -205,14 +206,18 @@ interface DocumentedOperation {
 export const documentObject: SwaggerTransformObject = (documentObject) => {
   if (!('openapiObject' in documentObject)) return documentObject.swaggerObject;
   const { openapiObject } = documentObject;
-  const document = openapiObject as unknown as { components?: { schemas?: Record<string, Json> }; paths?: Record<string, Record<string, DocumentedOperation>>; webhooks?: Record<string, Record<string, DocumentedOperation>> };
+  const document = openapiObject as unknown as {
+    components?: { schemas?: Record<string, Json> };
+    paths?: Record<string, Record<string, DocumentedOperation>>;
+    webhooks?: Record<string, Record<string, DocumentedOperation>>;
+  };
   const schemas = document.components?.schemas ?? {};
   const componentOf = (media: Media): Json | undefined => (media.schema?.$ref?.startsWith(COMPONENTS_PATH) ? schemas[media.schema.$ref.slice(COMPONENTS_PATH.length)] : undefined);
   const describe = (holder: { description?: string; content?: Record<string, Media> }, placeholder: string | undefined) => {
     for (const media of Object.values(holder.content ?? {})) {
       const component = componentOf(media);
       if (!component) continue;
-      const examples = Array.isArray(component.examples) ? component.examples : [];
+      const examples: unknown[] = Array.isArray(component.examples) ? component.examples : [];
       if (media.example === undefined && media.examples === undefined) {
         if (examples.length === 1) media.example = examples[0];
         else if (examples.length > 1) media.examples = Object.fromEntries(examples.map((value, i) => [`example${i + 1}`, { value }]));
@@ -242,7 +247,7 @@ const OPTIONAL_BODY = 'x-optional-body';
 /** @fastify/swagger's `transform`: the document's view of one route. */
 export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
   const original = (schema ?? {}) as Schema;
-  if (original.hide) return { schema: original as FastifySchema, url };
+  if (original.hide) return { schema: original, url };
   const out: Schema = { ...original };
   if (has(out, 'body')) out.body = referenced(out.body);
   if (route.config?.optionalBody) out[OPTIONAL_BODY] = true;
@@ -256,11 +261,19 @@ export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
   };
   if (scope !== undefined) {
     out.security = scope === 'authenticated' ? [{ bearerAuth: [] }, { oauth2: [] }] : [{ bearerAuth: [] }, { oauth2: [scope] }];
-    add(400, has(out, 'body') || has(out, 'querystring') || has(out, 'params') || has(out, 'headers') ? 'the request is invalid (each member at fault in `errors`), or the Authorization header is malformed' : 'the Authorization header is malformed');
+    add(
+      400,
+      has(out, 'body') || has(out, 'querystring') || has(out, 'params') || has(out, 'headers')
+        ? 'the request is invalid (each member at fault in `errors`), or the Authorization header is malformed'
+        : 'the Authorization header is malformed',
+    );
     add(401, 'no access token, or an invalid or expired one (with a `WWW-Authenticate: Bearer` challenge)');
     add(403, scope === 'authenticated' ? 'the token may not be used here' : `the token lacks the scope \`${scope}\``);
     // The bearer check answers 404 for an `accountId` query naming an unknown account (or any other account, for a non-operator).
-    add(404, has(out, 'params') ? 'not found (or another account’s), or the `accountId` given is unknown' : 'the `accountId` given is unknown, or not the caller’s (only operators act for other accounts)');
+    add(
+      404,
+      has(out, 'params') ? 'not found (or another account’s), or the `accountId` given is unknown' : 'the `accountId` given is unknown, or not the caller’s (only operators act for other accounts)',
+    );
   } else {
     out.security = [];
     if (!isToken) add(400, 'the request is invalid, or its URL is malformed (not UTF-8, a NUL character)');
@@ -276,5 +289,5 @@ export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
   }
   if (scope !== undefined || url === '/health/ready') add(503, 'the database is unavailable right now; nothing was stored, retry after `Retry-After` seconds');
   out.response = response;
-  return { schema: out as FastifySchema, url };
+  return { schema: out, url };
 };

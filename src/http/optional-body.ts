@@ -1,4 +1,4 @@
-import type { preValidationHookHandler, RouteOptions } from 'fastify';
+import type { preValidationAsyncHookHandler, RouteOptions } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -11,7 +11,7 @@ declare module 'fastify' {
   }
 }
 
-const absentBodyIsEmpty: preValidationHookHandler = async (request) => {
+const absentBodyIsEmpty: preValidationAsyncHookHandler = async (request) => {
   request.body ??= {};
 };
 

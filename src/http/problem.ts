@@ -1,8 +1,8 @@
 /**
- * An RFC 9457 problem the API answers on purpose for what only HTTP knows (authentication, media
- * types, sizes, rate limits, a database that cannot serve); the use cases throw DomainError
- * (src/domain/errors.ts) and the error plugin maps it. Anything else thrown becomes a 500 with no
- * details.
+ * An RFC 9457 problem document as the API sends it: what the error plugin (http/plugins/errors.ts)
+ * renders from a DomainError (src/domain/errors.ts), or from what Fastify itself refuses. Nothing
+ * throws it: routes, plugins and use cases throw DomainError, and that plugin is the one place that
+ * maps errors to HTTP. Anything else thrown becomes a 500 with no details.
  */
 export interface ProblemFieldError {
   path: string;
@@ -46,5 +46,3 @@ export class HttpProblem extends Error {
     return { type: this.type, title: this.title, status: this.status, detail: this.detail, ...(this.errors ? { errors: this.errors } : {}) };
   }
 }
-
-

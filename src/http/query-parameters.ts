@@ -30,9 +30,9 @@ import type { RouteOptions } from 'fastify';
  */
 
 /** Routes that take any query parameter (see above). */
-export const FREE_QUERY_STRING = [/^\/console(\/|$)/, /^\/docs(\/|$)/, /^\/v[12]\/oauth\/token$/];
+const FREE_QUERY_STRING = [/^\/console(\/|$)/, /^\/docs(\/|$)/, /^\/v[12]\/oauth\/token$/];
 
-export const takesAnyQueryParameter = (url: string): boolean => FREE_QUERY_STRING.some((pattern) => pattern.test(url));
+const takesAnyQueryParameter = (url: string): boolean => FREE_QUERY_STRING.some((pattern) => pattern.test(url));
 
 type ObjectSchema = Record<string | symbol, unknown> & { properties?: Record<string, unknown> };
 
@@ -74,7 +74,7 @@ function distance(a: string, b: string): number {
  * with the other (`account` → `accountId`, `experiences` → `experience`), or one a typo or two
  * away (`stauts` → `status`); undefined when none is close.
  */
-export function closestParameter(name: string, known: readonly string[]): string | undefined {
+function closestParameter(name: string, known: readonly string[]): string | undefined {
   const lower = name.toLowerCase();
   const same = known.find((k) => k.toLowerCase() === lower);
   if (same) return same;

@@ -41,6 +41,7 @@ class LazyRequestLogger {
 
   #write(method: Method, args: unknown[]): void {
     if (!this.isLevelEnabled(method)) return;
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- tsc needs it: pino's overloaded LogFn takes no spread of unknown[] (the rule misreads the generic overloads).
     (this.#logger[method] as (...a: unknown[]) => void)(...args);
   }
 
@@ -75,5 +76,5 @@ class LazyRequestLogger {
 
 /** Fastify's `childLoggerFactory`: see LazyRequestLogger. */
 export function lazyRequestLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  return new LazyRequestLogger(logger as unknown as Logger, bindings, options) as unknown as FastifyBaseLogger;
+  return new LazyRequestLogger(logger as unknown as Logger, bindings, options);
 }

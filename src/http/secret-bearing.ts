@@ -18,7 +18,7 @@ declare module 'fastify' {
   }
 }
 
-export const NO_STORE_HEADERS: Readonly<Record<string, string>> = { 'cache-control': 'no-store', pragma: 'no-cache' };
+const NO_STORE_HEADERS: Readonly<Record<string, string>> = { 'cache-control': 'no-store', pragma: 'no-cache' };
 
 const noStore: onRequestHookHandler = function noStore(_request, reply, done) {
   reply.headers(NO_STORE_HEADERS);

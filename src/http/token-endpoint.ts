@@ -1,14 +1,15 @@
 import { hash } from 'node:crypto';
 import { parse as parseForm } from 'fast-querystring';
 import { hasNul, NUL_REFUSED } from './nul-characters.js';
-import { isDatabaseUnavailable } from '../storage/database-errors.js';
+import { isDatabaseUnavailable, type DatabaseReadiness } from '../services/database-readiness.js';
 import { DATABASE_RETRY_AFTER_S } from './plugins/errors.js';
-import type { AppDeps } from '../deps.js';
-import { grantClientCredentials, type TokenRequest, type TokenResponse } from '../services/client-credentials.js';
-import { grantConsoleLink } from '../services/console-links.js';
+import type { Logger } from '../logger.js';
+import { grantClientCredentials, type ClientCredentialsContext, type TokenRequest, type TokenResponse } from '../services/client-credentials.js';
+import { grantConsoleLink, type ConsoleLinkGrantContext } from '../services/console-links.js';
 import { CONSOLE_LINK_GRANT_TYPE } from '../domain/tokens/console-link-code.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
 import { REALM } from './plugins/auth.js';
+import type { KeyStore } from '../services/key-store.js';
 
 /**
  * POST /v1|v2/oauth/token as one function from the request's raw parts to the response's: the
@@ -19,7 +20,7 @@ import { REALM } from './plugins/auth.js';
 
 export type TokenEndpointVersion = 1 | 2;
 
-export interface TokenHttpRequest {
+interface TokenHttpRequest {
   version: TokenEndpointVersion;
   contentType: string | undefined;
   authorization: string | undefined;
@@ -47,7 +48,12 @@ const MEDIA_TYPE: Record<TokenEndpointVersion, string> = { 1: 'application/json'
 
 export type TokenEndpoint = (request: TokenHttpRequest) => Promise<TokenHttpResponse>;
 
-type EndpointDeps = Pick<AppDeps, 'db' | 'clientCache' | 'tokens' | 'keys' | 'failures' | 'clock' | 'log'> & Partial<Pick<AppDeps, 'readiness'>>;
+/** What the endpoint uses: the grants' own needs, the client cache's generation, the signing key in use, and where failures are told. */
+interface EndpointDeps extends ClientCredentialsContext, ConsoleLinkGrantContext {
+  keys: Pick<KeyStore, 'loadedSignerKid'>;
+  log: Logger;
+  readiness?: Pick<DatabaseReadiness, 'noteFailure'>;
+}
 
 interface RecentResponse {
   response: TokenHttpResponse;

@@ -60,7 +60,7 @@ function ipv6Bytes(address: string): Uint8Array {
   const groups = (part: string | undefined) => (part ? part.split(':').filter((g) => g !== '') : []);
   const left = groups(head);
   const right = groups(tail);
-  const all = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  const all = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
   all.forEach((group, i) => {
     const value = parseInt(group, 16);
     bytes[2 * i] = value >> 8;
@@ -94,7 +94,10 @@ export function isPublicAddress(address: string): boolean {
 
 export class ForbiddenAddressError extends Error {
   readonly code = 'ERR_CALLBACK_ADDRESS_FORBIDDEN';
-  constructor(readonly hostname: string, readonly address: string) {
+  constructor(
+    readonly hostname: string,
+    readonly address: string,
+  ) {
     super(`${hostname} resolves to ${address}, a loopback, private, link-local or reserved address`);
     this.name = 'ForbiddenAddressError';
   }
@@ -110,9 +113,7 @@ export async function resolvePublicAddresses(hostname: string, allowPrivate: boo
   const host = hostForLookup(hostname);
   const addresses: LookupAddress[] = isIP(host)
     ? [{ address: host, family: isIP(host) }]
-    : await new Promise((resolve, reject) =>
-        dnsLookup(host, { all: true, verbatim: true }, (error, result) => (error ? reject(error) : resolve(result))),
-      );
+    : await new Promise((resolve, reject) => dnsLookup(host, { all: true, verbatim: true }, (error, result) => (error ? reject(error) : resolve(result))));
   if (!allowPrivate) {
     const bad = addresses.find((entry) => !isPublicAddress(entry.address));
     if (bad) throw new ForbiddenAddressError(host, bad.address);
@@ -121,7 +122,7 @@ export async function resolvePublicAddresses(hostname: string, allowPrivate: boo
 }
 
 /** How long a resolved callback host's addresses are reused: within it, the address a call was counted against is the one it connects to. */
-export const RESOLVED_ADDRESS_TTL_MS = 5_000;
+const RESOLVED_ADDRESS_TTL_MS = 5_000;
 
 /**
  * Resolves callback hosts under the address policy, remembering each answer for `ttlMs`. Outbound

@@ -1,11 +1,13 @@
 import { isIP } from 'node:net';
 import { ForbiddenAddressError, hostForLookup, isPublicAddress, resolvePublicAddresses } from './address-policy.js';
+import { DomainError, invalid, type FieldError } from '../domain/errors.js';
 
-export const MAX_CALLBACK_URL_LENGTH = 2048;
+const MAX_CALLBACK_URL_LENGTH = 2048;
 
-export class CallbackUrlError extends Error {
+/** Why a callback URL is refused, without the field's path: the caller puts it on (`checkCallbackTargets`). */
+export class CallbackUrlError extends DomainError {
   constructor(message: string) {
-    super(message);
+    super('invalid', message);
     this.name = 'CallbackUrlError';
   }
 }
@@ -45,4 +47,28 @@ export async function checkCallbackUrl(raw: string, allowPrivate: boolean): Prom
     throw new CallbackUrlError(`host ${host} does not resolve`);
   }
   return url;
+}
+
+/** A URL the service would call, and the member it came from (`body.callback.url`). */
+interface CallbackTarget {
+  path: string;
+  url: string;
+}
+
+/**
+ * The one SSRF check of the URLs a caller asks the service to call (a request's callback URLs, a
+ * subscription's callback and its token URL): each in turn with `checkCallbackUrl`; every refusal
+ * is a field error at its path, all of them one `invalid(what, …)`.
+ */
+export async function checkCallbackTargets(targets: readonly CallbackTarget[], allowPrivate: boolean, what: string): Promise<void> {
+  const errors: FieldError[] = [];
+  for (const target of targets) {
+    try {
+      await checkCallbackUrl(target.url, allowPrivate);
+    } catch (error) {
+      if (!(error instanceof CallbackUrlError)) throw error;
+      errors.push({ path: target.path, message: error.message });
+    }
+  }
+  if (errors.length > 0) throw invalid(what, errors);
 }

@@ -1,5 +1,6 @@
 import { randomUUID, sign, verify } from 'node:crypto';
 import { KeyStore, TOKEN_ALGORITHM } from './key-store.js';
+import { DomainError } from '../domain/errors.js';
 
 /** What a verified access token says about its bearer. */
 export interface AccessTokenClaims {
@@ -11,9 +12,10 @@ export interface AccessTokenClaims {
   expiresAt: number;
 }
 
-export class InvalidTokenError extends Error {
+/** Why a bearer token is refused; the bearer authentication (http/plugins/auth.ts) adds the challenge. */
+export class InvalidTokenError extends DomainError {
   constructor(message: string) {
-    super(message);
+    super('unauthenticated', message);
     this.name = 'InvalidTokenError';
   }
 }

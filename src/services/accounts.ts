@@ -1,14 +1,29 @@
 import type { Db, Executor } from '../storage/database.js';
-import { findAccountById, findAccountByIdOrName, insertAccount, updateAccount, type Account } from '../storage/repositories/accounts.js';
-import { deleteOAuthClient, findOAuthClient, insertOAuthClient, rotateOAuthClientSecret, updateOAuthClient, type OAuthClient } from '../storage/repositories/oauth-clients.js';
+import { findAccountById, findAccountByIdOrName, insertAccount, listAccounts as listAccountRows, updateAccount } from '../storage/repositories/accounts.js';
+import { deleteOAuthClient, findOAuthClient, insertOAuthClient, listOAuthClients, rotateOAuthClientSecret, updateOAuthClient } from '../storage/repositories/oauth-clients.js';
+import type { Page } from '../storage/repositories/page.js';
 import type { TokenRevocations } from './token-revocations.js';
 import { generateClientSecret } from '../domain/tokens/client-secret.js';
 import { DEFAULT_CLIENT_SCOPES, isScope, parseScopeList } from '../domain/tokens/scopes.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import { isUniqueViolation } from '../storage/database-errors.js';
+import type { Account } from '../domain/accounts/account.js';
+import type { OAuthClient } from '../domain/accounts/oauth-client.js';
 
 /** A rotated-out client secret keeps working this long, so deployments can roll over. */
-export const PREVIOUS_SECRET_GRACE_MS = 24 * 3_600_000;
+const PREVIOUS_SECRET_GRACE_MS = 24 * 3_600_000;
+
+/** The account; an unknown one is not found. */
+export async function getAccount(db: Executor, id: string): Promise<Account> {
+  const account = await findAccountById(db, id);
+  if (!account) throw notFound('account');
+  return account;
+}
+
+/** Every account, or one page of them, in creation order. */
+export function listAccounts(db: Executor, page: Page = {}): Promise<Account[]> {
+  return listAccountRows(db, page);
+}
 
 /** `field` names the name for the caller (`body.name`, `--name`). */
 export async function createAccount(db: Executor, name: string, options: { now?: number; field?: string } = {}): Promise<Account> {
@@ -100,6 +115,25 @@ export async function deleteClient(ctx: AccessChangeContext, clientId: string): 
 export function checkClientScopes(account: Account, scopes: string[], field: string): void {
   if (scopes.length === 0) throw invalid('scopes', [{ path: field, message: 'a client needs at least one scope' }]);
   if (scopes.includes('admin') && !account.isOperator) throw invalid('scopes', [{ path: field, message: 'only clients of the operator account may hold the admin scope' }]);
+}
+
+/** The account's client; another account's (or an unknown one) is not found. */
+export async function getAccountClient(db: Executor, accountId: string, clientId: string): Promise<OAuthClient> {
+  const client = await findOAuthClient(db, clientId);
+  if (!client || client.accountId !== accountId) throw notFound('client');
+  return client;
+}
+
+/** The account's clients, or one page of them, in creation order (never their secrets: only hashes are stored). */
+export async function listAccountClients(db: Executor, accountId: string, page: Page = {}): Promise<OAuthClient[]> {
+  return listOAuthClients(db, accountId, page);
+}
+
+/** The scopes a client of the account may be given: `["a","b"]` or `"a b"`, each known and allowed for the account (`checkClientScopes`). */
+export function clientScopes(account: Account, input: string[] | string | undefined, field: string): string[] {
+  const scopes = resolveScopes(Array.isArray(input) ? input.join(' ') : input, field);
+  checkClientScopes(account, scopes, field);
+  return scopes;
 }
 
 /** Validates a space-separated scope list (`field` names it for the caller); undefined means the default client scopes. */

@@ -24,7 +24,7 @@ export interface TokenResponse {
 }
 
 /** The `error_description`s of `invalid_client` (the `error` code stays RFC 6749's): what is wrong and what to do. */
-export const INVALID_CLIENT = {
+const INVALID_CLIENT = {
   wrongCredentials: 'the client id or secret is wrong; check both, or ask the operator for a new secret',
   clientDeactivated: 'this client is deactivated; ask the operator to reactivate it',
   accountDeactivated: "this client's account is deactivated; ask the operator to reactivate it",
@@ -36,17 +36,19 @@ function failure(request: TokenRequest, error: OAuthError): never {
 }
 
 function presentsSecretOf(client: ClientForAuthentication, secret: string, now: number): boolean {
-  return (
-    secretMatches(secret, client.secretHash) ||
-    (client.previousSecretExpiresAt !== null && client.previousSecretExpiresAt > now && secretMatches(secret, client.previousSecretHash))
-  );
+  return secretMatches(secret, client.secretHash) || (client.previousSecretExpiresAt !== null && client.previousSecretExpiresAt > now && secretMatches(secret, client.previousSecretHash));
+}
+
+/** What the client credentials grant needs: the client rows (cached), the token issuer, the failure limits, the clock. */
+export interface ClientCredentialsContext {
+  clientCache: ClientCache;
+  tokens: AccessTokens;
+  failures: FailureLimiter;
+  clock: () => number;
 }
 
 /** RFC 6749 §4.4 client credentials grant, after the endpoint has parsed its parameters. */
-export async function grantClientCredentials(
-  deps: { clientCache: ClientCache; tokens: AccessTokens; failures: FailureLimiter; clock: () => number },
-  request: TokenRequest,
-): Promise<TokenResponse> {
+export async function grantClientCredentials(deps: ClientCredentialsContext, request: TokenRequest): Promise<TokenResponse> {
   // Throttled by address and by (client, address), never by client id alone: docs/tokens.md.
   const source = { address: request.sourceAddress, clientId: request.clientId };
   const wait = deps.failures.retryAfterSeconds(source);

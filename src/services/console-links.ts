@@ -1,15 +1,16 @@
 import type { Config } from '../config.js';
 import { parseDuration } from '../config.js';
 import type { Executor } from '../storage/database.js';
-import type { Account } from '../storage/repositories/accounts.js';
+import { findAccountById } from '../storage/repositories/accounts.js';
+import type { Page } from '../storage/repositories/page.js';
 import {
   consoleLinkExists,
   deleteExpiredConsoleLinks,
   findConsoleLink,
   insertConsoleLink,
+  listConsoleLinks as listConsoleLinkRows,
   markConsoleLinkRevoked,
   useConsoleLink,
-  type ConsoleLink,
 } from '../storage/repositories/console-links.js';
 import type { AccessChangeContext } from './accounts.js';
 import type { AccessTokens } from './access-tokens.js';
@@ -21,14 +22,15 @@ import { CONSOLE_LINK_CLIENT_PREFIX, CONSOLE_LINK_GRANT_TYPE, generateConsoleLin
 import type { FailureLimiter } from '../domain/tokens/failure-limiter.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
 import { DEFAULT_CLIENT_SCOPES, parseScopeList } from '../domain/tokens/scopes.js';
+import type { ConsoleLink } from '../domain/tokens/console-link.js';
 
 /** A code can be exchanged this long after the link was made. */
-export const CONSOLE_LINK_CODE_TTL_MS = 10 * 60_000;
+const CONSOLE_LINK_CODE_TTL_MS = 10 * 60_000;
 /** The lifetime of the token a link grants, unless `--ttl` / `{"ttl"}` says otherwise. */
-export const CONSOLE_TOKEN_DEFAULT_TTL_MS = 3_600_000;
+const CONSOLE_TOKEN_DEFAULT_TTL_MS = 3_600_000;
 /** At most a day; the session ends sooner when the link is revoked or its account deactivated (docs/console.md). */
 export const CONSOLE_TOKEN_MAX_TTL_MS = 24 * 3_600_000;
-export const CONSOLE_TOKEN_MIN_TTL_MS = 60_000;
+const CONSOLE_TOKEN_MIN_TTL_MS = 60_000;
 /** Used or expired links are kept this long (who was let in, and when), then deleted when a new link is made. */
 const KEEP_EXPIRED_LINKS_MS = 30 * 86_400_000;
 
@@ -58,11 +60,8 @@ export function parseConsoleTokenTtl(ttl: string | undefined, field: string): nu
  * `/console/`, so it never reaches a server or its logs when the page is opened. Only the code's
  * SHA-256 is stored. An unknown account is not found; an inactive one is a conflict.
  */
-export async function createConsoleLink(
-  deps: { db: Executor; config: Pick<Config, 'publicUrl'>; clock: () => number },
-  account: Account | undefined,
-  tokenTtlMs: number,
-): Promise<IssuedConsoleLink> {
+export async function createConsoleLink(deps: { db: Executor; config: Pick<Config, 'publicUrl'>; clock: () => number }, accountId: string, tokenTtlMs: number): Promise<IssuedConsoleLink> {
+  const account = await findAccountById(deps.db, accountId);
   if (!account) throw notFound('account');
   if (!account.active) throw conflict(`account ${account.id} is inactive: activate it before making a console link`);
   const now = deps.clock();
@@ -81,6 +80,11 @@ export async function createConsoleLink(
   return { id: link.id, url: `${deps.config.publicUrl}/console/#link=${code}`, expiresAt: iso(link.expiresAt), tokenTtlSeconds: Math.floor(tokenTtlMs / 1000) };
 }
 
+/** The account's console links, or one page of them, in creation order (never a code: only its hash is stored). */
+export function listConsoleLinks(db: Executor, accountId: string, page: Page = {}): Promise<ConsoleLink[]> {
+  return listConsoleLinkRows(db, accountId, page);
+}
+
 /**
  * Revokes a console link of the account: its code can no longer be exchanged, and the token its
  * session holds is refused by every process within AUTH_REFRESH_INTERVAL (this one at once).
@@ -97,6 +101,14 @@ export async function revokeConsoleLink(ctx: AccessChangeContext, accountId: str
   return link;
 }
 
+/** What the console-link grant needs: the links, the token issuer, the failure limits, the clock. */
+export interface ConsoleLinkGrantContext {
+  db: Executor;
+  tokens: AccessTokens;
+  failures: FailureLimiter;
+  clock: () => number;
+}
+
 /**
  * The console-link grant of the token endpoint: exchanges a code once for an access token of the
  * link's account with the client-business scopes (never `admin`), living the link's ttl. Unknown
@@ -104,10 +116,7 @@ export async function revokeConsoleLink(ctx: AccessChangeContext, accountId: str
  * minute from one address lock that address out of code exchanges, and count towards its limit
  * for every client (docs/tokens.md).
  */
-export async function grantConsoleLink(
-  deps: { db: Executor; tokens: AccessTokens; failures: FailureLimiter; clock: () => number },
-  request: { code: string; scope: string | undefined; sourceAddress: string },
-): Promise<TokenResponse> {
+export async function grantConsoleLink(deps: ConsoleLinkGrantContext, request: { code: string; scope: string | undefined; sourceAddress: string }): Promise<TokenResponse> {
   const source = { address: request.sourceAddress, clientId: CONSOLE_LINK_GRANT_TYPE };
   const wait = deps.failures.retryAfterSeconds(source);
   if (wait > 0) {

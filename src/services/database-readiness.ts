@@ -5,6 +5,13 @@ import type { Db } from '../storage/database.js';
 import { databaseFailureReason, isDatabaseUnavailable } from '../storage/database-errors.js';
 import { writeReadinessProbe } from '../storage/repositories/readiness-probe.js';
 
+/**
+ * Whether an error means the database cannot serve (unreachable, read-only, disk full): the API
+ * answers those 503 with Retry-After rather than 500, and readiness counts them. The decision is
+ * storage's; the HTTP layer asks here.
+ */
+export { isDatabaseUnavailable };
+
 export type Readiness = { ready: true } | { ready: false; reason: string };
 
 export interface ReadinessOptions {

@@ -1,15 +1,13 @@
 import type { SecretBox } from '../domain/crypto/secret-box.js';
 import type { Executor } from '../storage/database.js';
-import { findSubscriptionById } from '../storage/repositories/subscriptions.js';
-import { rowToSubscription } from '../domain/subscriptions/mapping.js';
+import { findSubscriptionById, rowToSubscription } from '../storage/repositories/subscriptions.js';
 import type { CallbackAuthorization, SubscriptionEvent } from '../domain/subscriptions/types.js';
 
 /**
  * What the delivery engine reads about subscriptions. Secrets come back in plain text: keep them
  * out of logs and notification records.
  */
-export { listSubscriptionsForEvent, type SubscriptionRoute } from '../storage/repositories/subscriptions.js';
-export { loadSigningSecrets, type SigningSecret } from './signing-secrets.js';
+export { loadSigningSecrets } from './signing-secrets.js';
 
 export interface DeliveryTarget {
   subscriptionId: string;

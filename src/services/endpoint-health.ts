@@ -53,7 +53,7 @@ export async function recordEndpointHealth(tx: Executor, attempts: readonly Coun
 }
 
 /** Attempts by outcome and what follows from them, for the window and for each bucket of its series. */
-export interface AttemptFigures {
+interface AttemptFigures {
   attempts: { succeeded: number; retry: number; failed: number };
   /** Per attempt: succeeded / all; null without attempts. */
   successRate: number | null;
@@ -119,8 +119,7 @@ export async function getEndpointStats(db: Executor, accountId: string, subscrip
     ...figures(totals.reduce(add, NO_ATTEMPTS)),
     series: totals.map((bucket, index) => ({ start: iso(since + index * bucketMs), ...figures(bucket) })),
     lastSuccess: health?.last_success_at != null ? { at: iso(health.last_success_at), statusCode: health.last_success_status } : null,
-    lastFailure:
-      health?.last_failure_at != null ? { at: iso(health.last_failure_at), statusCode: health.last_failure_status, error: health.last_failure_error } : null,
+    lastFailure: health?.last_failure_at != null ? { at: iso(health.last_failure_at), statusCode: health.last_failure_status, error: health.last_failure_error } : null,
     consecutiveFailures: health?.consecutive_failures ?? 0,
     pending,
     failed,

@@ -6,17 +6,25 @@ import {
   findExperienceById,
   findExperienceByName,
   insertExperience,
+  listExperiences as listExperienceRows,
   replacePrizes,
   updateExperienceRow,
-  type Experience,
   type PrizeWrite,
 } from '../storage/repositories/experiences.js';
+import type { Experience } from '../domain/experiences/experience.js';
 import type { ExperiencesTable } from '../storage/tables/index.js';
+import type { Page } from '../storage/repositories/page.js';
 import { newId } from '../domain/ids.js';
 import type { ExperienceCreateInput, ExperienceUpdateInput, PrizeInput } from '../domain/experiences/experience-schema.js';
 
+/** What the experience endpoints' use cases need. */
+export interface ExperiencesContext {
+  db: Db;
+  clock: () => number;
+}
+
 /** Rules across members, checked after the schema: prize ids must be unique within the experience. Paths start at `at`. */
-export function checkExperienceRules(input: ExperienceUpdateInput, at: string): FieldError[] {
+function checkExperienceRules(input: ExperienceUpdateInput, at: string): FieldError[] {
   const errors: FieldError[] = [];
   const seen = new Set<string>();
   for (const [index, prize] of (input.prizes ?? []).entries()) {
@@ -61,7 +69,11 @@ async function createIn(tx: Executor, accountId: string, input: ExperienceCreate
     updated_at: now,
   };
   // A new prize without `stock` is unlimited.
-  await insertExperience(tx, row, (input.prizes ?? []).map((prize) => ({ ...toPrizeWrite(prize), stock: prize.stock ?? null })));
+  await insertExperience(
+    tx,
+    row,
+    (input.prizes ?? []).map((prize) => ({ ...toPrizeWrite(prize), stock: prize.stock ?? null })),
+  );
   return (await findExperienceById(tx, accountId, row.id))!;
 }
 
@@ -90,6 +102,18 @@ async function inTransaction<T>(db: Db, work: (tx: Executor) => Promise<T>): Pro
     if (isUniqueViolation(error)) throw conflict('an experience with that name already exists in this account');
     throw error;
   }
+}
+
+/** The account's experience with its prizes; another account's (or an unknown one) is not found. */
+export async function getExperience(db: Executor, accountId: string, id: string): Promise<Experience> {
+  const experience = await findExperienceById(db, accountId, id);
+  if (!experience) throw notFound('experience');
+  return experience;
+}
+
+/** The account's experiences, or one page of them, in creation order. */
+export function listExperiences(db: Executor, accountId: string, page: Page = {}): Promise<Experience[]> {
+  return listExperienceRows(db, accountId, page);
 }
 
 export function createExperience(db: Db, accountId: string, input: ExperienceCreateInput, now = Date.now()): Promise<Experience> {

@@ -116,10 +116,7 @@ export class KeyStore {
       const previous = this.#loaded?.verifiers.get(row.kid);
       verifiers.set(row.kid, previous ?? { kid: row.kid, jwk, key: createPublicKey({ key: jwk, format: 'jwk' }) });
       if (!signer && row.retired_at === null) {
-        const key =
-          this.#loaded?.signer?.kid === row.kid
-            ? this.#loaded.signer.key
-            : createPrivateKey(decryptSigningKey(this.box, row.private_key_encrypted));
+        const key = this.#loaded?.signer?.kid === row.kid ? this.#loaded.signer.key : createPrivateKey(decryptSigningKey(this.box, row.private_key_encrypted));
         signer = { kid: row.kid, key };
       }
     }

@@ -49,18 +49,18 @@ export const LISTEN_SESSIONS_REFRESH_MS = 1_000;
 
 export const LISTEN_EVENTS: readonly NotificationEvent[] = ['registered-requests', 'processed-requests'];
 /** A session with no poll for this long ends; each poll moves its end this far ahead. */
-export const LISTEN_SESSION_TTL_MS = 60_000;
+const LISTEN_SESSION_TTL_MS = 60_000;
 /** A copy handed to a CLI is its alone for this long; unreported by then, the next poll of the session takes it again. */
-export const LISTEN_LEASE_MS = 60_000;
+const LISTEN_LEASE_MS = 60_000;
 /** The longest long poll (seconds), and how often it looks for copies meanwhile. */
-export const LISTEN_MAX_WAIT_S = 25;
+const LISTEN_MAX_WAIT_S = 25;
 const LISTEN_POLL_MS = 250;
 /** A new session is answered once every worker's read of the sessions (LISTEN_SESSIONS_REFRESH_MS) is younger than it. */
 const LISTEN_SESSION_READY_MS = LISTEN_SESSIONS_REFRESH_MS + 100;
 /** Ended sessions are swept this long after their end: a worker's read may still hold them live meanwhile. */
 const LISTEN_SWEEP_AFTER_MS = 10 * LISTEN_SESSIONS_REFRESH_MS;
 
-export interface ListenSigningSecret {
+interface ListenSigningSecret {
   /** The receiver URL whose secret it is; null for the account's default secret. */
   url: string | null;
   secret: string;
@@ -138,12 +138,7 @@ async function deliveryOf(deps: ListenContext, copy: NotificationsTable): Promis
  * answers them; with none, looks again every LISTEN_POLL_MS until `waitSeconds` passed (or the
  * caller went away) and answers an empty list.
  */
-export async function pollListenDeliveries(
-  deps: ListenContext,
-  accountId: string,
-  id: string,
-  options: { waitSeconds: number; limit: number; gone?: () => boolean },
-): Promise<ListenDelivery[]> {
+export async function pollListenDeliveries(deps: ListenContext, accountId: string, id: string, options: { waitSeconds: number; limit: number; gone?: () => boolean }): Promise<ListenDelivery[]> {
   const session = await liveSession(deps, accountId, id);
   const deadline = Date.now() + Math.min(options.waitSeconds, LISTEN_MAX_WAIT_S) * 1000;
   const lease = `listen:${randomBytes(12).toString('base64url')}`;

@@ -57,16 +57,16 @@ const EVENT_OF: Record<OperationalNotificationEvent, OperationalSubscriptionEven
  * is NOT NULL; the delivery log shows null). A subscription switched off is inactive, so it never
  * gets its own.
  */
-export async function writeOperationalNotifications(
-  tx: Executor,
-  facts: { failed: readonly FailedNotification[]; disabled: readonly SwitchedOffSubscription[] },
-  now: number,
-): Promise<number> {
+export async function writeOperationalNotifications(tx: Executor, facts: { failed: readonly FailedNotification[]; disabled: readonly SwitchedOffSubscription[] }, now: number): Promise<number> {
   const { failed, disabled } = facts;
   if (failed.length === 0 && disabled.length === 0) return 0;
   const events = [...(failed.length > 0 ? ['failed-notifications' as const] : []), ...(disabled.length > 0 ? ['disabled-subscriptions' as const] : [])];
   const accounts = [...new Set([...failed, ...disabled].map((fact) => fact.accountId))];
-  const subscriptions = await listActiveSubscriptionsOf(tx, accounts, events.map((event) => EVENT_OF[event]));
+  const subscriptions = await listActiveSubscriptionsOf(
+    tx,
+    accounts,
+    events.map((event) => EVENT_OF[event]),
+  );
   if (subscriptions.length === 0) return 0;
   const receiversOf = (accountId: string, event: OperationalNotificationEvent) =>
     subscriptions.filter((s) => s.accountId === accountId && NOTIFICATION_EVENT_OF[s.event as SubscriptionEvent] === event);

@@ -6,7 +6,7 @@ import { newId } from '../domain/ids.js';
 import { SCOPES } from '../domain/tokens/scopes.js';
 import { createClient } from './accounts.js';
 
-export const OPERATOR_ACCOUNT_NAME = 'operator';
+const OPERATOR_ACCOUNT_NAME = 'operator';
 
 export interface OperatorBootstrap {
   created: boolean;

@@ -6,7 +6,7 @@ import { findSubscription } from '../storage/repositories/subscriptions.js';
 import { DELIVER_NOTIFICATION } from './schedule-delivery.js';
 
 /** The widest window one call may cover. */
-export const MAX_RECOVERY_WINDOW_MS = 30 * 24 * 3_600_000;
+const MAX_RECOVERY_WINDOW_MS = 30 * 24 * 3_600_000;
 
 /** Notifications taken per transaction. */
 export const RECOVERY_BATCH_SIZE = 1000;
@@ -54,13 +54,7 @@ function instant(value: string, member: 'since' | 'until'): number {
  *   write, so it waits for the write lock (busy_timeout) instead of failing when another process
  *   committed after its read; the guard re-checks what the read saw.
  */
-export async function recoverNotifications(
-  ctx: RecoveryContext,
-  accountId: string,
-  subscriptionId: string,
-  window: RecoveryWindow,
-  options: { batchSize?: number } = {},
-): Promise<number | undefined> {
+export async function recoverNotifications(ctx: RecoveryContext, accountId: string, subscriptionId: string, window: RecoveryWindow, options: { batchSize?: number } = {}): Promise<number | undefined> {
   const startedAt = ctx.clock();
   const since = instant(window.since, 'since');
   const requestedUntil = window.until === undefined ? startedAt : instant(window.until, 'until');

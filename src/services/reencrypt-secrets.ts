@@ -1,5 +1,5 @@
 import type { SecretBox } from '../domain/crypto/secret-box.js';
-import { authorizationPurpose } from '../domain/subscriptions/mapping.js';
+import { authorizationPurpose } from '../storage/repositories/subscriptions.js';
 import type { Db } from '../storage/database.js';
 import { KEY_PURPOSE } from './key-store.js';
 import { secretPurpose } from './signing-secrets.js';

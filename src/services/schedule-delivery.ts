@@ -1,12 +1,12 @@
 import type { Db, Executor } from '../storage/database.js';
 import { DELIVERY_KIND, DELIVERY_RUNS_WITHOUT_OUTCOME, handedOff, leasedRow, notifyOtherProcesses, type DeliveryPayload, type JobSignals, type LeaseOffer } from '../storage/queue/index.js';
-import { findNotification, releaseWaitingFor, retryNotificationNow, type NotificationRow } from '../storage/repositories/notifications.js';
+import { findNotification, releaseWaitingFor, retryNotificationNow, toNotification } from '../storage/repositories/notifications.js';
 import type { NotificationsTable } from '../storage/tables/index.js';
+import type { Notification } from '../domain/notifications/notification.js';
 
 /** The kind the worker knows deliveries by (its handler, its wake-ups); each is a notification row (delivery-rows.ts). */
 export const DELIVER_NOTIFICATION = DELIVERY_KIND;
 export type DeliverNotificationPayload = DeliveryPayload;
-export { DELIVERY_RUNS_WITHOUT_OUTCOME };
 
 /**
  * A batch's hand-off (`leaseTo`): of the notifications it is about to insert, those due now are
@@ -43,12 +43,12 @@ export async function releaseHeld(tx: Executor, endedIds: readonly string[], now
  * it uses none of the automatic attempts and leaves their schedule as it was (docs/delivery.md,
  * "Manual retry"). An attempt in flight (a lease that has not ended) is left alone: no duplicate.
  */
-export async function scheduleManualRetry(db: Db, signals: JobSignals, notificationId: string, now: number): Promise<NotificationRow> {
+export async function scheduleManualRetry(db: Db, signals: JobSignals, notificationId: string, now: number): Promise<Notification> {
   const row = await db.transaction().execute(async (tx) => {
     await retryNotificationNow(tx, notificationId, now);
     await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
     return findNotification(tx, notificationId);
   });
   signals.enqueued([DELIVER_NOTIFICATION]);
-  return row!;
+  return toNotification(row!);
 }

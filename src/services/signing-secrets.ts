@@ -6,6 +6,13 @@ import { newId } from '../domain/ids.js';
 import type { RotatedSecret, SigningSecret } from '../domain/subscriptions/types.js';
 export type { RotatedSecret, SigningSecret };
 import type { Db, Executor } from '../storage/database.js';
+
+/** What the signing secret endpoints' use cases need: the database, the box that seals the secrets, the clock. */
+export interface SigningSecretsContext {
+  db: Db;
+  box: SecretBox;
+  clock: () => number;
+}
 import {
   deleteSubscriptionSecrets,
   insertSigningSecret,
@@ -33,8 +40,8 @@ import { findSubscription, lockAccountSubscriptions, lockSubscription } from '..
  */
 export const ROTATION_GRACE_MS = 24 * 3_600_000;
 /** The longest overlap a rotation may ask for: a week, as Stripe's dashboard offers. */
-export const ROTATION_MAX_OVERLAP_MS = 7 * 86_400_000;
-export const ROTATION_OVERLAP_MESSAGE = 'must be a duration from 0m (now) to 7d, like 1h or 3d';
+const ROTATION_MAX_OVERLAP_MS = 7 * 86_400_000;
+const ROTATION_OVERLAP_MESSAGE = 'must be a duration from 0m (now) to 7d, like 1h or 3d';
 
 /**
  * A rotation's `overlap` in the configuration's duration syntax (`0m`, `30m`, `1h`, `3d`): how long the
@@ -52,7 +59,7 @@ export function parseRotationOverlap(overlap: string | undefined, field: string)
   return ms;
 }
 
-export function generateWebhookSecret(): string {
+function generateWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
@@ -138,9 +145,7 @@ export async function moveSigningSecret(db: Executor, box: SecretBox, owner: { a
 /** Distinct secrets, current ones first (copies of one secret at one URL sign once). */
 function distinct(secrets: SigningSecret[]): SigningSecret[] {
   const seen = new Set<string>();
-  return secrets
-    .sort((a, b) => Number(a.expiresAt !== null) - Number(b.expiresAt !== null))
-    .filter((s) => !seen.has(s.secret) && seen.add(s.secret));
+  return secrets.sort((a, b) => Number(a.expiresAt !== null) - Number(b.expiresAt !== null)).filter((s) => !seen.has(s.secret) && seen.add(s.secret));
 }
 
 /**
@@ -154,12 +159,7 @@ export async function loadSigningSecretsForUrl(db: Executor, box: SecretBox, acc
 }
 
 /** Every secret that may sign at `now`, current first. The account default is created on first use. */
-export async function loadSigningSecrets(
-  db: Executor,
-  box: SecretBox,
-  owner: { subscriptionId: string } | { accountId: string },
-  now = Date.now(),
-): Promise<SigningSecret[]> {
+export async function loadSigningSecrets(db: Executor, box: SecretBox, owner: { subscriptionId: string } | { accountId: string }, now = Date.now()): Promise<SigningSecret[]> {
   const rows = await listValidSigningSecrets(db, owner, now);
   if ('accountId' in owner && !rows.some((row) => row.expires_at === null)) {
     // Two first uses may race: the unique index keeps one current secret, the loser reads it.
@@ -175,13 +175,7 @@ export async function loadSigningSecrets(
  * the same new secret. Undefined when the subscription is not the account's (checked under the
  * same lock as the change).
  */
-export async function rotateSigningSecret(
-  db: Db,
-  box: SecretBox,
-  owner: SecretOwnerRef,
-  now: number,
-  overlapMs: number = ROTATION_GRACE_MS,
-): Promise<RotatedSecret | undefined> {
+export async function rotateSigningSecret(db: Db, box: SecretBox, owner: SecretOwnerRef, now: number, overlapMs: number = ROTATION_GRACE_MS): Promise<RotatedSecret | undefined> {
   return db.transaction().execute(async (trx) => {
     await lockAccountSubscriptions(trx, owner.accountId);
     let owners: SecretOwnerRef[] = [owner];

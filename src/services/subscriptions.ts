@@ -1,20 +1,22 @@
 import type { SecretBox } from '../domain/crypto/secret-box.js';
 import { conflict, invalid } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import { CallbackUrlError, checkCallbackUrl } from '../net/callback-url.js';
+import { checkCallbackTargets } from '../net/callback-url.js';
 import type { Db, Executor } from '../storage/database.js';
 import {
   countSubscriptions,
   deleteSubscriptionRow,
+  encryptAuthorization,
   findSubscription,
   insertSubscription,
   listSubscriptionRows,
   lockAccountSubscriptions,
+  rowToSubscription,
+  subscriptionToRow,
   updateSubscriptionRow,
 } from '../storage/repositories/subscriptions.js';
 import { restartFailureRun } from '../storage/repositories/subscription-health.js';
 import { authorizationUrls, restoreMaskedSecrets } from '../domain/subscriptions/authorization.js';
-import { encryptAuthorization, rowToSubscription, subscriptionToRow } from '../domain/subscriptions/mapping.js';
 import { createSigningSecret, moveSigningSecret, type SigningSecret } from './signing-secrets.js';
 import { liftsRateLimit, releaseRateLimitedDeliveries } from './rate-limit.js';
 import { LIMITS, type FieldError, type Subscription, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from '../domain/subscriptions/types.js';
@@ -46,16 +48,7 @@ export async function checkCallbackDestinations(
 ): Promise<void> {
   if (!changes.callback) return;
   const targets = [{ path: `${at}.url`, url: changes.callback.url }, ...authorizationUrls(changes.callback.authorization, `${at}.authorization`)];
-  const errors: FieldError[] = [];
-  for (const target of targets) {
-    try {
-      await checkCallbackUrl(target.url, allowPrivate);
-    } catch (error) {
-      if (!(error instanceof CallbackUrlError)) throw error;
-      errors.push({ path: target.path, message: error.message });
-    }
-  }
-  throwIfAny(errors, what);
+  await checkCallbackTargets(targets, allowPrivate, what);
 }
 
 export interface CreatedSubscription {
@@ -128,17 +121,17 @@ export async function updateSubscription(ctx: SubscriptionsContext, accountId: s
     const moved = updated.callback.url !== stored.callback.url;
     if (moved) await lockAccountSubscriptions(tx, accountId);
     const written = await updateSubscriptionRow(tx, accountId, id, {
-    event: updated.event,
-    description: updated.description,
-    active: updated.active ? 1 : 0,
-    experiences: JSON.stringify(updated.experiences),
-    callback_url: updated.callback.url,
-    callback_authorization_encrypted: encryptAuthorization(ctx.box, id, updated.callback.authorization),
-    callback_custom_headers: JSON.stringify(updated.callback.customHeaders),
-    updated_at: updated.updatedAt,
-    disabled_reason: updated.disabled?.reason ?? null,
-    disabled_at: updated.disabled?.at ?? null,
-    rate_limit: updated.rateLimit,
+      event: updated.event,
+      description: updated.description,
+      active: updated.active ? 1 : 0,
+      experiences: JSON.stringify(updated.experiences),
+      callback_url: updated.callback.url,
+      callback_authorization_encrypted: encryptAuthorization(ctx.box, id, updated.callback.authorization),
+      callback_custom_headers: JSON.stringify(updated.callback.customHeaders),
+      updated_at: updated.updatedAt,
+      disabled_reason: updated.disabled?.reason ?? null,
+      disabled_at: updated.disabled?.at ?? null,
+      rate_limit: updated.rateLimit,
     });
     // One secret per receiver URL: at a URL that has subscriptions, it takes theirs.
     if (written && moved) await moveSigningSecret(tx, ctx.box, { accountId, subscriptionId: id }, updated.callback.url, ctx.now);

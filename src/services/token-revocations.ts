@@ -145,7 +145,10 @@ export class TokenRevocations {
 
   async #readChanges(): Promise<void> {
     const started = this.options.clock();
-    await this.#read(() => tokenRevocationsChangedSince(this.db, this.#lastRefreshStart - REFRESH_OVERLAP_MS), (rows) => this.#applyRows(rows));
+    await this.#read(
+      () => tokenRevocationsChangedSince(this.db, this.#lastRefreshStart - REFRESH_OVERLAP_MS),
+      (rows) => this.#applyRows(rows),
+    );
     this.#lastRefreshStart = started;
   }
 

@@ -23,7 +23,6 @@ export interface Storage {
   close(): Promise<void>;
 }
 
-
 // int8 (bigint) holds epoch milliseconds, well inside Number's exact range.
 pg.types.setTypeParser(20, (value) => Number(value));
 
@@ -41,8 +40,8 @@ function withStatementCache(sqlite: SqliteDatabase): SqliteDatabase {
   return new Proxy(sqlite, {
     get(target, property, receiver) {
       if (property !== 'prepare') {
-        const value = Reflect.get(target, property, receiver);
-        return typeof value === 'function' ? value.bind(target) : value;
+        const value: unknown = Reflect.get(target, property, receiver);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       }
       return (source: string) => {
         // SQLite ends a transaction by itself on some errors (disk full, I/O error); Kysely's

@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Kysely, type RawBuilder } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type QueryExecutorProvider, type RawBuilder } from 'kysely';
 
 /** SQLite's `synchronous` level for every commit that must survive power loss (lightTransaction restores it). */
 export const SQLITE_DURABLE_SYNCHRONOUS = 'FULL';
@@ -69,22 +69,22 @@ export interface StorageDialect {
    */
   rowLock(options?: { of?: string; skipLocked?: boolean }): RawBuilder<unknown>;
   /** Inside a transaction: from now until it ends, no other writer changes what it reads. */
-  holdWriteLock(tx: Kysely<any>): Promise<void>;
+  holdWriteLock(tx: QueryExecutorProvider): Promise<void>;
   /** Inside a transaction: waits until no other transaction holds `key`, then holds it until this one ends. */
-  serialize(tx: Kysely<any>, key: string): Promise<void>;
+  serialize(tx: QueryExecutorProvider, key: string): Promise<void>;
   /** Inside a transaction: tells other processes' LISTEN on `channel`, if it commits. */
-  notify(tx: Kysely<any>, channel: string, payload: string): Promise<void>;
+  notify(tx: QueryExecutorProvider, channel: string, payload: string): Promise<void>;
 
   /** See `lightTransaction` (light-transaction.ts). */
   lightTransaction<DB, T>(db: Kysely<DB>, fn: (tx: Kysely<DB>) => Promise<T>, options: { singleStatement?: boolean }): Promise<T>;
   /** The schema the connection works in; undefined where there are none (SQLite). */
-  currentSchema(db: Kysely<any>): Promise<string | undefined>;
+  currentSchema(db: QueryExecutorProvider): Promise<string | undefined>;
   /**
    * Leaves `100 - percent` % of each page of `table` free for updates of its rows (PostgreSQL's
    * fillfactor: an update that fits on its row's page and changes no indexed column is HOT, no
    * index entry written); SQLite has no such setting.
    */
-  setFillFactor(db: Kysely<any>, table: string, percent: number): Promise<void>;
+  setFillFactor(db: QueryExecutorProvider, table: string, percent: number): Promise<void>;
 }
 
 const columnList = (columns: Readonly<Record<string, RecordColumnType>>) => Object.keys(columns);
@@ -169,6 +169,6 @@ export const sqliteDialect: StorageDialect = {
 };
 
 /** The dialect of a database handle or transaction: the object `openStorage` put in `Storage.dialect`. */
-export function dialectOf(db: Kysely<any>): StorageDialect {
+export function dialectOf(db: QueryExecutorProvider): StorageDialect {
   return db.getExecutor().adapter instanceof PostgresAdapter ? postgresDialect : sqliteDialect;
 }

@@ -1,4 +1,4 @@
-import type { Executor, Tx } from './database.js';
+import type { Executor } from './database.js';
 import { dialectOf } from './dialect.js';
 
 /**
@@ -16,6 +16,6 @@ import { dialectOf } from './dialect.js';
  * Inside an open transaction it simply runs in it.
  */
 export async function lightTransaction<T>(db: Executor, fn: (tx: Executor) => Promise<T>, options: { singleStatement?: boolean } = {}): Promise<T> {
-  if (db.isTransaction) return fn(db as Tx);
+  if (db.isTransaction) return fn(db);
   return dialectOf(db).lightTransaction(db, fn, options);
 }

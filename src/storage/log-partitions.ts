@@ -65,7 +65,7 @@ export interface LogPartition {
 }
 
 /** The attempts partition that goes with a notifications partition. */
-export const attemptsPartitionOf = (name: string) => `${PARENTS.attempts}${name.slice(PARENTS.notifications.length)}`;
+const attemptsPartitionOf = (name: string) => `${PARENTS.attempts}${name.slice(PARENTS.notifications.length)}`;
 
 /** `notifications_p20261126t120000`: the parent and the UTC second the period starts at. */
 const partitionName = (fromMs: number) => `${PARENTS.notifications}_p${new Date(fromMs).toISOString().replace(/[-:]/g, '').slice(0, 15).toLowerCase()}`;
@@ -103,7 +103,7 @@ async function change<T>(db: Db, work: (tx: Db) => Promise<T>): Promise<T> {
     const schema = await dialectOf(tx).currentSchema(tx);
     await dialectOf(tx).serialize(tx, `rewards:log-partitions:${schema ?? ''}`);
     await sql`select set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`.execute(tx);
-    return work(tx as unknown as Db);
+    return work(tx);
   });
 }
 

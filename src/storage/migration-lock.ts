@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Kysely } from 'kysely';
+import { PostgresAdapter, sql, type QueryExecutorProvider } from 'kysely';
 
 /** Kysely's own lock key: a process of an older release (session lock) and this one still exclude each other. */
 const MIGRATION_LOCK_ID = '3853314791062309107';
@@ -23,12 +23,12 @@ const MIGRATION_LOCK_TIMEOUT_MS = 60 * 60 * 1000;
  * that failed to be taken otherwise.
  */
 export class TransactionScopedMigrationLock extends PostgresAdapter {
-  override async acquireMigrationLock(db: Kysely<any>): Promise<void> {
+  override async acquireMigrationLock(db: QueryExecutorProvider): Promise<void> {
     await sql`begin`.execute(db);
     await sql`select set_config('lock_timeout', ${String(MIGRATION_LOCK_TIMEOUT_MS)}, true), pg_advisory_xact_lock(${sql.raw(MIGRATION_LOCK_ID)})`.execute(db);
   }
 
-  override async releaseMigrationLock(db: Kysely<any>): Promise<void> {
+  override async releaseMigrationLock(db: QueryExecutorProvider): Promise<void> {
     await sql`rollback`.execute(db);
   }
 }

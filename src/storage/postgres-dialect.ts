@@ -10,7 +10,7 @@ import { TransactionScopedMigrationLock } from './migration-lock.js';
  */
 class CurrentSchemaIntrospector implements DatabaseIntrospector {
   constructor(
-    private readonly db: Kysely<any>,
+    private readonly db: Kysely<unknown>,
     private readonly kyselys: DatabaseIntrospector,
   ) {}
 
@@ -54,7 +54,7 @@ class CurrentSchemaIntrospector implements DatabaseIntrospector {
  * (migration-lock.ts: it works through PgBouncer).
  */
 export class ServicePostgresDialect extends PostgresDialect {
-  override createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+  override createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
     return new CurrentSchemaIntrospector(db, super.createIntrospector(db));
   }
 

@@ -22,7 +22,7 @@ export function precompiled<Args extends unknown[], Row>(build: (db: Db, ...args
     if (!compiled) {
       const placeholders = args.map((_, index) => placeholder(index)) as { [K in keyof Args]: string };
       // A query builder's compile() takes no argument, a raw builder's takes the database.
-      const query = (build(db as Db, ...placeholders) as { compile(executorProvider: Executor): CompiledQuery<Row> }).compile(db);
+      const query = (build(db, ...placeholders) as { compile(executorProvider: Executor): CompiledQuery<Row> }).compile(db);
       const slots = query.parameters.map((value) => {
         const argument = placeholders.indexOf(value as string);
         return argument >= 0 ? { argument } : { value };

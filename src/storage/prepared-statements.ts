@@ -40,6 +40,7 @@ export function preparedStatementName(text: string): string | undefined {
 
 /** Makes `client` run the registered statements as named prepared statements (the others as before). */
 export function usePreparedStatements(client: pg.Client | pg.PoolClient): void {
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- pg's own query, called below with the client as `this`.
   const query = client.query as (...args: unknown[]) => unknown;
   (client as { query: unknown }).query = function (this: unknown, config: unknown, values?: unknown, callback?: unknown) {
     if (typeof config === 'string' && Array.isArray(values)) {

@@ -15,15 +15,15 @@ import type { Logger } from '../logger.js';
  */
 export type FileModeLog = Pick<Logger, 'warn' | 'info'>;
 
-export const PRIVATE_FILE_MODE = 0o600;
-export const PRIVATE_DIRECTORY_MODE = 0o700;
+const PRIVATE_FILE_MODE = 0o600;
+const PRIVATE_DIRECTORY_MODE = 0o700;
 
 const octal = (mode: number) => `0${(mode & 0o777).toString(8)}`;
 
 /** Without a logger (benchmarks, tools), a widened mode is still fixed and said on stderr. */
 const STDERR_LOG: FileModeLog = {
   warn: ((details: object, message: string) => process.emitWarning(`${message} ${JSON.stringify(details)}`)) as FileModeLog['warn'],
-  info: (() => {}) as FileModeLog['info'],
+  info: () => {},
 };
 
 function sharedReason(path: string, stat: { mode: number; uid: number }): string | undefined {

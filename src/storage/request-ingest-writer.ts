@@ -56,14 +56,20 @@ async function writeItems(tx: Executor, items: IngestItem[], now: number): Promi
   const keyOf = (row: IdempotencyKeysTable) => `${row.account_id}\u0000${row.key}`;
   const firstWithKey = new Map<string, IngestItem>();
   for (const item of items) if (item.idempotency && !firstWithKey.has(keyOf(item.idempotency))) firstWithKey.set(keyOf(item.idempotency), item);
-  const owned = await claimIdempotencyKeys(tx, [...firstWithKey.values()].map((item) => item.idempotency!), now);
-  const results = items.map((item): IngestResult =>
-    !item.idempotency || (firstWithKey.get(keyOf(item.idempotency)) === item && owned.has(keyOf(item.idempotency))) ? 'stored' : 'key-taken',
+  const owned = await claimIdempotencyKeys(
+    tx,
+    [...firstWithKey.values()].map((item) => item.idempotency!),
+    now,
   );
+  const results = items.map((item): IngestResult => (!item.idempotency || (firstWithKey.get(keyOf(item.idempotency)) === item && owned.has(keyOf(item.idempotency))) ? 'stored' : 'key-taken'));
   const rows = items.filter((_, i) => results[i] === 'stored').map((item) => item.row);
   // 18 columns × 1000 rows stays under both databases' bound-parameter limits.
   await insertRequestRows(tx, rows);
-  await enqueueJobs(tx, rows.map((row) => registerRequestJob(row.id)), { now });
+  await enqueueJobs(
+    tx,
+    rows.map((row) => registerRequestJob(row.id)),
+    { now },
+  );
   if (rows.length > 0) await notifyOtherProcesses(tx, [REGISTER_REQUEST_JOB]);
   return results;
 }

@@ -20,7 +20,7 @@ import type BetterSqlite3 from 'better-sqlite3';
  * (several times the cost of an empty subscriptions list); the same section says why.
  */
 export type SqliteDatabase = BetterSqlite3.Database;
-export type SqliteConstructor = typeof BetterSqlite3;
+type SqliteConstructor = typeof BetterSqlite3;
 
 const require = createRequire(import.meta.url);
 

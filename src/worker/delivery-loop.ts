@@ -38,7 +38,7 @@ import { claimJobs, recordFailure, type WorkerContext } from './worker-context.j
  *   never queued behind another account's calls, even calls that hang until their timeout.
  */
 /** Where the loop is; the transitions allowed are `TRANSITIONS`. */
-export type DeliveryLoopMode = 'claiming' | 'drained' | 'stopping' | 'stopped';
+type DeliveryLoopMode = 'claiming' | 'drained' | 'stopping' | 'stopped';
 
 const TRANSITIONS: Record<DeliveryLoopMode, readonly DeliveryLoopMode[]> = {
   claiming: ['drained', 'stopping'],
@@ -54,7 +54,7 @@ export interface DeliveryLoop {
   /** New jobs were announced: the queue is not drained any more. */
   woken(): void;
   /** Claims and starts due jobs as far as slots allow; returns how many. */
-  step(): Promise<number>;
+  step: () => Promise<number>;
   /** An offer for a batch's transaction (room may be 0: it then only counts what it declined). */
   offer(): LeaseOffer | undefined;
   /** After the batch: start what it took if it committed (and its lease has not ended), and give the promised room back. */
@@ -209,21 +209,24 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
   }
 
   let renewing = false;
-  const heartbeat = setInterval(() => {
-    if (held.size === 0) return;
-    if (renewing) return metrics.leaseRenewals.inc({ outcome: 'skipped' });
-    renewing = true;
-    lightTransaction(deps.db, (tx) => queue.renew(tx, held.all(), clock() + leaseMs, clock()), { singleStatement: true })
-      .then((renewed) => {
-        metrics.leaseRenewals.inc({ outcome: 'ok' });
-        metrics.renewedLeases.inc(renewed);
-      })
-      .catch((error) => {
-        metrics.leaseRenewals.inc({ outcome: 'failed' });
-        context.log.warn({ err: error }, 'could not renew job leases');
-      })
-      .finally(() => (renewing = false));
-  }, Math.max(50, Math.floor(leaseMs / 3)));
+  const heartbeat = setInterval(
+    () => {
+      if (held.size === 0) return;
+      if (renewing) return metrics.leaseRenewals.inc({ outcome: 'skipped' });
+      renewing = true;
+      lightTransaction(deps.db, (tx) => queue.renew(tx, held.all(), clock() + leaseMs, clock()), { singleStatement: true })
+        .then((renewed) => {
+          metrics.leaseRenewals.inc({ outcome: 'ok' });
+          metrics.renewedLeases.inc(renewed);
+        })
+        .catch((error) => {
+          metrics.leaseRenewals.inc({ outcome: 'failed' });
+          context.log.warn({ err: error }, 'could not renew job leases');
+        })
+        .finally(() => (renewing = false));
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
   heartbeat.unref();
 
   return {

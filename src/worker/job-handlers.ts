@@ -54,7 +54,7 @@ export interface StandaloneJobHandler {
   onExhausted?(tx: Tx, job: ClaimedJob, error: unknown, ctx: JobContext): Promise<void>;
 }
 
-export type JobHandler = TransactionalJobHandler | StandaloneJobHandler;
+type JobHandler = TransactionalJobHandler | StandaloneJobHandler;
 
 /** Job kind → handler. */
 export type JobHandlers = Record<string, JobHandler>;

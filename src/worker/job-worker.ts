@@ -69,7 +69,10 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   const job: JobContext = { db: deps.db, log, clock: deps.clock, workerId };
   const dialect = dialectOf(deps.db);
   const context: WorkerContext = { deps, handlers: options.handlers, workerId, leaseMs: options.leaseMs, log, metrics, job };
-  const kindsOf = (mode: 'transactional' | 'standalone') => Object.entries(options.handlers).filter(([, handler]) => handler.mode === mode).map(([kind]) => kind);
+  const kindsOf = (mode: 'transactional' | 'standalone') =>
+    Object.entries(options.handlers)
+      .filter(([, handler]) => handler.mode === mode)
+      .map(([kind]) => kind);
   const transactionalKinds = kindsOf('transactional');
   const batchSize = options.batchSize ?? dialect.jobBatchSize;
   const pollMs = options.pollIntervalMs ?? 1000;

@@ -1,19 +1,21 @@
-import type { Deps } from '../deps.js';
-import { combineOutcomeRecorders, type OutcomeRecorder } from '../domain/requests/outcomes.js';
+import { combineOutcomeRecorders, type OutcomeRecorder } from './outcome-recorder.js';
 import type { JobHandlers } from './job-handlers.js';
 import { requestJobHandlers } from './request-jobs.js';
-import { notificationJobHandlers } from './notifications/deliver-notification-job.js';
-import { notificationRecorder } from './notifications/record-notifications.js';
+import { notificationJobHandlers, type NotificationDeliveryDeps } from './notifications/deliver-notification-job.js';
+import { notificationRecorder, type OutcomeRecorderDeps } from './notifications/record-notifications.js';
 import { listenCopyRecorder } from './notifications/listen-copies.js';
+
+/** What the registered factories use: each declares its own interface, this is their union. */
+export type HandlerDeps = OutcomeRecorderDeps & NotificationDeliveryDeps;
 
 /**
  * Recorders called inside the transaction of every request state change that is notified
  * (registered, rejected, processed). The notification engine registers its factory here.
  */
-export const OUTCOME_RECORDERS: Array<(deps: Deps) => OutcomeRecorder> = [notificationRecorder, listenCopyRecorder];
+const OUTCOME_RECORDERS: Array<(deps: HandlerDeps) => OutcomeRecorder> = [notificationRecorder, listenCopyRecorder];
 
 /** Job kinds beyond request registration and processing (e.g. `deliver-notification`). */
-export const JOB_HANDLERS: Array<(deps: Deps) => JobHandlers> = [notificationJobHandlers];
+const JOB_HANDLERS: Array<(deps: HandlerDeps) => JobHandlers> = [notificationJobHandlers];
 
 export interface BuildHandlersOptions {
   /** Replaces the registered recorders (tests). */
@@ -21,7 +23,7 @@ export interface BuildHandlersOptions {
 }
 
 /** Every handler the worker runs, built from the registries above. */
-export function buildJobHandlers(deps: Deps, options: BuildHandlersOptions = {}): JobHandlers {
+export function buildJobHandlers(deps: HandlerDeps, options: BuildHandlersOptions = {}): JobHandlers {
   const recordOutcome = options.recordOutcome ?? combineOutcomeRecorders(OUTCOME_RECORDERS.map((factory) => factory(deps)));
   const handlers: JobHandlers = { ...requestJobHandlers({ recordOutcome }) };
   for (const factory of JOB_HANDLERS) Object.assign(handlers, factory(deps));

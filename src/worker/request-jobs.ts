@@ -3,12 +3,14 @@ import { randomDeliveryCodes } from '../domain/requests/delivery-codes.js';
 import { REQUEST_ERROR_CODES } from '../domain/requests/error-codes.js';
 import { buildProcessingResult } from '../domain/requests/items.js';
 import { PROCESS_REQUEST_JOB, processRequestJob, REGISTER_REQUEST_JOB, type RequestJobPayload } from '../domain/requests/job-kinds.js';
-import { processedPayload, registeredPayload, type OutcomeRecorder, type RequestOutcome } from '../domain/requests/outcomes.js';
+import { processedPayload, registeredPayload, type RequestOutcome } from '../domain/requests/outcomes.js';
+import type { OutcomeRecorder } from './outcome-recorder.js';
 import { decideRegistration, type ExperienceSnapshot, type RegistrationDecision } from '../domain/requests/registration.js';
 import type { RewardRequest } from '../domain/requests/request.js';
 import type { Tx } from '../storage/database.js';
 import { enqueueJobs, type ClaimedJob } from '../storage/queue/index.js';
-import { findExperienceByName, type Experience } from '../storage/repositories/experiences.js';
+import type { Experience } from '../domain/experiences/experience.js';
+import { findExperienceByName } from '../storage/repositories/experiences.js';
 import { lockPrizeStock, takePrizeUnits } from '../storage/repositories/prize-stock.js';
 import { recordRequestEvents, type NewRequestEvent } from '../storage/repositories/request-events.js';
 import {
@@ -75,7 +77,12 @@ async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, bat
       decision.outcome === 'registered'
         ? registeredChange({ rewardValue: decision.rewardValue, snapshot: decision.snapshot, now })
         : rejectedChange({ errorCode: decision.errorCode, message: decision.message, now });
-    const changed = await changeRequestsStatus(tx, rows.map((row) => row.id), ['received'], change);
+    const changed = await changeRequestsStatus(
+      tx,
+      rows.map((row) => row.id),
+      ['received'],
+      change,
+    );
     for (const row of rows.filter((r) => changed.has(r.id))) {
       const request = toRewardRequest({ ...row, ...change });
       if (decision.outcome === 'registered') {
@@ -106,7 +113,10 @@ async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batc
   if (rows.length === 0) return;
   const snapshots = rows.map((row) => experienceSnapshotOf(row) as ExperienceSnapshot);
   const active = rows.map(isAccountActive);
-  const stock = await lockPrizeStock(tx, snapshots.filter((_, i) => active[i]).map((snapshot) => snapshot.id));
+  const stock = await lockPrizeStock(
+    tx,
+    snapshots.filter((_, i) => active[i]).map((snapshot) => snapshot.id),
+  );
   const { allocations, taken } = allocateStock(snapshots, stock, active);
   // Sorted keys: PostgreSQL batches touch prize rows in one global order and cannot deadlock.
   for (const [key, units] of [...taken].sort(([a], [b]) => (a < b ? -1 : 1))) {
@@ -116,7 +126,11 @@ async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batc
   const results = rows.map((row, i) =>
     buildProcessingResult({ requestId: row.id, event: row.event, experience: snapshots[i]!, allocations: allocations[i]!, concludedAt: now, codes: randomDeliveryCodes }),
   );
-  const changed = await markRequestsProcessed(tx, rows.map((row, i) => ({ id: row.id, ...results[i]! })), now);
+  const changed = await markRequestsProcessed(
+    tx,
+    rows.map((row, i) => ({ id: row.id, ...results[i]! })),
+    now,
+  );
   // Stock was taken for every row: all of them must change, or the whole batch rolls back.
   if (changed.size !== rows.length) throw new Error('a request changed status during processing; retrying');
 

@@ -1,4 +1,7 @@
-import type { Deps } from '../deps.js';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import type { Db, Storage } from '../storage/database.js';
+import type { DatabaseReadiness } from '../services/database-readiness.js';
 import { STATS_RETENTION_MS } from '../domain/notifications/endpoint-health.js';
 import { deleteExpiredIdempotencyKeys } from '../storage/repositories/idempotency-keys.js';
 import { deleteStatsBefore } from '../storage/repositories/subscription-health.js';
@@ -6,12 +9,29 @@ import { deleteOldNotifications } from '../services/notification-retention.js';
 import { sweepEndedListenSessions } from '../services/listen-sessions.js';
 import { ensureLogPartitions, logMaintenanceIntervalMs, logPeriodMs } from '../storage/log-partitions.js';
 import { startJobWorker, type JobWorker, type JobWorkerOptions } from './job-worker.js';
-import { buildJobHandlers, type BuildHandlersOptions } from './registry.js';
+import { buildJobHandlers, type BuildHandlersOptions, type HandlerDeps } from './registry.js';
+
+/** What the job worker, its handlers and its maintenance use; the composition root (deps.ts) builds it. */
+export interface WorkerDeps extends HandlerDeps {
+  config: HandlerDeps['config'] & MaintenanceDeps['config'] & Pick<Config, 'jobLeaseMs'>;
+  /** PostgreSQL: the pool the worker LISTENs on for jobs enqueued by other processes. */
+  storage: Pick<Storage, 'pool'>;
+  /** Told of the database failures the worker meets (/health/ready). */
+  readiness: Pick<DatabaseReadiness, 'noteFailure'>;
+}
+
+/** What the periodic maintenance (purgeExpired, ensureLogPeriods) uses. */
+export interface MaintenanceDeps {
+  db: Db;
+  clock: () => number;
+  log: Logger;
+  config: Pick<Config, 'notificationRetentionMs'>;
+}
 
 export type WorkerOverrides = Partial<JobWorkerOptions> & BuildHandlersOptions;
 
 /** The job worker with every registered handler (request jobs, and whatever JOB_HANDLERS adds). */
-export function startWorker(deps: Deps, overrides: WorkerOverrides = {}): JobWorker {
+export function startWorker(deps: WorkerDeps, overrides: WorkerOverrides = {}): JobWorker {
   const { recordOutcome, ...options } = overrides;
   return startJobWorker(
     {
@@ -32,7 +52,7 @@ export function startWorker(deps: Deps, overrides: WorkerOverrides = {}): JobWor
  * the longest stats window, ended listen sessions with the copies no CLI forwarded, and ended
  * notifications older than NOTIFICATION_RETENTION.
  */
-export async function purgeExpired(deps: Deps): Promise<void> {
+export async function purgeExpired(deps: MaintenanceDeps): Promise<void> {
   const now = deps.clock();
   await deleteExpiredIdempotencyKeys(deps.db, now).catch((error) => deps.log.warn({ err: error }, 'idempotency key purge failed'));
   await deleteStatsBefore(deps.db, now - STATS_RETENTION_MS).catch((error) => deps.log.warn({ err: error }, 'endpoint health purge failed'));
@@ -46,7 +66,7 @@ export async function purgeExpired(deps: Deps): Promise<void> {
 }
 
 /** Makes the delivery log's partitions of the coming periods (PostgreSQL; storage/log-partitions.ts). */
-export async function ensureLogPeriods(deps: Deps): Promise<void> {
+async function ensureLogPeriods(deps: MaintenanceDeps): Promise<void> {
   await ensureLogPartitions(deps.db, { now: deps.clock(), periodMs: logPeriodMs(deps.config.notificationRetentionMs) })
     .then((made) => made.length > 0 && deps.log.info({ partitions: made }, 'delivery log partitions made'))
     .catch((error) => deps.log.warn({ err: error }, 'making the delivery log partitions failed'));
@@ -56,7 +76,7 @@ export async function ensureLogPeriods(deps: Deps): Promise<void> {
  * BACKGROUND_TASKS entry: the job worker plus its maintenance, twice per period of the delivery
  * log and at least every ten minutes: the coming periods' partitions, then purgeExpired.
  */
-export async function startJobWorkerTask(deps: Deps): Promise<{ stop(): Promise<void> }> {
+export async function startJobWorkerTask(deps: WorkerDeps): Promise<{ stop(): Promise<void> }> {
   const worker = startWorker(deps);
   const maintain = setInterval(() => void ensureLogPeriods(deps).then(() => purgeExpired(deps)), logMaintenanceIntervalMs(deps.config.notificationRetentionMs));
   maintain.unref();

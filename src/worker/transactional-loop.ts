@@ -32,7 +32,13 @@ export function createTransactionalBatch(context: WorkerContext, options: { kind
   /** Completes `jobs` in `tx`, or throws to roll the transaction back if one is no longer held. */
   async function completeAll(tx: Tx, jobs: ClaimedJob[]): Promise<void> {
     const held = await completeHeldJobs(tx, jobs);
-    if (held.size !== jobs.length) throw new LeaseLostError(jobs.filter((job) => !held.has(job.id)).map((job) => job.id).join(','));
+    if (held.size !== jobs.length)
+      throw new LeaseLostError(
+        jobs
+          .filter((job) => !held.has(job.id))
+          .map((job) => job.id)
+          .join(','),
+      );
   }
 
   /**

@@ -66,7 +66,15 @@ export async function claimJobs(
   options: { excludeGroups?: readonly string[]; excludeIds?: readonly string[]; now?: number; queue?: StandaloneQueue } = {},
 ): Promise<ClaimedJob[]> {
   const { deps } = context;
-  const claim = { workerId: context.workerId, kinds, limit, leaseMs: context.leaseMs, now: options.now ?? Date.now(), excludeGroups: options.excludeGroups ?? [], excludeIds: options.excludeIds ?? [] };
+  const claim = {
+    workerId: context.workerId,
+    kinds,
+    limit,
+    leaseMs: context.leaseMs,
+    now: options.now ?? Date.now(),
+    excludeGroups: options.excludeGroups ?? [],
+    excludeIds: options.excludeIds ?? [],
+  };
   const queue = options.queue;
   const jobs = await lightTransaction(deps.db, (tx) => (queue ? queue.claim(tx, claim) : claimDueJobs(tx, claim)), { singleStatement: true });
   context.metrics.claims.inc({ loop });

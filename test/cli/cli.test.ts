@@ -189,7 +189,12 @@ for (const dialect of testDialects()) {
       const app = await buildApp(deps);
       try {
         const exchange = () =>
-          app.inject({ method: 'POST', url: '/v2/oauth/token/', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ grant_type: CONSOLE_LINK_GRANT_TYPE, code }).toString() });
+          app.inject({
+            method: 'POST',
+            url: '/v2/oauth/token/',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            payload: new URLSearchParams({ grant_type: CONSOLE_LINK_GRANT_TYPE, code }).toString(),
+          });
         const first = await exchange();
         assert.equal(first.statusCode, 200, first.body);
         assert.equal(first.json().expires_in, 7200);
@@ -223,29 +228,38 @@ for (const dialect of testDialects()) {
       assert.equal(typeof rotated.json.kid, 'string');
       assert.ok(Date.parse(rotated.json.previous_keys_valid_until) > Date.now());
       const signers = await storage.db.selectFrom('signing_keys').select('kid').where('retired_at', 'is', null).execute();
-      assert.deepEqual(signers.map((k) => k.kid), [rotated.json.kid]);
+      assert.deepEqual(
+        signers.map((k) => k.kid),
+        [rotated.json.kid],
+      );
     });
 
-    it('experiences import creates, then replaces by name with the file\'s definition, keeping the remaining stock of kept prizes', async () => {
+    it("experiences import creates, then replaces by name with the file's definition, keeping the remaining stock of kept prizes", async () => {
       const file = writeJson('campaigns.json', [
         { name: 'summer', title: 'Summer', events: ['buy'], prizes: [{ id: 'c10', bucket: 'coupons', title: '10%', value: 10, kind: 'coupon', stock: 5 }] },
         { name: 'winter', title: 'Winter' },
       ]);
       const first = await rewards('experiences', 'import', file, '--account', 'acme');
       assert.equal(first.code, 0, first.stderr);
-      assert.deepEqual(first.json.imported.map((e: any) => e.name), ['summer', 'winter']);
+      assert.deepEqual(
+        first.json.imported.map((e: any) => e.name),
+        ['summer', 'winter'],
+      );
       const account = (await storage.db.selectFrom('accounts').select('id').where('name', '=', 'acme').executeTakeFirstOrThrow()).id;
       const summer = await findExperienceByName(storage.db, account, 'summer');
       assert.equal(summer?.id, first.json.imported[0].id);
-      assert.deepEqual(summer?.prizes.map((p) => [p.id, p.stock, p.quantity, p.description]), [['c10', 5, 1, '']]);
-      assert.equal(await takePrizeStock(storage.db, summer!.id, 'c10'), true);
+      assert.deepEqual(
+        summer?.prizes.map((p) => [p.id, p.stock, p.quantity, p.description]),
+        [['c10', 5, 1, '']],
+      );
+      assert.equal(await takePrizeStock(storage.db, summer.id, 'c10'), true);
 
       // A single object is accepted too; same name → same experience, replaced in place by the file's
       // definition (omitted members take their defaults), keeping the stock already consumed.
       const again = writeJson('summer.json', { name: 'summer', title: 'Summer 2', prizes: [{ id: 'c10', bucket: 'coupons', title: '10%', value: 12, kind: 'coupon' }] });
       const second = await rewards('experiences', 'import', again, '--account', account);
       assert.equal(second.code, 0, second.stderr);
-      assert.deepEqual(second.json, { imported: [{ id: summer!.id, name: 'summer' }] });
+      assert.deepEqual(second.json, { imported: [{ id: summer.id, name: 'summer' }] });
       const replaced = await findExperienceByName(storage.db, account, 'summer');
       assert.deepEqual([replaced?.title, replaced?.events, replaced?.prizes[0]?.value, replaced?.prizes[0]?.stock], ['Summer 2', [], 12, 4]);
     });
@@ -259,7 +273,10 @@ for (const dialect of testDialects()) {
       assert.equal(bad.code, 2);
       assert.equal(bad.stdout, '');
       assert.match(bad.stderr, /1\.prizes\.0\.value: must be >= 0/);
-      const duplicate = writeJson('dup.json', [{ name: 'x', title: 'X' }, { name: 'x', title: 'X' }]);
+      const duplicate = writeJson('dup.json', [
+        { name: 'x', title: 'X' },
+        { name: 'x', title: 'X' },
+      ]);
       assert.match((await rewards('experiences', 'import', duplicate, '--account', 'acme')).stderr, /1\.name: .*more than once/);
       assert.match((await rewards('experiences', 'import', writeJson('junk.json', '{oops'), '--account', 'acme')).stderr, /not valid JSON/);
       assert.match((await rewards('experiences', 'import', join(dir, 'missing.json'), '--account', 'acme')).stderr, /cannot read/);

@@ -67,7 +67,12 @@ async function serveOnce(cwd: string, env: Record<string, string>): Promise<stri
     for (let i = 0; ; i++) {
       if (child.exitCode !== null || i > 300) throw new Error(`the service did not become ready: ${output}`);
       const [port] = child.pid === undefined ? [] : listeningPorts(child.pid);
-      const ready = port !== undefined && (await fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.ok, () => false));
+      const ready =
+        port !== undefined &&
+        (await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+          (r) => r.ok,
+          () => false,
+        ));
       if (ready) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -97,10 +102,7 @@ describe('the configuration file and the commands that need an existing database
     // A deployment: its settings in rewards.env beside it, found there by `rewards serve` (the default location).
     serviceDir = tempDir('rewards-service-');
     configFile = join(serviceDir, 'rewards.env');
-    writeFileSync(
-      configFile,
-      ['# the service', `DATA_DIR=${join(serviceDir, 'var')}`, 'PORT=0', "HOST='127.0.0.1'", `SECRET_KEY="${secretKey}"`, 'LOG_LEVEL=info', ''].join('\n'),
-    );
+    writeFileSync(configFile, ['# the service', `DATA_DIR=${join(serviceDir, 'var')}`, 'PORT=0', "HOST='127.0.0.1'", `SECRET_KEY="${secretKey}"`, 'LOG_LEVEL=info', ''].join('\n'));
     const output = await serveOnce(serviceDir, { PATH: process.env.PATH ?? '' });
     assert.match(output, /settings read from the configuration file/);
     assert.ok(output.includes(configFile), output);
@@ -127,7 +129,7 @@ describe('the configuration file and the commands that need an existing database
     assert.deepEqual(readdirSync(elsewhere), [], 'no database, key file or directory was created');
   });
 
-  it('with --config or REWARDS_CONFIG naming the service\'s file, a command elsewhere works on the service\'s database', async () => {
+  it("with --config or REWARDS_CONFIG naming the service's file, a command elsewhere works on the service's database", async () => {
     const elsewhere = tempDir('rewards-operator-');
     const created = await rewards(elsewhere, bareEnv(), 'accounts', 'create', '--name', 'acme', '--config', configFile);
     assert.equal(created.code, 0, created.stderr);
@@ -141,7 +143,10 @@ describe('the configuration file and the commands that need an existing database
       const account = await storage.db.selectFrom('accounts').select('id').where('name', '=', 'acme').executeTakeFirst();
       assert.equal(account?.id, created.json.id);
       const clients = await storage.db.selectFrom('oauth_clients').select('client_id').where('account_id', '=', created.json.id).execute();
-      assert.deepEqual(clients.map((c) => c.client_id), [client.json.client_id]);
+      assert.deepEqual(
+        clients.map((c) => c.client_id),
+        [client.json.client_id],
+      );
     } finally {
       await storage.close();
     }
@@ -272,7 +277,7 @@ describe('the configuration file and the commands that need an existing database
 describe('the configuration variables', () => {
   it('the file accepts exactly the variables loadConfig reads', () => {
     const read = new Set<string>();
-    loadConfig(new Proxy({} as Record<string, string | undefined>, { get: (_, name) => (read.add(String(name)), undefined) }));
+    loadConfig(new Proxy({}, { get: (_, name) => (read.add(String(name)), undefined) }));
     assert.deepEqual([...read].sort(), Object.keys(CONFIG_VARIABLES).sort());
   });
 });

@@ -50,7 +50,14 @@ for (const dialect of testDialects()) {
       pki = await testPki();
       const files = writePkiFiles(pki);
       // CALLBACK_TIMEOUT: a receiver held open by a test must not time out while the browser looks.
-      t = await startTestApp(dialect, { RETRY_INTERVAL: '100ms', RETRY_MAX_ATTEMPTS: '2', CALLBACK_TIMEOUT: '60s', MTLS_CERT_FILE: files.certFile, MTLS_KEY_FILE: files.keyFile, MTLS_CA_FILE: files.caFile });
+      t = await startTestApp(dialect, {
+        RETRY_INTERVAL: '100ms',
+        RETRY_MAX_ATTEMPTS: '2',
+        CALLBACK_TIMEOUT: '60s',
+        MTLS_CERT_FILE: files.certFile,
+        MTLS_KEY_FILE: files.keyFile,
+        MTLS_CA_FILE: files.caFile,
+      });
       worker = startWorker(t.deps, { pollIntervalMs: 25 });
       as = await startAuthorizationServer({ accessTokenTtlSeconds: 300 });
       browser = await launchBrowser();
@@ -126,7 +133,7 @@ for (const dialect of testDialects()) {
       assert.doesNotMatch(refusal, /invalid_client/);
       await signIn(page, client);
       await page.getByTestId('health-card').first().waitFor();
-      assert.equal(await page.title(), 'Overview · Rewards console', "the tab names the page");
+      assert.equal(await page.title(), 'Overview · Rewards console', 'the tab names the page');
       assert.equal(await page.getByTestId('health-card').count(), 1);
       await checkPage(page, 'overview');
       // Focus starts at the top: Tab reaches the skip link, then the menu; after a move within the console too.
@@ -143,7 +150,7 @@ for (const dialect of testDialects()) {
       await page.getByTestId('subscription-row').first().waitFor();
       await checkPage(page, 'subscriptions');
       // The tab's icon is the console's own, served with its type.
-      const icon = await page.evaluate(() => (document.querySelector('link[rel=icon]') as HTMLLinkElement | null)?.href ?? '');
+      const icon = await page.evaluate(() => document.querySelector<HTMLLinkElement>('link[rel=icon]')?.href ?? '');
       const iconAnswer = await fetch(icon);
       assert.equal(iconAnswer.status, 200, icon);
       assert.equal(iconAnswer.headers.get('content-type'), 'image/svg+xml');
@@ -260,7 +267,10 @@ for (const dialect of testDialects()) {
 
       // The event choice offers the operational events, explained; they take no experiences.
       await page.goto(`${t.url}/console/subscriptions/new`);
-      const events = await page.getByTestId('sub-event').locator('option').evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
+      const events = await page
+        .getByTestId('sub-event')
+        .locator('option')
+        .evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
       assert.deepEqual(events, ['registered-request', 'processed-request', 'failed-notification', 'disabled-subscription']);
       assert.equal(await page.getByTestId('sub-event-operational').count(), 0);
       await page.getByTestId('sub-event').selectOption('failed-notification');
@@ -283,7 +293,10 @@ for (const dialect of testDialects()) {
       await signIn(page, client);
       await page.getByTestId('subscription-page').waitFor();
       await page.getByTestId('send-test').click();
-      await page.getByTestId('test-result').getByText(/succeeded|delivered/i).waitFor({ timeout: 15_000 });
+      await page
+        .getByTestId('test-result')
+        .getByText(/succeeded|delivered/i)
+        .waitFor({ timeout: 15_000 });
       const call = await eventually(() => ok.requests.find((r) => r.headers['x-webhook-test'] === 'true'), 5_000, 'the test send');
       assert.equal(call.headers['x-webhook-event'], 'processed-requests');
       const secretOf = async () => (await api(t.url, 'GET', `/v2/subscriptions/${created._id}/secret`, { token })).body;
@@ -323,13 +336,25 @@ for (const dialect of testDialects()) {
       const sub = (await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', description: HOSTILE, callback: { url: `${flaky.url}/r` } } })).body;
       const ids: string[] = [];
       for (let i = 0; i < 3; i++) ids.push((await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } })).body.id);
-      const failed = await eventually(async () => {
-        const log = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${sub._id}`, { token })).body.data as any[];
-        return log.length === 3 && log.every((n) => n.status === 'failed') && log;
-      }, 20_000, 'three failed notifications').catch(async (error: Error) => {
+      const failed = await eventually(
+        async () => {
+          const log = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${sub._id}`, { token })).body.data as any[];
+          return log.length === 3 && log.every((n) => n.status === 'failed') && log;
+        },
+        20_000,
+        'three failed notifications',
+      ).catch(async (error: Error) => {
         // Where each stood: its schedule, its lease, its attempts (a CI run once timed out here).
-        const rows = await t.deps.db.selectFrom('notifications').select(['id', 'status', 'attempt_count', 'run_at', 'lease', 'lease_until', 'runs', 'last_error']).where('subscription_id', '=', sub._id).execute();
-        const attempts = await t.deps.db.selectFrom('notification_attempts').select(['notification_id', 'attempt', 'started_at', 'latency_ms', 'status_code', 'error']).where('notification_id', 'in', rows.length ? rows.map((row) => row.id) : ['-']).execute();
+        const rows = await t.deps.db
+          .selectFrom('notifications')
+          .select(['id', 'status', 'attempt_count', 'run_at', 'lease', 'lease_until', 'runs', 'last_error'])
+          .where('subscription_id', '=', sub._id)
+          .execute();
+        const attempts = await t.deps.db
+          .selectFrom('notification_attempts')
+          .select(['notification_id', 'attempt', 'started_at', 'latency_ms', 'status_code', 'error'])
+          .where('notification_id', 'in', rows.length ? rows.map((row) => row.id) : ['-'])
+          .execute();
         throw new Error(`${error.message} at ${Date.now()}; notifications ${JSON.stringify(rows)}; attempts ${JSON.stringify(attempts)}; receiver calls ${flaky.requests.length}`);
       });
 
@@ -418,10 +443,14 @@ for (const dialect of testDialects()) {
       await page.waitForFunction(() => document.querySelectorAll('[data-testid=delivery-row]').length === 4, undefined, { timeout: 15_000 });
 
       // Its page says what the receiver asked for and when the next attempt is due, as the API has it.
-      const waiting = await eventually(async () => {
-        const [listed] = (await api(t.url, 'GET', `/v2/notifications?requestId=${busyRequest}`, { token })).body.data;
-        return listed?.attemptCount === 1 && listed.nextAttemptAt !== null && listed;
-      }, 15_000, 'the notification answered with Retry-After');
+      const waiting = await eventually(
+        async () => {
+          const [listed] = (await api(t.url, 'GET', `/v2/notifications?requestId=${busyRequest}`, { token })).body.data;
+          return listed?.attemptCount === 1 && listed.nextAttemptAt !== null && listed;
+        },
+        15_000,
+        'the notification answered with Retry-After',
+      );
       await page.goto(`${t.url}/console/deliveries/${waiting.id}`);
       await page.getByTestId('retry-after').waitFor();
       assert.equal((await page.getByTestId('retry-after').textContent())?.trim(), 'Receiver asked to wait 120 s (Retry-After: 120)');
@@ -439,10 +468,14 @@ for (const dialect of testDialects()) {
       });
       for (const event of ['registered-requests', 'processed-requests']) await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url: `${hook.url}/hook` } } });
       const id = (await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } })).body.id as string;
-      const held = await eventually(async () => {
-        const log = (await api(t.url, 'GET', `/v2/notifications?requestId=${id}`, { token })).body.data as any[];
-        return log.find((n) => n.event === 'processed-requests' && n.waitingFor) ?? false;
-      }, 15_000, 'the held processed-requests notification');
+      const held = await eventually(
+        async () => {
+          const log = (await api(t.url, 'GET', `/v2/notifications?requestId=${id}`, { token })).body.data as any[];
+          return log.find((n) => n.event === 'processed-requests' && n.waitingFor) ?? false;
+        },
+        15_000,
+        'the held processed-requests notification',
+      );
       const first = (await api(t.url, 'GET', `/v2/notifications?requestId=${id}`, { token })).body.data.find((n: any) => n.event === 'registered-requests');
       assert.equal(held.waitingFor, first.id);
 
@@ -459,7 +492,10 @@ for (const dialect of testDialects()) {
 
       registered.open();
       await eventually(async () => (await api(t.url, 'GET', `/v2/notifications/${held.id}`, { token })).body.status === 'succeeded', 15_000, 'the processed notification, released');
-      assert.deepEqual(hook.requests.map((r) => r.headers['x-webhook-event']), ['registered-requests', 'processed-requests']);
+      assert.deepEqual(
+        hook.requests.map((r) => r.headers['x-webhook-event']),
+        ['registered-requests', 'processed-requests'],
+      );
       await page.close();
     });
 
@@ -470,9 +506,16 @@ for (const dialect of testDialects()) {
       await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'processed-requests', callback: { url: `${ok.url}/p` } } });
       const id = (await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } })).body.id as string;
       await waitForStatus(t.url, token, id, ['processed']);
-      const partner = await api(t.url, 'POST', `/v2/request/${id}/events`, { token, body: { name: 'em-rota-de-entrega', refId: 'carrier-42', data: { trackingCode: 'BR123', trackingLink: 'https://track.example.com/BR123' } } });
+      const partner = await api(t.url, 'POST', `/v2/request/${id}/events`, {
+        token,
+        body: { name: 'em-rota-de-entrega', refId: 'carrier-42', data: { trackingCode: 'BR123', trackingLink: 'https://track.example.com/BR123' } },
+      });
       assert.ok([200, 201].includes(partner.status), JSON.stringify(partner.body));
-      await eventually(async () => (await api(t.url, 'GET', `/v2/notifications?requestId=${id}`, { token })).body.data.every((n: any) => n.status === 'succeeded') && true, 15_000, 'both notifications');
+      await eventually(
+        async () => (await api(t.url, 'GET', `/v2/notifications?requestId=${id}`, { token })).body.data.every((n: any) => n.status === 'succeeded') && true,
+        15_000,
+        'both notifications',
+      );
 
       const page = await open('/console/requests');
       await signIn(page, client);
@@ -537,7 +580,10 @@ for (const dialect of testDialects()) {
       await row.waitFor();
       await row.getByTestId('revoke-console-link').click();
       await row.getByTestId('revoke-console-link-confirm').click();
-      await page.getByTestId('console-link-row').filter({ hasText: /revoked/ }).waitFor();
+      await page
+        .getByTestId('console-link-row')
+        .filter({ hasText: /revoked/ })
+        .waitFor();
       await first.getByTestId('nav-subscriptions').click();
       await first.getByTestId('session-expired').waitFor();
       await first.close();
@@ -576,7 +622,10 @@ for (const dialect of testDialects()) {
       await page.getByTestId('experience').filter({ hasText: name }).waitFor();
       const created = ((await api(t.url, 'GET', '/v2/admin/experiences', { token: adminToken })).body as any[]).find((x) => x.name === name);
       assert.deepEqual(created.events, ['purchase', 'signup']);
-      assert.deepEqual(created.prizes.map((p: any) => [p.id, p.bucket, p.value, p.stock, p.kind]), [['coupon-5', 'spring-coupons', 5, 5, 'coupon']]);
+      assert.deepEqual(
+        created.prizes.map((p: any) => [p.id, p.bucket, p.value, p.stock, p.kind]),
+        [['coupon-5', 'spring-coupons', 5, 5, 'coupon']],
+      );
       await checkPage(page, 'experiences');
 
       // Opened for editing, then two units are taken elsewhere: saving a new title must not put them back.

@@ -59,9 +59,7 @@ function markedSnippets(markdown: string): Map<string, string> {
 
 const SNIPPETS = markedSnippets(readFileSync(DOC, 'utf8'));
 
-const availability = new Map(
-  Object.entries(RUNTIMES).map(([name, runtime]) => [name, spawnSync(runtime.command, runtime.probe, { stdio: 'ignore' }).status === 0]),
-);
+const availability = new Map(Object.entries(RUNTIMES).map(([name, runtime]) => [name, spawnSync(runtime.command, runtime.probe, { stdio: 'ignore' }).status === 0]));
 
 /** Why a receiver is skipped here, or false when it runs (always under CI: a missing tool fails there). */
 function skipReason(name: string): string | false {
@@ -171,10 +169,7 @@ for (const dialect of testDialects()) {
     for (const name of Object.keys(RUNTIMES)) {
       it(`${name}: verifies the service's notifications (answers 204, prints them) and refuses tampered calls (401)`, { skip: skipReason(name), timeout: 240_000 }, async () => {
         const runtime = RUNTIMES[name]!;
-        assert.ok(
-          availability.get(name),
-          `\`${runtime.command}\` is not installed, and ${REQUIRED} is set: every snippet of docs/receiving-webhooks.md must run (${runtime.install})`,
-        );
+        assert.ok(availability.get(name), `\`${runtime.command}\` is not installed, and ${REQUIRED} is set: every snippet of docs/receiving-webhooks.md must run (${runtime.install})`);
         const code = SNIPPETS.get(name);
         assert.ok(code, `docs/receiving-webhooks.md has no block marked <!-- snippet: ${name} -->`);
 

@@ -29,7 +29,12 @@ describe('client credentials grant: the client cache', () => {
     await migrateToLatest(storage.db);
     const keys = new KeyStore(storage.db, new SecretBox(randomBytes(32).toString('base64')), clock);
     await keys.ensureSigningKey();
-    deps = { clientCache: new ClientCache(storage.db), tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock), failures: new FailureLimiter({ perClientAndAddress: 1_000, perAddress: 1_000, windowMs: 60_000 }, clock), clock };
+    deps = {
+      clientCache: new ClientCache(storage.db),
+      tokens: new AccessTokens(keys, 'https://issuer.test', 60_000, clock),
+      failures: new FailureLimiter({ perClientAndAddress: 1_000, perAddress: 1_000, windowMs: 60_000 }, clock),
+      clock,
+    };
   });
   after(() => storage.close());
 
@@ -64,7 +69,11 @@ describe('client credentials grant: the client cache', () => {
     const { clientId, clientSecret } = await newClient();
     await grant(clientId, clientSecret);
     const rotated = generateClientSecret();
-    await storage.db.updateTable('oauth_clients').set({ secret_hash: hashClientSecret(rotated) }).where('client_id', '=', clientId).execute();
+    await storage.db
+      .updateTable('oauth_clients')
+      .set({ secret_hash: hashClientSecret(rotated) })
+      .where('client_id', '=', clientId)
+      .execute();
     assert.equal((await grant(clientId, rotated)).token_type, 'Bearer');
     await assert.rejects(grant(clientId, clientSecret), refused('invalid_client'), 'the replaced secret, with no grace period, is refused');
   });
@@ -75,7 +84,17 @@ describe('client credentials grant: the client cache', () => {
     await assert.rejects(grant(clientId, clientSecret), refused('invalid_client'));
     await storage.db
       .insertInto('oauth_clients')
-      .values({ client_id: clientId, account_id: (await storage.db.selectFrom('accounts').select('id').executeTakeFirstOrThrow()).id, scopes: 'requests:read', secret_hash: hashClientSecret(clientSecret), previous_secret_hash: null, previous_secret_expires_at: null, active: 1, created_at: now, updated_at: now })
+      .values({
+        client_id: clientId,
+        account_id: (await storage.db.selectFrom('accounts').select('id').executeTakeFirstOrThrow()).id,
+        scopes: 'requests:read',
+        secret_hash: hashClientSecret(clientSecret),
+        previous_secret_hash: null,
+        previous_secret_expires_at: null,
+        active: 1,
+        created_at: now,
+        updated_at: now,
+      })
       .execute();
     assert.equal((await grant(clientId, clientSecret)).token_type, 'Bearer');
   });

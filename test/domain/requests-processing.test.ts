@@ -35,13 +35,27 @@ describe('stock allocation for a batch (pure)', () => {
   });
 
   it('zero or negative stock is out of stock and takes nothing', () => {
-    const { allocations, taken } = allocateStock([snapshot], new Map([[prizeKey('exp_1', 'c'), 0], [prizeKey('exp_1', 'p'), -1], [prizeKey('exp_1', 'm'), 5]]));
+    const { allocations, taken } = allocateStock(
+      [snapshot],
+      new Map([
+        [prizeKey('exp_1', 'c'), 0],
+        [prizeKey('exp_1', 'p'), -1],
+        [prizeKey('exp_1', 'm'), 5],
+      ]),
+    );
     assert.deepEqual(allocations, [['out-of-stock', 'out-of-stock', 'taken']]);
     assert.deepEqual([...taken], [[prizeKey('exp_1', 'm'), 1]]);
   });
 
-  it("a request of an inactive account takes nothing: the stock goes to the next request", () => {
-    const { allocations, taken } = allocateStock([snapshot, snapshot], new Map([[prizeKey('exp_1', 'c'), 1], [prizeKey('exp_1', 'p'), null]]), [false, true]);
+  it('a request of an inactive account takes nothing: the stock goes to the next request', () => {
+    const { allocations, taken } = allocateStock(
+      [snapshot, snapshot],
+      new Map([
+        [prizeKey('exp_1', 'c'), 1],
+        [prizeKey('exp_1', 'p'), null],
+      ]),
+      [false, true],
+    );
     assert.deepEqual(allocations, [
       ['account-inactive', 'account-inactive', 'account-inactive'],
       ['taken', 'taken', 'unavailable'],
@@ -90,14 +104,23 @@ describe('delivered and canceled items (pure)', () => {
       },
     ]);
     assert.equal(result.rewardValue, 26, '10 × 2 + 5.5 = 25.5 → 26');
-    assert.deepEqual(result.digitalDeliveries.map((d) => d.refId), ['CODE-0001', 'pay_1']);
+    assert.deepEqual(
+      result.digitalDeliveries.map((d) => d.refId),
+      ['CODE-0001', 'pay_1'],
+    );
   });
 
   it('a physical prize is forwarded to the partner; a removed prize is canceled with reasonCode 2', () => {
     const result = buildProcessingResult({ requestId: 'req_1', event: null, experience: snapshot, allocations: ['unavailable', 'out-of-stock', 'taken'], concludedAt, codes });
     assert.equal(result.delivered[0]!.deliveryDetail.forwarded, true);
     assert.equal(result.delivered[0]!.deliveryDetail.info.triggerId, '');
-    assert.deepEqual(result.canceled.map((c) => [c.deliveryDetail.info.reasonCode, c.priceless]), [[2, false], [1, false]]);
+    assert.deepEqual(
+      result.canceled.map((c) => [c.deliveryDetail.info.reasonCode, c.priceless]),
+      [
+        [2, false],
+        [1, false],
+      ],
+    );
     assert.equal(result.rewardValue, undefined, 'only a zero-value prize delivered: no reward');
     assert.deepEqual(result.digitalDeliveries, []);
   });
@@ -105,7 +128,14 @@ describe('delivered and canceled items (pure)', () => {
   it('an inactive account: every prize canceled with reasonCode 3, nothing delivered, no reward', () => {
     const result = buildProcessingResult({ requestId: 'req_1', event: null, experience: snapshot, allocations: ['account-inactive', 'account-inactive', 'account-inactive'], concludedAt, codes });
     assert.deepEqual(result.delivered, []);
-    assert.deepEqual(result.canceled.map((c) => [c.deliveryDetail.info.reasonCode, c.deliveryDetail.info.reason]), [[3, 'account inactive'], [3, 'account inactive'], [3, 'account inactive']]);
+    assert.deepEqual(
+      result.canceled.map((c) => [c.deliveryDetail.info.reasonCode, c.deliveryDetail.info.reason]),
+      [
+        [3, 'account inactive'],
+        [3, 'account inactive'],
+        [3, 'account inactive'],
+      ],
+    );
     assert.equal(result.rewardValue, undefined);
     assert.deepEqual(result.digitalDeliveries, []);
   });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { bodyHash, canonicalJson } from '../../src/domain/requests/idempotency.js';
 import { decideRegistration, rewardValueOf } from '../../src/domain/requests/registration.js';
-import type { Experience } from '../../src/storage/repositories/experiences.js';
+import type { Experience } from '../../src/domain/experiences/experience.js';
 
 const experience = (patch: Partial<Experience> = {}): Experience => ({
   id: 'exp_1',

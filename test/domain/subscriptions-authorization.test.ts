@@ -1,12 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  authorizationUrls,
-  maskAuthorization,
-  maskSecret,
-  normalizeAuthorization,
-  restoreMaskedSecrets,
-} from '../../src/domain/subscriptions/authorization.js';
+import { authorizationUrls, maskAuthorization, maskSecret, normalizeAuthorization, restoreMaskedSecrets } from '../../src/domain/subscriptions/authorization.js';
 import type { CallbackAuthorization } from '../../src/domain/subscriptions/types.js';
 
 const BASIC = Buffer.from('shop:s3cret-password').toString('base64'); // 28 characters, ends in "cmQ="
@@ -55,9 +49,7 @@ describe('callback authorization: normalising', () => {
 
   it('refuses a Basic value that is not base64 of user:password', () => {
     const notBase64 = normalizeAuthorization({ Basic: 'user:password' }, 'body.callback.authorization');
-    assert.deepEqual(notBase64.errors, [
-      { path: 'body.callback.authorization.Basic', message: 'must be the base64 encoding of "user:password", optionally prefixed with "Basic "' },
-    ]);
+    assert.deepEqual(notBase64.errors, [{ path: 'body.callback.authorization.Basic', message: 'must be the base64 encoding of "user:password", optionally prefixed with "Basic "' }]);
     const noColon = normalizeAuthorization({ Basic: Buffer.from('justauser').toString('base64') }, 'p');
     assert.deepEqual(noColon.errors, [{ path: 'p.Basic', message: 'must be the base64 encoding of "user:password" (the decoded value has no ":")' }]);
     assert.deepEqual(normalizeAuthorization({ Basic: 'Basic ' }, 'p').errors, [{ path: 'p.Basic', message: 'must not be empty' }]);

@@ -28,7 +28,21 @@ describe('subscription validation: customHeaders', () => {
   });
 
   it('refuses the headers the service sets or HTTP forbids, case-insensitively, and every webhook-* header', () => {
-    for (const name of ['Host', 'content-length', 'CONTENT-TYPE', 'Transfer-Encoding', 'connection', 'Authorization', 'webhook-id', 'Webhook-Signature', 'WEBHOOK-anything', 'User-Agent', 'X-Webhook-Event', 'Keep-Alive', 'Upgrade']) {
+    for (const name of [
+      'Host',
+      'content-length',
+      'CONTENT-TYPE',
+      'Transfer-Encoding',
+      'connection',
+      'Authorization',
+      'webhook-id',
+      'Webhook-Signature',
+      'WEBHOOK-anything',
+      'User-Agent',
+      'X-Webhook-Event',
+      'Keep-Alive',
+      'Upgrade',
+    ]) {
       assert.deepEqual(validateCustomHeaders({ [name]: 'x' }, 'h'), [{ path: `h.${name}`, message: `header ${name} is set by the service and cannot be customised` }], name);
     }
   });
@@ -51,12 +65,24 @@ describe('subscription validation: customHeaders', () => {
 
 describe('subscription validation: experiences', () => {
   it('accepts up to 100 distinct non-empty names', () => {
-    assert.deepEqual(validateExperiences(Array.from({ length: 100 }, (_, i) => `exp-${i}`), 'e'), []);
+    assert.deepEqual(
+      validateExperiences(
+        Array.from({ length: 100 }, (_, i) => `exp-${i}`),
+        'e',
+      ),
+      [],
+    );
     assert.deepEqual(validateExperiences([], 'e'), []);
   });
 
   it('refuses more than 100, empty or blank names, and repeats', () => {
-    assert.deepEqual(validateExperiences(Array.from({ length: 101 }, (_, i) => `exp-${i}`), 'e'), [{ path: 'e', message: 'must have at most 100 experiences' }]);
+    assert.deepEqual(
+      validateExperiences(
+        Array.from({ length: 101 }, (_, i) => `exp-${i}`),
+        'e',
+      ),
+      [{ path: 'e', message: 'must have at most 100 experiences' }],
+    );
     assert.deepEqual(validateExperiences(['a', '', '  '], 'e'), [
       { path: 'e.1', message: 'must not be empty' },
       { path: 'e.2', message: 'must not be empty' },

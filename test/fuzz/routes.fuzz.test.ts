@@ -26,9 +26,31 @@ const TIMEOUT_MS = 10_000;
 type Schema = { type?: string | string[]; properties?: Record<string, Schema>; items?: Schema; enum?: unknown[]; anyOf?: Schema[]; oneOf?: Schema[]; additionalProperties?: unknown; $ref?: string };
 
 const edgeStrings = fc.constantFrom(
-  '', ' ', 'a\u0000b', '\u0000', '\ud800', '\udfff', '\u202e\u0041', 'ｆｕｌｌ', '𝕏'.repeat(300), 'é'.normalize('NFD'), '\ufeff',
-  '../../etc/passwd', '%00', '%2e%2e%2f', '<script>alert(1)</script>', "' or 1=1 --", 'null', 'true', '[]', '{}', '\r\nX-Injected: 1',
-  'x'.repeat(5_000), 'http://[::7f00:1]/', 'http://169.254.169.254/', 'javascript:alert(1)',
+  '',
+  ' ',
+  'a\u0000b',
+  '\u0000',
+  '\ud800',
+  '\udfff',
+  '\u202e\u0041',
+  'ｆｕｌｌ',
+  '𝕏'.repeat(300),
+  'é'.normalize('NFD'),
+  '\ufeff',
+  '../../etc/passwd',
+  '%00',
+  '%2e%2e%2f',
+  '<script>alert(1)</script>',
+  "' or 1=1 --",
+  'null',
+  'true',
+  '[]',
+  '{}',
+  '\r\nX-Injected: 1',
+  'x'.repeat(5_000),
+  'http://[::7f00:1]/',
+  'http://169.254.169.254/',
+  'javascript:alert(1)',
 );
 const edgeNumbers = fc.constantFrom(0, -0, -1, 1, 0.5, 1e308, -1e308, 2 ** 31, 2 ** 53 + 2, 2 ** 64, -(2 ** 63), 1e-300);
 /** Nesting deep enough to hurt a recursive reader. */
@@ -57,7 +79,10 @@ function valueFor(schema: Schema | undefined, depth = 0): fc.Arbitrary<unknown> 
     case 'object': {
       const members = Object.fromEntries(Object.entries(schema.properties ?? {}).map(([name, member]) => [name, valueFor(member, depth + 1)]));
       const shaped = fc.record(members, { requiredKeys: [] });
-      return fc.oneof({ weight: 4, arbitrary: fc.tuple(shaped, fc.dictionary(fc.string({ maxLength: 12 }), junk, { maxKeys: 2 })).map(([known, extra]) => ({ ...extra, ...known })) }, { weight: 1, arbitrary: junk });
+      return fc.oneof(
+        { weight: 4, arbitrary: fc.tuple(shaped, fc.dictionary(fc.string({ maxLength: 12 }), junk, { maxKeys: 2 })).map(([known, extra]) => ({ ...extra, ...known })) },
+        { weight: 1, arbitrary: junk },
+      );
     }
     case 'array':
       return fc.oneof(fc.array(valueFor(schema.items, depth + 1), { maxLength: 4 }), junk);
@@ -78,7 +103,13 @@ function valueFor(schema: Schema | undefined, depth = 0): fc.Arbitrary<unknown> 
  * that the handlers themselves (not only validation) meet the odd values.
  */
 const VALID_BODIES: Record<string, Record<string, unknown>> = {
-  'POST /v2/subscriptions': { event: 'registered-request', description: 'fuzzed', experiences: ['summer'], active: true, callback: { url: 'http://127.0.0.1:9/hook', customHeaders: { 'x-a': 'b' }, authorization: { Bearer: 'token-value' } } },
+  'POST /v2/subscriptions': {
+    event: 'registered-request',
+    description: 'fuzzed',
+    experiences: ['summer'],
+    active: true,
+    callback: { url: 'http://127.0.0.1:9/hook', customHeaders: { 'x-a': 'b' }, authorization: { Bearer: 'token-value' } },
+  },
   'PUT /v2/subscriptions/{subscriptionId}': { description: 'changed', active: false, callback: { url: 'http://127.0.0.1:9/other' } },
   'POST /v2/subscriptions/{subscriptionId}/secret/rotate': { overlap: '1h' },
   'POST /v2/signing-secret/rotate': { overlap: '0m' },
@@ -88,7 +119,13 @@ const VALID_BODIES: Record<string, Record<string, unknown>> = {
   'PATCH /v2/admin/accounts/{id}': { name: 'renamed', active: true },
   'POST /v2/admin/accounts/{id}/clients': { scopes: ['requests:read'] },
   'PATCH /v2/admin/accounts/{id}/clients/{clientId}': { active: true, scopes: ['requests:read'] },
-  'POST /v2/admin/experiences': { name: 'fuzzed', title: 'Fuzzed', active: true, events: ['purchase'], prizes: [{ id: 'p1', bucket: 'b', title: 't', description: 'd', value: 5, quantity: 1, kind: 'coupon', stock: 10 }] },
+  'POST /v2/admin/experiences': {
+    name: 'fuzzed',
+    title: 'Fuzzed',
+    active: true,
+    events: ['purchase'],
+    prizes: [{ id: 'p1', bucket: 'b', title: 't', description: 'd', value: 5, quantity: 1, kind: 'coupon', stock: 10 }],
+  },
   'PUT /v2/admin/experiences/{id}': { title: 'Fuzzed again', prizes: [{ id: 'p1', bucket: 'b', title: 't', value: 5, quantity: 1, kind: 'coupon', stock: null }] },
   'POST /v1/oauth/token': { client_id: 'cli_x', client_secret: 'secret' },
 };
@@ -226,20 +263,33 @@ for (const dialect of testDialects()) {
           // Percent-encoded bytes that are not UTF-8, and encoded separators.
           { weight: 1, arbitrary: fc.constantFrom('%FF', '%C3%28', 'a%2Fb', '%2e%2e', '%', 'x%0Ay') },
         );
-        const queryValue = fc.oneof(junk.map((v) => (typeof v === 'string' ? v : JSON.stringify(v) ?? '')), fc.constantFrom(...ids.any!));
+        const queryValue = fc.oneof(
+          junk.map((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''))),
+          fc.constantFrom(...ids.any!),
+        );
         const arbitrary = fc.record({
           params: fc.tuple(...operation.pathParams.map(() => idValue)),
           query: fc.tuple(...[...operation.queryParams, 'unknown'].map(() => fc.option(queryValue, { nil: undefined }))),
-          body: operation.formBody ? fc.oneof(bodyFor(operation.body, VALID_BODIES[`${operation.method} ${operation.path}`]), fc.dictionary(fc.constantFrom('grant_type', 'client_id', 'client_secret', 'scope', 'x'), fc.string({ maxLength: 30 })).map((form) => ({ text: new URLSearchParams(form).toString(), contentType: 'application/x-www-form-urlencoded' }))) : bodyFor(operation.body, VALID_BODIES[`${operation.method} ${operation.path}`]),
+          body: operation.formBody
+            ? fc.oneof(
+                bodyFor(operation.body, VALID_BODIES[`${operation.method} ${operation.path}`]),
+                fc
+                  .dictionary(fc.constantFrom('grant_type', 'client_id', 'client_secret', 'scope', 'x'), fc.string({ maxLength: 30 }))
+                  .map((form) => ({ text: new URLSearchParams(form).toString(), contentType: 'application/x-www-form-urlencoded' })),
+              )
+            : bodyFor(operation.body, VALID_BODIES[`${operation.method} ${operation.path}`]),
           auth: fc.constantFrom<keyof typeof tokens | 'none' | 'garbage'>('operator', 'client', 'client', 'none', 'garbage'),
-          idempotencyKey: fc.option(fc.string({ maxLength: 300 }).filter((k) => /^[\x20-\x7e]*$/.test(k)), { nil: undefined }),
+          idempotencyKey: fc.option(
+            fc.string({ maxLength: 300 }).filter((k) => /^[\x20-\x7e]*$/.test(k)),
+            { nil: undefined },
+          ),
         });
         await fc.assert(
           fc.asyncProperty(arbitrary, async (input) => {
             let path = operation.path;
             operation.pathParams.forEach((name, i) => (path = path.replace(`{${name}}`, input.params[i] as string)));
             const query = new URLSearchParams();
-            [...operation.queryParams, 'unknown'].forEach((name, i) => input.query[i] !== undefined && query.set(name, input.query[i] as string));
+            [...operation.queryParams, 'unknown'].forEach((name, i) => input.query[i] !== undefined && query.set(name, input.query[i]));
             const url = `${t.url}${path}${query.size > 0 ? `?${query}` : ''}`;
             const headers: Record<string, string> = {};
             if (input.body.contentType) headers['content-type'] = input.body.contentType;

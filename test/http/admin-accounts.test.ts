@@ -32,7 +32,10 @@ for (const dialect of testDialects()) {
 
         const list = await api(t.url, 'GET', '/v1/admin/accounts', { token: admin });
         assert.equal(list.status, 200);
-        assert.deepEqual(list.body.map((a: any) => a.name), ['operator', 'acme']);
+        assert.deepEqual(
+          list.body.map((a: any) => a.name),
+          ['operator', 'acme'],
+        );
         assert.equal(list.body[0].isOperator, true);
 
         const one = await api(t.url, 'GET', `/v2/admin/accounts/${created.body.id}`, { token: admin });
@@ -57,13 +60,22 @@ for (const dialect of testDialects()) {
       it('invalid bodies are 400 with field paths', async () => {
         const missing = await api(t.url, 'POST', '/v2/admin/accounts', { token: admin, body: {} });
         assert.equal(missing.status, 400);
-        assert.deepEqual(missing.body.errors.map((e: any) => e.path), ['body.name']);
+        assert.deepEqual(
+          missing.body.errors.map((e: any) => e.path),
+          ['body.name'],
+        );
         const blank = await api(t.url, 'POST', '/v2/admin/accounts', { token: admin, body: { name: '   ' } });
         assert.equal(blank.status, 400);
-        assert.deepEqual(blank.body.errors.map((e: any) => e.path), ['body.name']);
+        assert.deepEqual(
+          blank.body.errors.map((e: any) => e.path),
+          ['body.name'],
+        );
         const notBoolean = await api(t.url, 'PATCH', `/v2/admin/accounts/${t.operator.accountId}`, { token: admin, body: { active: 'false' } });
         assert.equal(notBoolean.status, 400);
-        assert.deepEqual(notBoolean.body.errors.map((e: any) => e.path), ['body.active']);
+        assert.deepEqual(
+          notBoolean.body.errors.map((e: any) => e.path),
+          ['body.active'],
+        );
         const unknown = await api(t.url, 'POST', '/v2/admin/accounts', { token: admin, body: { name: 'x', plan: 'gold' } });
         assert.equal(unknown.status, 400);
       });
@@ -145,7 +157,10 @@ for (const dialect of testDialects()) {
 
         const list = await api(t.url, 'GET', `/v2/admin/accounts/${account.id}/clients`, { token: admin });
         assert.equal(list.status, 200);
-        assert.deepEqual(list.body.map((c: any) => c.client_id), [created.body.client_id, defaults.body.client_id, spaced.body.client_id]);
+        assert.deepEqual(
+          list.body.map((c: any) => c.client_id),
+          [created.body.client_id, defaults.body.client_id, spaced.body.client_id],
+        );
         const text = JSON.stringify(list.body);
         assert.ok(!text.includes(created.body.client_secret) && !/secret_hash|secretHash|client_secret/.test(text));
         assert.equal(list.body[0].active, true);
@@ -189,7 +204,10 @@ for (const dialect of testDialects()) {
         assert.equal((await requestToken(t.url, client.clientId, client.clientSecret, 'events:read')).body.error, 'invalid_client');
         const bad = await api(t.url, 'PATCH', path, { token: admin, body: { active: 1 } });
         assert.equal(bad.status, 400);
-        assert.deepEqual(bad.body.errors.map((e: any) => e.path), ['body.active']);
+        assert.deepEqual(
+          bad.body.errors.map((e: any) => e.path),
+          ['body.active'],
+        );
       });
 
       it('DELETE removes a client; its credentials stop working', async () => {

@@ -53,11 +53,15 @@ for (const dialect of testDialects()) {
         assert.deepEqual(walked.ids, expected, path);
         assert.equal(walked.pages, Math.ceil(expected.length / 2), path);
         const one = await api(t.url, 'GET', `${path}${path.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(expected[0])}`, { token: admin });
-        assert.deepEqual(one.body.data.map((item: any) => item[key]), expected.slice(1, 51), `${path}: a cursor alone pages with the default size`);
+        assert.deepEqual(
+          one.body.data.map((item: any) => item[key]),
+          expected.slice(1, 51),
+          `${path}: a cursor alone pages with the default size`,
+        );
       }
     });
 
-    it('a bad limit is a 400 naming it; another account\'s experiences stay out of a page', async () => {
+    it("a bad limit is a 400 naming it; another account's experiences stay out of a page", async () => {
       for (const limit of ['0', '201', 'ten']) {
         const response = await api(t.url, 'GET', `/v2/admin/accounts?limit=${limit}`, { token: admin });
         assert.equal(response.status, 400, limit);

@@ -73,8 +73,13 @@ for (const dialect of testDialects()) {
       const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
       const forged = await new SignJWT({ client_id: client.clientId, account_id: client.accountId, scope: 'admin' })
         .setProtectedHeader({ alg: 'EdDSA', typ: 'at+jwt', kid: 'attacker-key' })
-        .setIssuer(t.config.publicUrl).setAudience(t.config.publicUrl).setSubject(client.clientId)
-        .setIssuedAt().setExpirationTime('5m').setJti('x').sign(privateKey);
+        .setIssuer(t.config.publicUrl)
+        .setAudience(t.config.publicUrl)
+        .setSubject(client.clientId)
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .setJti('x')
+        .sign(privateKey);
       await invalidToken(forged, /unknown signing key/);
     });
 
@@ -88,10 +93,7 @@ for (const dialect of testDialects()) {
       const token = await t.token(client, 'requests:read');
       const response = await api(t.url, 'GET', '/v2/subscriptions', { token });
       assert.equal(response.status, 403);
-      assert.equal(
-        response.headers.get('www-authenticate'),
-        'Bearer realm="rewards", error="insufficient_scope", error_description="requires subscriptions:read", scope="subscriptions:read"',
-      );
+      assert.equal(response.headers.get('www-authenticate'), 'Bearer realm="rewards", error="insufficient_scope", error_description="requires subscriptions:read", scope="subscriptions:read"');
       assert.equal(response.body.status, 403);
       const allowed = await api(t.url, 'GET', '/v2/subscriptions', { token: await t.token(client, 'subscriptions:read') });
       assert.equal(allowed.status, 200);

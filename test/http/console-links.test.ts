@@ -30,7 +30,8 @@ for (const dialect of testDialects()) {
     let acme: ClientCredentials;
     let other: ClientCredentials;
 
-    const createLink = (accountId: string, body?: unknown, token = operatorToken) => api(t.url, 'POST', `/v2/admin/accounts/${accountId}/console-links`, { token, ...(body === undefined ? {} : { body }) });
+    const createLink = (accountId: string, body?: unknown, token = operatorToken) =>
+      api(t.url, 'POST', `/v2/admin/accounts/${accountId}/console-links`, { token, ...(body === undefined ? {} : { body }) });
 
     before(async () => {
       t = await startTestApp(dialect);
@@ -98,10 +99,16 @@ for (const dialect of testDialects()) {
       const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback: { url: 'http://127.0.0.1:9/hook' } } });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       const listed = await api(t.url, 'GET', '/v2/subscriptions', { token });
-      assert.deepEqual(listed.body.map((s: { _id: string }) => s._id), [created.body._id]);
+      assert.deepEqual(
+        listed.body.map((s: { _id: string }) => s._id),
+        [created.body._id],
+      );
       // The account's own client sees what the console made: same tenant.
       const viaClient = await api(t.url, 'GET', '/v2/subscriptions', { token: await t.token(acme) });
-      assert.deepEqual(viaClient.body.map((s: { _id: string }) => s._id), [created.body._id]);
+      assert.deepEqual(
+        viaClient.body.map((s: { _id: string }) => s._id),
+        [created.body._id],
+      );
       // Another account stays out of reach.
       assert.equal((await api(t.url, 'GET', `/v2/subscriptions?accountId=${other.accountId}`, { token })).status, 404);
       for (const path of ['/v2/admin/accounts', `/v2/admin/accounts/${acme.accountId}`]) {
@@ -121,7 +128,11 @@ for (const dialect of testDialects()) {
     it('an unknown, expired or already used code, or one of an account deactivated since, is invalid_grant', async () => {
       assert.equal((await exchange(t.url, `rrs_cl_${'A'.repeat(43)}`)).body.error, 'invalid_grant');
       const expired = codeOf((await createLink(acme.accountId)).body.url);
-      await t.deps.db.updateTable('console_links').set({ expires_at: Date.now() - 1 }).where('code_hash', '=', hashConsoleLinkCode(expired)).execute();
+      await t.deps.db
+        .updateTable('console_links')
+        .set({ expires_at: Date.now() - 1 })
+        .where('code_hash', '=', hashConsoleLinkCode(expired))
+        .execute();
       const refused = await exchange(t.url, expired);
       assert.equal(refused.status, 400);
       assert.equal(refused.body.error, 'invalid_grant');
@@ -135,7 +146,7 @@ for (const dialect of testDialects()) {
       assert.equal((await exchange(t.url, code)).status, 200);
     });
 
-    it('an operator lists the links (never a code) and revokes one: its session is refused at once, an unused code is invalid_grant; another account\'s link is a 404', async () => {
+    it("an operator lists the links (never a code) and revokes one: its session is refused at once, an unused code is invalid_grant; another account's link is a 404", async () => {
       const account = await t.createClientAccount();
       const used = await createLink(account.accountId, { ttl: '30m' });
       const unused = await createLink(account.accountId);
@@ -145,7 +156,10 @@ for (const dialect of testDialects()) {
 
       const listed = await api(t.url, 'GET', `/v2/admin/accounts/${account.accountId}/console-links`, { token: operatorToken });
       assert.equal(listed.status, 200);
-      assert.deepEqual(listed.body.map((link: { id: string }) => link.id), [used.body.id, unused.body.id]);
+      assert.deepEqual(
+        listed.body.map((link: { id: string }) => link.id),
+        [used.body.id, unused.body.id],
+      );
       const [usedState, unusedState] = listed.body;
       assert.ok(usedState.usedAt && usedState.sessionExpiresAt, JSON.stringify(usedState));
       assert.equal(Date.parse(usedState.sessionExpiresAt) - Date.parse(usedState.usedAt), 30 * 60_000);
@@ -223,7 +237,10 @@ for (const dialect of testDialects()) {
         assert.equal((await exchange(base, code)).body.error, 'invalid_grant');
         assert.equal((await exchange(base, code, {}, '/v2/oauth/token/')).body.error, 'invalid_grant');
         assert.equal((await exchange(base, code, {}, '/v2/oauth/token?x=1')).body.error, 'invalid_grant');
-        assert.ok(lines.some((line) => line.includes('/v2/oauth/token')), 'the exchanges were logged');
+        assert.ok(
+          lines.some((line) => line.includes('/v2/oauth/token')),
+          'the exchanges were logged',
+        );
         const secretPart = code.slice('rrs_cl_'.length);
         for (const line of lines) assert.ok(!line.includes(secretPart), `log line holds the code: ${line}`);
       } finally {

@@ -208,10 +208,16 @@ for (const dialect of testDialects()) {
       const { log, lines } = capturingLog();
       const build = ensureConsoleBuilt({ dir: join(root, 'none'), script: join(root, 'no-such-build.mjs'), log });
       assert.match(build.notBuiltDetail(), /build script is missing/);
-      assert.ok(lines.some((line) => line.level === 40 && /console is not built/.test(String(line.msg))), JSON.stringify(lines));
+      assert.ok(
+        lines.some((line) => line.level === 40 && /console is not built/.test(String(line.msg))),
+        JSON.stringify(lines),
+      );
       const noConsole = capturingLog();
       ensureConsoleBuilt({ dir: join(root, 'no-console-dir', 'dist'), script: join(root, 'no-such-build.mjs'), log: noConsole.log });
-      assert.deepEqual(noConsole.lines.map((line) => line.level), [30]);
+      assert.deepEqual(
+        noConsole.lines.map((line) => line.level),
+        [30],
+      );
     });
 
     it('at start: a missing index.html runs the build script with this Node.js in the background, then the console is served', async () => {
@@ -235,7 +241,10 @@ for (const dialect of testDialects()) {
         assert.match(JSON.parse(during.body).detail, /being built/);
         writeFileSync(go, '');
         for (let i = 0; i < 100 && !lines.some((line) => line.msg === 'console built'); i++) await new Promise((r) => setTimeout(r, 100));
-        assert.ok(lines.some((line) => line.msg === 'console built'), JSON.stringify(lines));
+        assert.ok(
+          lines.some((line) => line.msg === 'console built'),
+          JSON.stringify(lines),
+        );
         const served = await rawGet(base, '/console/');
         assert.equal(served.status, 200);
         assert.equal(served.body, INDEX);

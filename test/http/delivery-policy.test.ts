@@ -67,7 +67,7 @@ for (const dialect of testDialects()) {
     });
 
     it('the OpenAPI document describes every member of the answer', async () => {
-      const document = (await (await fetch(`${t.url}/openapi.json`)).json()) as any;
+      const document = await (await fetch(`${t.url}/openapi.json`)).json();
       const operation = document.paths['/v2/delivery-policy'].get;
       assert.equal(operation.operationId, 'getDeliveryPolicy');
       assert.equal(document.paths['/v1/delivery-policy'].get.operationId, 'getDeliveryPolicyV1');
@@ -76,7 +76,16 @@ for (const dialect of testDialects()) {
       for (const [name, member] of Object.entries(schema.properties as Record<string, { description?: string }>)) {
         assert.ok(member.description, `${name} has no description`);
       }
-      assert.deepEqual(Object.keys(schema.properties).sort(), ['disableAfterMs', 'maxAttempts', 'retryAfterCapMs', 'retryAfterStatuses', 'retryIntervalMs', 'retryJitter', 'testSendsPerMinute', 'timeoutMs']);
+      assert.deepEqual(Object.keys(schema.properties).sort(), [
+        'disableAfterMs',
+        'maxAttempts',
+        'retryAfterCapMs',
+        'retryAfterStatuses',
+        'retryIntervalMs',
+        'retryJitter',
+        'testSendsPerMinute',
+        'timeoutMs',
+      ]);
     });
   });
 }

@@ -74,9 +74,13 @@ for (const dialect of testDialects()) {
         const tokens = await oidc.clientCredentialsGrant(config, { scope: 'requests:read' });
         assert.equal(tokens.scope, 'requests:read');
         // The same secret sent without form-encoding (raw '+') must not authenticate as a space.
-        const raw = await postForm(tokenUrl, { grant_type: 'client_credentials', scope: 'requests:read' }, {
-          authorization: `Basic ${Buffer.from(`${odd.clientId}:${secret}`).toString('base64')}`,
-        });
+        const raw = await postForm(
+          tokenUrl,
+          { grant_type: 'client_credentials', scope: 'requests:read' },
+          {
+            authorization: `Basic ${Buffer.from(`${odd.clientId}:${secret}`).toString('base64')}`,
+          },
+        );
         assert.equal(raw.status, 401);
       });
 
@@ -97,7 +101,10 @@ for (const dialect of testDialects()) {
 
       it('a v2 token response carries no-store headers and the granted scope', async () => {
         const response = await postForm(tokenUrl, {
-          grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: 'requests:write subscriptions:read',
+          grant_type: 'client_credentials',
+          client_id: client.clientId,
+          client_secret: client.clientSecret,
+          scope: 'requests:write subscriptions:read',
         });
         assert.equal(response.status, 200);
         assertNoStore(response.headers);
@@ -108,13 +115,45 @@ for (const dialect of testDialects()) {
     describe('RFC 6749 §5.2 errors', () => {
       const valid = () => ({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: 'subscriptions:read' });
       const cases: Array<[string, () => Promise<Awaited<ReturnType<typeof postForm>>>, number, string]> = [
-        ['missing grant_type', () => { const { grant_type: _, ...rest } = valid(); return postForm(tokenUrl, rest); }, 400, 'invalid_request'],
-        ['missing client_id', () => { const { client_id: _, ...rest } = valid(); return postForm(tokenUrl, rest); }, 400, 'invalid_request'],
-        ['missing client_secret', () => { const { client_secret: _, ...rest } = valid(); return postForm(tokenUrl, rest); }, 400, 'invalid_request'],
+        [
+          'missing grant_type',
+          () => {
+            const { grant_type: _, ...rest } = valid();
+            return postForm(tokenUrl, rest);
+          },
+          400,
+          'invalid_request',
+        ],
+        [
+          'missing client_id',
+          () => {
+            const { client_id: _, ...rest } = valid();
+            return postForm(tokenUrl, rest);
+          },
+          400,
+          'invalid_request',
+        ],
+        [
+          'missing client_secret',
+          () => {
+            const { client_secret: _, ...rest } = valid();
+            return postForm(tokenUrl, rest);
+          },
+          400,
+          'invalid_request',
+        ],
         ['duplicated parameter', () => postForm(tokenUrl, `${new URLSearchParams(valid())}&scope=requests:write`), 400, 'invalid_request'],
         ['two authentication methods', () => postForm(tokenUrl, valid(), { authorization: basic(client.clientId, client.clientSecret) }), 400, 'invalid_request'],
         ['unsupported grant type', () => postForm(tokenUrl, { ...valid(), grant_type: 'password' }), 400, 'unsupported_grant_type'],
-        ['missing scope', () => { const { scope: _, ...rest } = valid(); return postForm(tokenUrl, rest); }, 400, 'invalid_scope'],
+        [
+          'missing scope',
+          () => {
+            const { scope: _, ...rest } = valid();
+            return postForm(tokenUrl, rest);
+          },
+          400,
+          'invalid_scope',
+        ],
         ['unknown scope', () => postForm(tokenUrl, { ...valid(), scope: 'subscriptions:read teleport' }), 400, 'invalid_scope'],
         ['scope not allowed for the client', () => postForm(tokenUrl, { ...valid(), scope: 'admin' }), 400, 'invalid_scope'],
         ['wrong secret (body)', () => postForm(tokenUrl, { ...valid(), client_secret: 'rrs_cs_wrong' }), 401, 'invalid_client'],
@@ -150,18 +189,22 @@ for (const dialect of testDialects()) {
       it('wrong content types and malformed bodies are 400 invalid_request', async () => {
         const json = await fetch(tokenUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(valid()) });
         assert.equal(json.status, 400);
-        assert.equal(((await json.json()) as any).error, 'invalid_request');
+        assert.equal((await json.json()).error, 'invalid_request');
         assertNoStore(json.headers);
         const v1Form = await postForm(`${t.url}/v1/oauth/token`, valid());
         assert.equal(v1Form.status, 400);
         assert.equal(v1Form.body.error, 'invalid_request');
         const broken = await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"client_id": ' });
         assert.equal(broken.status, 400);
-        assert.equal(((await broken.json()) as any).error, 'invalid_request');
+        assert.equal((await broken.json()).error, 'invalid_request');
         assertNoStore(broken.headers);
         const array = await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '[1,2]' });
         assert.equal(array.status, 400);
-        const nonString = await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: 12, client_secret: client.clientSecret }) });
+        const nonString = await fetch(`${t.url}/v1/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ client_id: 12, client_secret: client.clientSecret }),
+        });
         assert.equal(nonString.status, 400);
       });
 
@@ -184,7 +227,11 @@ for (const dialect of testDialects()) {
           const response =
             version === 'v2'
               ? await postForm(tokenUrl, fields)
-              : await fetch(`${t.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: fields.client_id, client_secret: fields.client_secret }) }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }));
+              : await fetch(`${t.url}/v1/oauth/token`, {
+                  method: 'POST',
+                  headers: { 'content-type': 'application/json' },
+                  body: JSON.stringify({ client_id: fields.client_id, client_secret: fields.client_secret }),
+                }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, any> }));
           assert.equal(response.status, 401);
           return response.body;
         };
@@ -236,7 +283,10 @@ for (const dialect of testDialects()) {
           ['v2 missing grant_type', v2({ client_id: client.clientId, client_secret: client.clientSecret })],
           ['v2 JSON body', { path: '/v2/oauth/token', headers: { 'content-type': 'application/json' }, body: JSON.stringify(valid) }],
           ['v2 no content type', { path: '/v2/oauth/token', headers: {}, body: '' }],
-          ['v1 success', { path: '/v1/oauth/token', headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify({ client_id: client.clientId, client_secret: client.clientSecret }) }],
+          [
+            'v1 success',
+            { path: '/v1/oauth/token', headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify({ client_id: client.clientId, client_secret: client.clientSecret }) },
+          ],
           ['v1 malformed JSON', { path: '/v1/oauth/token', headers: { 'content-type': 'application/json' }, body: '{"client_id": ' }],
           ['v1 form body', { ...v2(valid), path: '/v1/oauth/token' }],
         ];
@@ -251,7 +301,10 @@ for (const dialect of testDialects()) {
       it('every outcome, over HTTP (fast path) and through inject (Fastify route)', async () => {
         // Set by the HTTP server itself (or by inject), not by the service.
         const transport = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding']);
-        const headerNames = (headers: Record<string, string>) => Object.keys(headers).filter((name) => !transport.has(name)).sort();
+        const headerNames = (headers: Record<string, string>) =>
+          Object.keys(headers)
+            .filter((name) => !transport.has(name))
+            .sort();
         for (const [name, request] of cases()) {
           const overHttp = await fetch(`${t.url}${request.path}`, { method: 'POST', headers: request.headers, body: request.body });
           const httpHeaders = Object.fromEntries(overHttp.headers);
@@ -306,7 +359,13 @@ for (const dialect of testDialects()) {
         const streamed = await fetch(tokenUrl, {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          body: new ReadableStream({ pull(controller) { const next = chunks.shift(); if (next) controller.enqueue(next); else controller.close(); } }),
+          body: new ReadableStream({
+            pull(controller) {
+              const next = chunks.shift();
+              if (next) controller.enqueue(next);
+              else controller.close();
+            },
+          }),
           duplex: 'half',
         } as RequestInit);
         assert.equal(streamed.status, 413);

@@ -75,11 +75,38 @@ test('every request body, response and webhook payload that is an object is a na
   }
   assert.deepEqual(inline, [], 'give each of these schemas a `title` (its type name): see src/http/openapi.ts');
   const names = Object.keys(document.components.schemas);
-  for (const name of ['Problem', 'Subscription', 'SubscriptionInput', 'CreatedSubscription', 'RewardRequest', 'RewardRequestCreate', 'RequestEvent', 'Notification', 'NotificationAttempt', 'NotificationDetail', 'Account', 'Client', 'Experience', 'Prize', 'TokenResponse', 'TokenError', 'RegisteredRequestsPayload', 'ProcessedRequestsPayload', 'DeliveredItem', 'CanceledItem']) {
+  for (const name of [
+    'Problem',
+    'Subscription',
+    'SubscriptionInput',
+    'CreatedSubscription',
+    'RewardRequest',
+    'RewardRequestCreate',
+    'RequestEvent',
+    'Notification',
+    'NotificationAttempt',
+    'NotificationDetail',
+    'Account',
+    'Client',
+    'Experience',
+    'Prize',
+    'TokenResponse',
+    'TokenError',
+    'RegisteredRequestsPayload',
+    'ProcessedRequestsPayload',
+    'DeliveredItem',
+    'CanceledItem',
+  ]) {
     assert.ok(names.includes(name), `components.schemas has ${name}`);
   }
   // Responses are listed status by status: a range key (`4XX`) leaves orval's output uncompilable.
-  const ranges = Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).flatMap(([method, operation]) => Object.keys(operation.responses).filter((status) => /X/i.test(status)).map((status) => `${method.toUpperCase()} ${path} ${status}`)));
+  const ranges = Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item).flatMap(([method, operation]) =>
+      Object.keys(operation.responses)
+        .filter((status) => /X/i.test(status))
+        .map((status) => `${method.toUpperCase()} ${path} ${status}`),
+    ),
+  );
   assert.deepEqual(ranges, []);
 });
 
@@ -122,7 +149,10 @@ test('openapi-typescript, @hey-api/openapi-ts and orval generate clients that co
         ];
       }),
     );
-    assert.deepEqual(copies.filter((name) => exported(outputs.orval).has(name)), []);
+    assert.deepEqual(
+      copies.filter((name) => exported(outputs.orval).has(name)),
+      [],
+    );
 
     writeFileSync(
       join(dir, 'tsconfig.json'),

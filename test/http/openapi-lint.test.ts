@@ -72,7 +72,10 @@ test('the drift check of api() refuses an undocumented status, content type or b
 });
 
 test('every operation and webhook has a summary and a description', async () => {
-  const document = (await openApiDocument()) as { paths: Record<string, Record<string, { summary?: string; description?: string }>>; webhooks: Record<string, Record<string, { summary?: string; description?: string }>> };
+  const document = (await openApiDocument()) as {
+    paths: Record<string, Record<string, { summary?: string; description?: string }>>;
+    webhooks: Record<string, Record<string, { summary?: string; description?: string }>>;
+  };
   const missing = [...Object.entries(document.paths), ...Object.entries(document.webhooks)].flatMap(([path, item]) =>
     Object.entries(item).flatMap(([method, operation]) => (operation.summary && operation.description ? [] : [`${method.toUpperCase()} ${path}`])),
   );

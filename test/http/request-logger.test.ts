@@ -17,6 +17,7 @@ async function appLoggingAt(level: string) {
   const log = pino({ level, redact: { paths: ['*.client_secret'], censor: '[redacted]' } }, sink);
   let children = 0;
   // Children inherit this own property (pino builds them with Object.create), so count every child.
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- applied below to the logger it is called on
   const child = log.child;
   log.child = function (this: typeof log, ...args: Parameters<typeof log.child>) {
     children += 1;
@@ -80,7 +81,10 @@ describe('lazy request logger', () => {
     assert.equal(incoming?.reqId, 'req-42');
     assert.equal(completed?.reqId, 'req-42');
     assert.equal((completed?.res as { statusCode?: number } | undefined)?.statusCode, 200);
-    assert.ok(lines.some((l) => l.msg === 'not written at warn'), 'info lines are written at info');
+    assert.ok(
+      lines.some((l) => l.msg === 'not written at warn'),
+      'info lines are written at info',
+    );
     await app.close();
   });
 });

@@ -14,7 +14,15 @@ for (const dialect of testDialects()) {
     let token: string;
     let experience: { name: string };
     const post = (body: unknown, headers: Record<string, string> = {}, as = token) => api(t.url, 'POST', '/v2/requests', { token: as, body, headers });
-    const requestCount = async () => Number((await t.deps.db.selectFrom('requests').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const requestCount = async () =>
+      Number(
+        (
+          await t.deps.db
+            .selectFrom('requests')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
 
     before(async () => {
       t = await startTestApp(dialect);
@@ -44,7 +52,10 @@ for (const dialect of testDialects()) {
         const response = await post(body);
         assert.equal(response.status, 400, JSON.stringify(response.body));
         assert.match(response.headers.get('content-type')!, /^application\/problem\+json/);
-        assert.ok(response.body.errors.some((e: { path: string }) => e.path.startsWith(path)), JSON.stringify(response.body.errors));
+        assert.ok(
+          response.body.errors.some((e: { path: string }) => e.path.startsWith(path)),
+          JSON.stringify(response.body.errors),
+        );
         assert.equal(await requestCount(), before);
       });
     }
@@ -100,7 +111,11 @@ for (const dialect of testDialects()) {
 
     it('an Idempotency-Key expires after 24 h: then it starts a new request', async () => {
       const first = await post({ experience: experience.name }, { 'idempotency-key': 'old-key' });
-      await t.deps.db.updateTable('idempotency_keys').set({ expires_at: Date.now() - 1 }).where('key', '=', 'old-key').execute();
+      await t.deps.db
+        .updateTable('idempotency_keys')
+        .set({ expires_at: Date.now() - 1 })
+        .where('key', '=', 'old-key')
+        .execute();
       const second = await post({ experience: experience.name, event: 'changed' }, { 'idempotency-key': 'old-key' });
       assert.equal(second.status, 202);
       assert.notEqual(second.body.id, first.body.id);

@@ -58,7 +58,11 @@ for (const dialect of testDialects()) {
       );
       assert.equal(list.body[3].title, 'Entregue ao cliente');
       const dates = list.body.map((e: any) => Date.parse(e.date));
-      assert.deepEqual([...dates].sort((a, b) => a - b), dates, 'dates never go backwards');
+      assert.deepEqual(
+        [...dates].sort((a, b) => a - b),
+        dates,
+        'dates never go backwards',
+      );
     });
 
     it('posting the same (name, refId) again is idempotent: 200 with the stored event, no duplicate', async () => {
@@ -86,7 +90,10 @@ for (const dialect of testDialects()) {
         const id = await processedRequest();
         const response = await postEvent(id, body);
         assert.equal(response.status, 400, JSON.stringify(response.body));
-        assert.ok(response.body.errors.some((e: { path: string }) => e.path.startsWith(path)), JSON.stringify(response.body.errors));
+        assert.ok(
+          response.body.errors.some((e: { path: string }) => e.path.startsWith(path)),
+          JSON.stringify(response.body.errors),
+        );
         assert.equal((await events(id)).body.length, 2, 'nothing was appended');
       });
     }

@@ -77,8 +77,14 @@ for (const dialect of testDialects()) {
       await worker.runUntilIdle();
       const received = await post(token, 'summer');
       const page = await list(token);
-      assert.deepEqual(page.data.map((r) => r.id), [received, rejected, processed]);
-      assert.deepEqual(page.data.map((r) => r.status), ['received', 'rejected', 'processed']);
+      assert.deepEqual(
+        page.data.map((r) => r.id),
+        [received, rejected, processed],
+      );
+      assert.deepEqual(
+        page.data.map((r) => r.status),
+        ['received', 'rejected', 'processed'],
+      );
       assert.equal(page.nextCursor, null);
       for (const item of page.data) assert.deepEqual(item, (await api(t.url, 'GET', `/v2/requests/${item.id}`, { token })).body);
       assert.equal((await api(t.url, 'GET', '/v1/requests', { token })).status, 200, 'under /v1 too');
@@ -93,19 +99,33 @@ for (const dialect of testDialects()) {
       const timePart = (await list(token)).data[0]!.id.slice(4, 14);
       const alphabet = '0123456789abcdefghjkmnpqrstvwxyz';
       const foreignId = () => `req_${timePart}${Array.from(randomBytes(16), (b) => alphabet[b % 32]).join('')}`;
-      await insertRequestRows(t.deps.db, Array.from({ length: 9 }, () => newRequestRow({ id: foreignId(), accountId: client.accountId, experience: 'summer' }, at)));
+      await insertRequestRows(
+        t.deps.db,
+        Array.from({ length: 9 }, () => newRequestRow({ id: foreignId(), accountId: client.accountId, experience: 'summer' }, at)),
+      );
       heldAt = at + 1;
       const newer = await post(token, 'summer');
       heldAt = undefined;
       const all = await list(token, 'limit=200');
       assert.equal(all.data.length, 22);
       assert.equal(all.data[0]!.id, newer);
-      assert.ok(all.data.slice(1).every((r) => Date.parse(r.createdAt) === at && idTime(r.id) === at), '21 requests share one createdAt');
+      assert.ok(
+        all.data.slice(1).every((r) => Date.parse(r.createdAt) === at && idTime(r.id) === at),
+        '21 requests share one createdAt',
+      );
       const expected = [...all.data.slice(1).map((r) => r.id)].sort().reverse();
-      assert.deepEqual(all.data.slice(1).map((r) => r.id), expected, 'then by id, descending');
+      assert.deepEqual(
+        all.data.slice(1).map((r) => r.id),
+        expected,
+        'then by id, descending',
+      );
       for (const limit of [1, 4, 7]) {
         const { ids, pages } = await everyPage(token, `limit=${limit}`);
-        assert.deepEqual(ids, all.data.map((r) => r.id), `pages of ${limit}`);
+        assert.deepEqual(
+          ids,
+          all.data.map((r) => r.id),
+          `pages of ${limit}`,
+        );
         assert.equal(pages, Math.ceil(22 / limit));
       }
     });
@@ -146,12 +166,24 @@ for (const dialect of testDialects()) {
       const b = await tenant();
       const mine = await post(a.token, 'summer');
       const theirs = await post(b.token, 'summer');
-      assert.deepEqual((await list(a.token, 'limit=200')).data.map((r) => r.id), [mine]);
-      assert.deepEqual((await list(b.token, 'limit=200')).data.map((r) => r.id), [theirs]);
+      assert.deepEqual(
+        (await list(a.token, 'limit=200')).data.map((r) => r.id),
+        [mine],
+      );
+      assert.deepEqual(
+        (await list(b.token, 'limit=200')).data.map((r) => r.id),
+        [theirs],
+      );
       // B's id as A's cursor starts A's list at that time; it shows nothing of B's.
-      assert.deepEqual((await list(a.token, `cursor=${theirs}`)).data.map((r) => r.id), [mine].filter((id) => id < theirs));
+      assert.deepEqual(
+        (await list(a.token, `cursor=${theirs}`)).data.map((r) => r.id),
+        [mine].filter((id) => id < theirs),
+      );
       const operator = await t.token(t.operator, 'admin');
-      assert.deepEqual((await list(operator, `accountId=${b.client.accountId}`)).data.map((r) => r.id), [theirs]);
+      assert.deepEqual(
+        (await list(operator, `accountId=${b.client.accountId}`)).data.map((r) => r.id),
+        [theirs],
+      );
       assert.equal((await api(t.url, 'GET', `/v2/requests?accountId=${b.client.accountId}`, { token: a.token })).status, 404);
       assert.equal((await api(t.url, 'GET', '/v2/requests', { token: await t.token(a.client, 'requests:write') })).status, 403);
     });

@@ -101,7 +101,10 @@ for (const dialect of testDialects()) {
 
       // The hook saw both state changes with exactly the seed's notification bodies.
       const mine = outcomes.filter((o) => o.request.id === id);
-      assert.deepEqual(mine.map((o) => o.kind), ['registered', 'processed']);
+      assert.deepEqual(
+        mine.map((o) => o.kind),
+        ['registered', 'processed'],
+      );
       assert.deepEqual(mine[0]!.payload, { id, rewardValue: 26 });
       assert.deepEqual(mine[1]!.payload, { id, rewardValue: 26, concluded: processed.body.concluded, delivered: processed.body.delivered, canceled: [] });
 
@@ -196,7 +199,10 @@ for (const dialect of testDialects()) {
         assert.equal(outcome.kind, 'rejected');
         assert.deepEqual(outcome.payload, { id: created.body.id, errorCode: code, message: rejected.message });
         const events = (await api(t.url, 'GET', `/v2/request/${created.body.id}/events`, { token })).body;
-        assert.deepEqual(events.map((e: any) => e.name), ['pedido-recusado']);
+        assert.deepEqual(
+          events.map((e: any) => e.name),
+          ['pedido-recusado'],
+        );
         assert.deepEqual(events[0].data, { errorCode: code, message: rejected.message });
       });
     }

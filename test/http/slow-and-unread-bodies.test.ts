@@ -168,7 +168,10 @@ describe('connection caps: HTTP_MAX_CONNECTIONS and HTTP_MAX_CONNECTIONS_PER_ADD
   it('refuses a connection over the per-address cap while another address still connects; a closed one frees its place', async () => {
     const first = [];
     for (let i = 0; i < 3; i++) first.push(await served('127.0.0.2'));
-    assert.deepEqual(first.map((c) => c.answered), [true, true, true]);
+    assert.deepEqual(
+      first.map((c) => c.answered),
+      [true, true, true],
+    );
     const over = await served('127.0.0.2');
     assert.equal(over.answered, false, 'a fourth connection from 127.0.0.2');
     await over.peer.closed;
@@ -188,7 +191,10 @@ describe('connection caps: HTTP_MAX_CONNECTIONS and HTTP_MAX_CONNECTIONS_PER_ADD
     for (let i = 0; i < 100 && (await openConnections()) > 0; i++) await sleep(20);
     const five = [];
     for (const from of ['127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7', '127.0.0.8']) five.push(await served(from));
-    assert.deepEqual(five.map((c) => c.answered), [true, true, true, true, true]);
+    assert.deepEqual(
+      five.map((c) => c.answered),
+      [true, true, true, true, true],
+    );
     assert.equal((await served('127.0.0.9')).answered, false, 'a sixth connection');
   });
 });

@@ -48,7 +48,11 @@ for (const dialect of testDialects()) {
     });
 
     it('asking for another account with ?accountId= is a 404 for a client that is not an operator', async () => {
-      for (const [method, path] of [...foreignRoutes(subA._id, `?accountId=${a.accountId}`), ['GET', `/v2/subscriptions?accountId=${a.accountId}`], ['GET', `/v2/signing-secret?accountId=${a.accountId}`]] as const) {
+      for (const [method, path] of [
+        ...foreignRoutes(subA._id, `?accountId=${a.accountId}`),
+        ['GET', `/v2/subscriptions?accountId=${a.accountId}`],
+        ['GET', `/v2/signing-secret?accountId=${a.accountId}`],
+      ] as const) {
         const response = await api(t.url, method, path, { token: tokenB, body: method === 'PUT' ? { description: 'x' } : undefined });
         assert.equal(response.status, 404, `${method} ${path}`);
       }
@@ -57,9 +61,15 @@ for (const dialect of testDialects()) {
     it('lists show only the caller’s subscriptions', async () => {
       const own = await api(t.url, 'POST', '/v2/subscriptions', { token: tokenB, body: { ...body, description: 'owned by B' } });
       const listB = (await api(t.url, 'GET', '/v2/subscriptions', { token: tokenB })).body as { _id: string }[];
-      assert.deepEqual(listB.map((s) => s._id), [own.body._id]);
+      assert.deepEqual(
+        listB.map((s) => s._id),
+        [own.body._id],
+      );
       const listA = (await api(t.url, 'GET', '/v2/subscriptions?event=registered-request', { token: tokenA })).body as { _id: string }[];
-      assert.equal(listA.some((s) => s._id === own.body._id), false);
+      assert.equal(
+        listA.some((s) => s._id === own.body._id),
+        false,
+      );
       assert.ok(listA.some((s) => s._id === subA._id));
     });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { loadDeliveryTarget, listSubscriptionsForEvent, loadSigningSecrets } from '../../src/services/delivery-targets.js';
+import { loadDeliveryTarget, loadSigningSecrets } from '../../src/services/delivery-targets.js';
+import { listSubscriptionsForEvent } from '../../src/storage/repositories/subscriptions.js';
 import { ROTATION_GRACE_MS } from '../../src/services/signing-secrets.js';
 import { testDialects } from '../support/databases.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
@@ -41,7 +42,7 @@ for (const dialect of testDialects()) {
       }
       for (const row of rows) assert.match(row.callback_authorization_encrypted!, /^v1\./);
       // The API and the delivery engine still get the real values back.
-      const target = await loadDeliveryTarget(t.deps.db, t.deps.box, ids[3]!);
+      const target = await loadDeliveryTarget(t.deps.db, t.deps.box, ids[3]);
       assert.equal(target?.authorization?.mtls?.twoFactor?.oauth2?.client_secret, MTLS_OAUTH_SECRET);
     });
 
@@ -85,8 +86,13 @@ for (const dialect of testDialects()) {
       assert.equal(wrong.status, 400);
       assert.deepEqual(wrong.body.errors, [{ path: 'body.callback.authorization.Bearer', message: 'is a masked value that matches no stored secret; send the full secret' }]);
       const moved = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, { token, body: { callback: { url: 'http://127.0.0.2:9/hook', authorization: { Bearer: '****QRST' } } } });
-      assert.deepEqual(moved.body.errors, [{ path: 'body.callback.authorization.Bearer', message: 'is masked but callback.url, where it is sent, moved to another origin; send the full secret again' }]);
-      const replaced = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, { token, body: { callback: { url: 'http://127.0.0.2:9/hook', authorization: { Bearer: 'brand-new-token-1111' } } } });
+      assert.deepEqual(moved.body.errors, [
+        { path: 'body.callback.authorization.Bearer', message: 'is masked but callback.url, where it is sent, moved to another origin; send the full secret again' },
+      ]);
+      const replaced = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, {
+        token,
+        body: { callback: { url: 'http://127.0.0.2:9/hook', authorization: { Bearer: 'brand-new-token-1111' } } },
+      });
       assert.deepEqual(replaced.body.callback.authorization, { Bearer: '****1111' });
       assert.equal((await loadDeliveryTarget(t.deps.db, t.deps.box, created._id))?.authorization?.Bearer, 'brand-new-token-1111');
     });
@@ -111,7 +117,11 @@ for (const dialect of testDialects()) {
         const moved = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, { token, body: { ...echoed, callback: { ...echoed.callback, url: other } } });
         assert.equal(moved.status, 400, form.member);
         const where = form.tokenGoesTo ? `where ${form.tokenGoesTo} are sent` : 'where it is sent';
-        assert.deepEqual(moved.body.errors, [{ path: `body.callback.authorization.${form.member}`, message: `is masked but callback.url, ${where}, moved to another origin; send the full secret again` }], form.member);
+        assert.deepEqual(
+          moved.body.errors,
+          [{ path: `body.callback.authorization.${form.member}`, message: `is masked but callback.url, ${where}, moved to another origin; send the full secret again` }],
+          form.member,
+        );
         assert.equal((await loadDeliveryTarget(t.deps.db, t.deps.box, created._id))?.url, 'http://127.0.0.1:9/hook', `${form.member}: nothing changed`);
         // Another path on the same origin keeps the stored secret.
         const samePlace = await api(t.url, 'PUT', `/v2/subscriptions/${created._id}`, { token, body: { ...echoed, callback: { ...echoed.callback, url: 'http://127.0.0.1:9/other-path' } } });
@@ -139,9 +149,15 @@ for (const dialect of testDialects()) {
       assert.deepEqual((await api(t.url, 'GET', `/v2/subscriptions/${created._id}/secret`, { token })).body, rotated.body);
 
       const signing = await loadSigningSecrets(t.deps.db, t.deps.box, { subscriptionId: created._id }, rotatedAt + 1);
-      assert.deepEqual(signing.map((s) => s.secret), [rotated.body.secret, created.secret]);
+      assert.deepEqual(
+        signing.map((s) => s.secret),
+        [rotated.body.secret, created.secret],
+      );
       const dayLater = await loadSigningSecrets(t.deps.db, t.deps.box, { subscriptionId: created._id }, rotatedAt + ROTATION_GRACE_MS);
-      assert.deepEqual(dayLater.map((s) => s.secret), [rotated.body.secret]);
+      assert.deepEqual(
+        dayLater.map((s) => s.secret),
+        [rotated.body.secret],
+      );
     });
 
     it('a second rotation ends the first one’s grace period: at most two secrets sign', async () => {
@@ -149,7 +165,10 @@ for (const dialect of testDialects()) {
       const first = (await api(t.url, 'POST', `/v2/subscriptions/${created._id}/secret/rotate`, { token })).body;
       const second = (await api(t.url, 'POST', `/v2/subscriptions/${created._id}/secret/rotate`, { token })).body;
       const signing = await loadSigningSecrets(t.deps.db, t.deps.box, { subscriptionId: created._id }, Date.parse(second.createdAt) + 1);
-      assert.deepEqual(signing.map((s) => s.secret), [second.secret, first.secret]);
+      assert.deepEqual(
+        signing.map((s) => s.secret),
+        [second.secret, first.secret],
+      );
     });
 
     it('a rotation takes an overlap from 0m to 7d: the replaced secret signs that long, and the answer says until when', async () => {
@@ -163,15 +182,26 @@ for (const dialect of testDialects()) {
         { rotate: '/v2/signing-secret/rotate', read: '/v2/signing-secret', owner: { accountId: account.accountId } },
       ];
       for (const { rotate, read, owner } of routes) {
-        for (const [body, overlapMs] of [[{ overlap: '1h' }, HOUR], [{ overlap: '90m' }, 1.5 * HOUR], [{ overlap: '7d' }, 7 * 24 * HOUR], [{}, ROTATION_GRACE_MS]] as const) {
+        for (const [body, overlapMs] of [
+          [{ overlap: '1h' }, HOUR],
+          [{ overlap: '90m' }, 1.5 * HOUR],
+          [{ overlap: '7d' }, 7 * 24 * HOUR],
+          [{}, ROTATION_GRACE_MS],
+        ] as const) {
           const before = (await api(t.url, 'GET', read, { token: own })).body.secret;
           const rotated = await api(t.url, 'POST', rotate, { token: own, body });
           assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
           const at = Date.parse(rotated.body.createdAt);
           assert.equal(Date.parse(rotated.body.previousSecretExpiresAt), at + overlapMs, `${rotate} ${JSON.stringify(body)}`);
           assert.deepEqual((await api(t.url, 'GET', read, { token: own })).body, rotated.body);
-          assert.deepEqual((await loadSigningSecrets(t.deps.db, t.deps.box, owner, at + overlapMs - 1)).map((s) => s.secret), [rotated.body.secret, before]);
-          assert.deepEqual((await loadSigningSecrets(t.deps.db, t.deps.box, owner, at + overlapMs)).map((s) => s.secret), [rotated.body.secret]);
+          assert.deepEqual(
+            (await loadSigningSecrets(t.deps.db, t.deps.box, owner, at + overlapMs - 1)).map((s) => s.secret),
+            [rotated.body.secret, before],
+          );
+          assert.deepEqual(
+            (await loadSigningSecrets(t.deps.db, t.deps.box, owner, at + overlapMs)).map((s) => s.secret),
+            [rotated.body.secret],
+          );
         }
         // 0m: the replaced secret stops at once, and so does one still inside an earlier overlap.
         const graced = (await api(t.url, 'POST', rotate, { token: own, body: { overlap: '24h' } })).body;
@@ -180,7 +210,10 @@ for (const dialect of testDialects()) {
         assert.notEqual(now.body.secret, graced.secret);
         assert.equal(now.body.previousSecretExpiresAt, now.body.createdAt, 'the answer says it stopped signing at the rotation');
         assert.deepEqual((await api(t.url, 'GET', read, { token: own })).body, { secret: now.body.secret, createdAt: now.body.createdAt });
-        assert.deepEqual((await loadSigningSecrets(t.deps.db, t.deps.box, owner, Date.parse(now.body.createdAt))).map((s) => s.secret), [now.body.secret]);
+        assert.deepEqual(
+          (await loadSigningSecrets(t.deps.db, t.deps.box, owner, Date.parse(now.body.createdAt))).map((s) => s.secret),
+          [now.body.secret],
+        );
       }
     });
 
@@ -220,16 +253,25 @@ for (const dialect of testDialects()) {
       assert.match(first.body.secret, /^whsec_/);
       assert.deepEqual((await api(t.url, 'GET', '/v1/signing-secret', { token: own })).body, first.body);
       const fromEngine = await loadSigningSecrets(t.deps.db, t.deps.box, { accountId: account.accountId });
-      assert.deepEqual(fromEngine.map((s) => s.secret), [first.body.secret]);
+      assert.deepEqual(
+        fromEngine.map((s) => s.secret),
+        [first.body.secret],
+      );
 
       const rotated = await api(t.url, 'POST', '/v2/signing-secret/rotate', { token: own });
       assert.equal(rotated.status, 200);
       assert.notEqual(rotated.body.secret, first.body.secret);
       const signing = await loadSigningSecrets(t.deps.db, t.deps.box, { accountId: account.accountId }, Date.parse(rotated.body.createdAt) + 1);
-      assert.deepEqual(signing.map((s) => s.secret), [rotated.body.secret, first.body.secret]);
+      assert.deepEqual(
+        signing.map((s) => s.secret),
+        [rotated.body.secret, first.body.secret],
+      );
       // Subscriptions' secrets are not the account default.
       const sub = (await api(t.url, 'POST', '/v2/subscriptions', { token: own, body: { event: 'registered-request', callback: { url: 'http://127.0.0.1:9/h' } } })).body;
-      assert.equal(signing.some((s) => s.secret === sub.secret), false);
+      assert.equal(
+        signing.some((s) => s.secret === sub.secret),
+        false,
+      );
     });
 
     it('concurrent first uses of the account default agree on one secret', async () => {
@@ -248,7 +290,10 @@ for (const dialect of testDialects()) {
     it('concurrent rotations leave exactly one current secret', async () => {
       const created = (await create({})).body;
       const results = await Promise.all(Array.from({ length: 4 }, () => api(t.url, 'POST', `/v2/subscriptions/${created._id}/secret/rotate`, { token })));
-      assert.deepEqual(results.map((r) => r.status), [200, 200, 200, 200]);
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [200, 200, 200, 200],
+      );
       const current = await t.deps.db.selectFrom('webhook_signing_secrets').select('id').where('subscription_id', '=', created._id).where('expires_at', 'is', null).execute();
       assert.equal(current.length, 1);
       const last = (await api(t.url, 'GET', `/v2/subscriptions/${created._id}/secret`, { token })).body.secret;

@@ -32,8 +32,18 @@ for (const dialect of testDialects()) {
     const post = (body: unknown) => api(t.url, 'POST', '/v2/subscriptions', { token, body });
 
     const cases: [string, unknown, string, string][] = [
-      ['event is required', { callback: valid.callback }, 'body.event', 'is required: one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications'],
-      ['event must be a known name', { ...valid, event: 'pedido-entregue' }, 'body.event', 'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications'],
+      [
+        'event is required',
+        { callback: valid.callback },
+        'body.event',
+        'is required: one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications',
+      ],
+      [
+        'event must be a known name',
+        { ...valid, event: 'pedido-entregue' },
+        'body.event',
+        'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications',
+      ],
       ['callback is required', { event: 'registered-request' }, 'body.callback', 'is required: an object with at least url'],
       ['callback.url is required', { event: 'registered-request', callback: {} }, 'body.callback.url', 'is required'],
       ['unknown members are refused', { ...valid, colour: 'blue' }, 'body.colour', 'is not a known member'],
@@ -51,13 +61,43 @@ for (const dialect of testDialects()) {
       ['callback.url carries no credentials', withCallback({ url: 'https://user:pw@127.0.0.1/x' }), 'body.callback.url', 'must not carry credentials; use callback.authorization'],
       ['callback.url ≤ 2048 characters', withCallback({ url: `http://127.0.0.1/${'a'.repeat(2049)}` }), 'body.callback.url', 'must be at most 2048 characters'],
       ['customHeaders values are strings', withCallback({ customHeaders: { 'X-N': 1 } }), 'body.callback.customHeaders.X-N', 'must be a string'],
-      ['customHeaders names are HTTP tokens', withCallback({ customHeaders: { 'X Bad': 'v' } }), 'body.callback.customHeaders.X Bad', "header name must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), at most 256 characters"],
-      ['customHeaders refuses Authorization', withCallback({ customHeaders: { authorization: 'v' } }), 'body.callback.customHeaders.authorization', 'header authorization is set by the service and cannot be customised'],
-      ['customHeaders refuses Content-Type', withCallback({ customHeaders: { 'Content-Type': 'text/plain' } }), 'body.callback.customHeaders.Content-Type', 'header Content-Type is set by the service and cannot be customised'],
-      ['customHeaders refuses webhook-*', withCallback({ customHeaders: { 'Webhook-Signature': 'v1,x' } }), 'body.callback.customHeaders.Webhook-Signature', 'header Webhook-Signature is set by the service and cannot be customised'],
+      [
+        'customHeaders names are HTTP tokens',
+        withCallback({ customHeaders: { 'X Bad': 'v' } }),
+        'body.callback.customHeaders.X Bad',
+        "header name must be an HTTP token (letters, digits and !#$%&'*+-.^_`|~), at most 256 characters",
+      ],
+      [
+        'customHeaders refuses Authorization',
+        withCallback({ customHeaders: { authorization: 'v' } }),
+        'body.callback.customHeaders.authorization',
+        'header authorization is set by the service and cannot be customised',
+      ],
+      [
+        'customHeaders refuses Content-Type',
+        withCallback({ customHeaders: { 'Content-Type': 'text/plain' } }),
+        'body.callback.customHeaders.Content-Type',
+        'header Content-Type is set by the service and cannot be customised',
+      ],
+      [
+        'customHeaders refuses webhook-*',
+        withCallback({ customHeaders: { 'Webhook-Signature': 'v1,x' } }),
+        'body.callback.customHeaders.Webhook-Signature',
+        'header Webhook-Signature is set by the service and cannot be customised',
+      ],
       ['customHeaders values have no CR/LF', withCallback({ customHeaders: { 'X-A': 'a\r\nX-B: b' } }), 'body.callback.customHeaders.X-A', 'header value must not contain CR or LF'],
-      ['Basic is base64 of user:password', withCallback({ authorization: { Basic: 'user:password' } }), 'body.callback.authorization.Basic', 'must be the base64 encoding of "user:password", optionally prefixed with "Basic "'],
-      ['Bearer is a token', withCallback({ authorization: { Bearer: 'two words' } }), 'body.callback.authorization.Bearer', 'must be a token of letters, digits and -._~+/ (RFC 6750), optionally prefixed with "Bearer "'],
+      [
+        'Basic is base64 of user:password',
+        withCallback({ authorization: { Basic: 'user:password' } }),
+        'body.callback.authorization.Basic',
+        'must be the base64 encoding of "user:password", optionally prefixed with "Basic "',
+      ],
+      [
+        'Bearer is a token',
+        withCallback({ authorization: { Bearer: 'two words' } }),
+        'body.callback.authorization.Bearer',
+        'must be a token of letters, digits and -._~+/ (RFC 6750), optionally prefixed with "Bearer "',
+      ],
       [
         'one Authorization-header method at most',
         withCallback({ authorization: { Bearer: 'token', Basic: Buffer.from('a:b').toString('base64') } }),
@@ -77,7 +117,12 @@ for (const dialect of testDialects()) {
         'body.callback.authorization.mtls.twoFactor.oauth2.scope',
         'is not a known member',
       ],
-      ['a masked secret cannot create', withCallback({ authorization: { Bearer: '****abcd' } }), 'body.callback.authorization.Bearer', 'is a masked value that matches no stored secret; send the full secret'],
+      [
+        'a masked secret cannot create',
+        withCallback({ authorization: { Bearer: '****abcd' } }),
+        'body.callback.authorization.Bearer',
+        'is a masked value that matches no stored secret; send the full secret',
+      ],
       ['_id is assigned by the service', { ...valid, _id: 'sub_mine' }, 'body._id', 'is assigned by the service; leave it out'],
     ];
     for (const [rule, body, path, message] of cases) {
@@ -93,7 +138,11 @@ for (const dialect of testDialects()) {
       const response = await api(t.url, 'PUT', `/v2/subscriptions/${existing}`, { token, body: { event: 'registered', experiences: [''] } });
       assert.equal(response.status, 400);
       assert.deepEqual(response.body.errors, [
-        { path: 'body.event', message: 'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications' },
+        {
+          path: 'body.event',
+          message:
+            'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications',
+        },
         { path: 'body.experiences.0', message: 'must not be empty' },
       ]);
       const moved = await api(t.url, 'PUT', `/v2/subscriptions/${existing}`, { token, body: { _id: 'sub_other' } });
@@ -115,7 +164,11 @@ for (const dialect of testDialects()) {
       const event = await api(t.url, 'GET', '/v2/subscriptions?event=other', { token });
       assert.deepEqual(
         event.body,
-        badRequest('querystring.event', 'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications', 'request querystring is invalid'),
+        badRequest(
+          'querystring.event',
+          'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications',
+          'request querystring is invalid',
+        ),
       );
     });
 
@@ -174,7 +227,10 @@ for (const dialect of testDialects()) {
     it('checks OAuth2 token URLs too, on create and on update', async () => {
       const sixToFour = await api(t.url, 'POST', '/v2/subscriptions', {
         token,
-        body: { event: 'registered-request', callback: { url: 'https://93.184.216.34/hook', authorization: { oauth2: { client_id: 'c', client_secret: 's', url: 'http://[2002:a9fe:a9fe::]/token' } } } },
+        body: {
+          event: 'registered-request',
+          callback: { url: 'https://93.184.216.34/hook', authorization: { oauth2: { client_id: 'c', client_secret: 's', url: 'http://[2002:a9fe:a9fe::]/token' } } },
+        },
       });
       assert.deepEqual(sixToFour.body, badRequest('body.callback.authorization.oauth2.url', 'host 2002:a9fe:a9fe:: is a loopback, private, link-local or reserved address'));
       const authorization = { oauth2: { client_id: 'c', client_secret: 's', url: 'http://10.0.0.5/token' } };
@@ -182,7 +238,10 @@ for (const dialect of testDialects()) {
       assert.deepEqual(created.body, badRequest('body.callback.authorization.oauth2.url', 'host 10.0.0.5 is a loopback, private, link-local or reserved address'));
       const ok = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback: { url: 'https://93.184.216.34/hook' } } });
       assert.equal(ok.status, 201, 'a public address is accepted (nothing is contacted when saving)');
-      const moved = await api(t.url, 'PUT', `/v2/subscriptions/${ok.body._id}`, { token, body: { callback: { url: 'https://93.184.216.34/hook', authorization: { mtls: { twoFactor: authorization } } } } });
+      const moved = await api(t.url, 'PUT', `/v2/subscriptions/${ok.body._id}`, {
+        token,
+        body: { callback: { url: 'https://93.184.216.34/hook', authorization: { mtls: { twoFactor: authorization } } } },
+      });
       assert.deepEqual(moved.body, badRequest('body.callback.authorization.mtls.twoFactor.oauth2.url', 'host 10.0.0.5 is a loopback, private, link-local or reserved address'));
       const privateUpdate = await api(t.url, 'PUT', `/v2/subscriptions/${ok.body._id}`, { token, body: { callback: { url: 'http://127.0.0.2/' } } });
       assert.equal(privateUpdate.status, 400);

@@ -103,7 +103,10 @@ for (const dialect of testDialects()) {
         [{ oauth2 }, { oauth2: { ...oauth2, client_secret: '****7777' } }],
         [{ mtls: { twoFactor: { oauth2 } } }, { mtls: { twoFactor: { oauth2: { ...oauth2, client_secret: '****7777' } } } }],
         [{ mtls: {} }, { mtls: {} }],
-        [{ mtls: {}, Bearer: 'token-with-mtls-1234' }, { mtls: {}, Bearer: '****1234' }],
+        [
+          { mtls: {}, Bearer: 'token-with-mtls-1234' },
+          { mtls: {}, Bearer: '****1234' },
+        ],
       ];
       for (const [authorization, masked] of forms) {
         const response = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'processed-request', callback: { url: 'http://127.0.0.1:9/h', authorization } } });
@@ -174,7 +177,10 @@ for (const dialect of testDialects()) {
         assert.equal(response.body.detail, 'subscription not found');
       }
       const list = (await api(t.url, 'GET', '/v2/subscriptions', { token })).body as { _id: string }[];
-      assert.equal(list.some((s) => s._id === created._id), false);
+      assert.equal(
+        list.some((s) => s._id === created._id),
+        false,
+      );
       const secrets = await t.deps.db.selectFrom('webhook_signing_secrets').select('id').where('subscription_id', '=', created._id).execute();
       assert.deepEqual(secrets, []);
     });
@@ -217,7 +223,10 @@ for (const dialect of testDialects()) {
       const created = await api(t.url, 'POST', `/v2/subscriptions?accountId=${account.accountId}`, { token: operator, body: seedCreate });
       assert.equal(created.status, 201);
       assert.equal(created.body.accountId, account.accountId);
-      assert.deepEqual((await api(t.url, 'GET', '/v2/subscriptions', { token: own })).body.map((s: { _id: string }) => s._id), [created.body._id]);
+      assert.deepEqual(
+        (await api(t.url, 'GET', '/v2/subscriptions', { token: own })).body.map((s: { _id: string }) => s._id),
+        [created.body._id],
+      );
       const path = `/v2/subscriptions/${created.body._id}?accountId=${account.accountId}`;
       assert.equal((await api(t.url, 'PUT', path, { token: operator, body: { active: false } })).body.active, false);
       assert.equal((await api(t.url, 'GET', `/v2/subscriptions/${created.body._id}`, { token: operator })).status, 404, 'without accountId the operator acts for its own account');

@@ -126,7 +126,10 @@ for (const dialect of testDialects()) {
       b = await tenant('tenant-b');
       operatorToken = await t.token(t.operator, 'admin');
       for (const scope of SCOPES) {
-        const client = await t.createClientAccount(undefined, SCOPES.filter((s) => s !== scope && s !== 'admin'));
+        const client = await t.createClientAccount(
+          undefined,
+          SCOPES.filter((s) => s !== scope && s !== 'admin'),
+        );
         lacking.set(scope, await t.token(client));
       }
     });
@@ -180,7 +183,7 @@ for (const dialect of testDialects()) {
       for (const route of protectedRoutes()) {
         if (route.scope === 'authenticated') continue;
         const path = pathOf(route, a.ids, a.client.accountId);
-        const response = await call(route, path, lacking.get(route.scope!)!);
+        const response = await call(route, path, lacking.get(route.scope!));
         assert.equal(response.status, 403, `${route.method} ${path} without ${route.scope}`);
         assert.match(String(response.headers.get('www-authenticate')), new RegExp(`error="insufficient_scope".*scope="${route.scope}"`));
       }
@@ -196,7 +199,11 @@ for (const dialect of testDialects()) {
           const foreign = await call(route, path, a.token);
           assert.equal(foreign.status, 404, `A: ${route.method} ${path} (B's ${kind.resource})`);
           assert.match(String(foreign.headers.get('content-type')), /^application\/problem\+json/);
-          const unknown = await call(route, pathOf(route, { subscription: 'sub_unknown', request: 'req_unknown', notification: 'msg_unknown', 'listen-session': 'lsn_unknown' }, a.client.accountId), a.token);
+          const unknown = await call(
+            route,
+            pathOf(route, { subscription: 'sub_unknown', request: 'req_unknown', notification: 'msg_unknown', 'listen-session': 'lsn_unknown' }, a.client.accountId),
+            a.token,
+          );
           assert.equal(unknown.status, 404, `A: ${route.method} ${route.url} with an unknown id`);
         }
         const actingForB = await call(route, `${pathOf(route, a.ids, a.client.accountId)}?accountId=${b.client.accountId}`, a.token);
@@ -207,11 +214,20 @@ for (const dialect of testDialects()) {
 
     it("A's lists hold none of B's resources", async () => {
       const subscriptions = (await api(t.url, 'GET', '/v2/subscriptions', { token: a.token })).body;
-      assert.deepEqual(subscriptions.map((s: { _id: string }) => s._id), [a.ids.subscription]);
+      assert.deepEqual(
+        subscriptions.map((s: { _id: string }) => s._id),
+        [a.ids.subscription],
+      );
       const notifications = (await api(t.url, 'GET', '/v2/notifications', { token: a.token })).body.data;
-      assert.deepEqual(notifications.map((n: { id: string }) => n.id), [a.ids.notification]);
+      assert.deepEqual(
+        notifications.map((n: { id: string }) => n.id),
+        [a.ids.notification],
+      );
       const requests = (await api(t.url, 'GET', '/v2/requests', { token: a.token })).body.data;
-      assert.deepEqual(requests.map((r: { id: string }) => r.id), [a.ids.request]);
+      assert.deepEqual(
+        requests.map((r: { id: string }) => r.id),
+        [a.ids.request],
+      );
     });
 
     it("the operator reaches B's resources only with ?accountId=B", async () => {

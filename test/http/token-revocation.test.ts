@@ -115,7 +115,7 @@ for (const dialect of testDialects()) {
       await refusedNow(second.url, token, /issued before the account was reactivated/);
     });
 
-    it('a client deactivated on the other process: refused there at once and here within the interval; its account\'s other clients go on; deleted, it is refused as deleted', async () => {
+    it("a client deactivated on the other process: refused there at once and here within the interval; its account's other clients go on; deleted, it is refused as deleted", async () => {
       const victim = await t.createClientAccount();
       const sibling = await t.createClientAccount();
       const token = await t.token(victim);

@@ -19,7 +19,18 @@ for (const dialect of testDialects()) {
     /** Claims of a token the service would issue now. */
     const claims = (overrides: Record<string, unknown> = {}) => {
       const now = Math.floor(Date.now() / 1000);
-      return { iss: t.config.publicUrl, sub: client.clientId, aud: t.config.publicUrl, exp: now + 300, iat: now, jti: randomUUID(), client_id: client.clientId, scope: 'subscriptions:read', account_id: client.accountId, ...overrides };
+      return {
+        iss: t.config.publicUrl,
+        sub: client.clientId,
+        aud: t.config.publicUrl,
+        exp: now + 300,
+        iat: now,
+        jti: randomUUID(),
+        client_id: client.clientId,
+        scope: 'subscriptions:read',
+        account_id: client.accountId,
+        ...overrides,
+      };
     };
     /** Signed with the service's current key (EdDSA), header and claims as given. */
     const signed = async (payload: object, header: Record<string, unknown> = {}) => {
@@ -74,7 +85,7 @@ for (const dialect of testDialects()) {
       await refused(await signed(claims({ account_id: undefined })), /lacks client, account or jti/);
     });
 
-    it("a key rotated out past its grace period no longer verifies its tokens", async () => {
+    it('a key rotated out past its grace period no longer verifies its tokens', async () => {
       const old = await t.token(client);
       assert.equal((await api(t.url, 'GET', '/v2/subscriptions', { token: old })).status, 200);
       await t.deps.keys.rotate(0);

@@ -74,7 +74,10 @@ for (const dialect of testDialects()) {
     it('the route table holds every kind of route; only the browser pages and the token endpoint take any parameter', () => {
       const urls = new Set(t.routes.map((route) => route.url));
       for (const url of ['/health/live', '/health/ready', '/metrics', '/.well-known/jwks.json', '/openapi.json', '/v2/me', '/v1/subscriptions', '/v2/delivery-policy']) {
-        assert.ok(checked().some((route) => route.url === url), `${url} is not checked`);
+        assert.ok(
+          checked().some((route) => route.url === url),
+          `${url} is not checked`,
+        );
       }
       for (const url of ['/v1/oauth/token', '/v2/oauth/token', '/console/*', '/docs']) {
         assert.ok(urls.has(url), `${url} is not in the route table`);
@@ -124,7 +127,7 @@ for (const dialect of testDialects()) {
       assert.equal((await api(t.url, 'GET', '/health/live?', {})).status, 200);
     });
 
-    it('the worker\'s operations port (METRICS_PORT) refuses them too, as the API\'s /health and /metrics do', async () => {
+    it("the worker's operations port (METRICS_PORT) refuses them too, as the API's /health and /metrics do", async () => {
       const ops = await buildOpsApp(t.deps);
       try {
         for (const url of ['/health/live', '/health/ready', '/metrics']) {

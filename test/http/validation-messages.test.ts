@@ -57,7 +57,10 @@ describe('schema errors in words', () => {
       },
     );
     const missing = JSON.stringify({ title: 'No name' });
-    assert.throws(() => parseImportFile(missing), (error: unknown) => (error as DomainError).errors?.[0]?.path === '0.name' && (error as DomainError).errors?.[0]?.message === 'is required');
+    assert.throws(
+      () => parseImportFile(missing),
+      (error: unknown) => (error as DomainError).errors?.[0]?.path === '0.name' && (error as DomainError).errors?.[0]?.message === 'is required',
+    );
   });
 });
 

@@ -6,9 +6,26 @@ import { checkCallbackUrl, CallbackUrlError, parseCallbackUrl } from '../../src/
 describe('address policy (SSRF guard)', () => {
   it('refuses loopback, private, CGNAT, link-local, metadata and reserved addresses', () => {
     for (const address of [
-      '127.0.0.1', '127.1.2.3', '10.0.0.1', '172.16.0.1', '172.31.255.255', '192.168.1.1', '100.64.0.1',
-      '169.254.169.254', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fe80::1', 'fc00::1',
-      'fd00:ec2::254', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::a9fe:a9fe', 'ff02::1',
+      '127.0.0.1',
+      '127.1.2.3',
+      '10.0.0.1',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '100.64.0.1',
+      '169.254.169.254',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '::',
+      'fe80::1',
+      'fc00::1',
+      'fd00:ec2::254',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '64:ff9b::a9fe:a9fe',
+      'ff02::1',
     ]) {
       assert.equal(isPublicAddress(address), false, address);
     }
@@ -24,9 +41,27 @@ describe('address policy (SSRF guard)', () => {
     // Loopback, spelled the ways a client tried (all accepted before): IPv4-compatible, translated,
     // NAT64 local-use, 6to4, ISATAP-like; then metadata and private addresses inside each carrier.
     for (const address of [
-      '::7f00:1', '::127.0.0.1', '::ffff:0:7f00:1', '::ffff:0:127.0.0.1', '64:ff9b:1::7f00:1', '2002:7f00:1::1', '::5efe:7f00:1',
-      '::ffff:a9fe:a9fe', '64:ff9b::10.0.0.1', '64:ff9b::0a00:0001', '2002:c0a8:0101::1', '2002:a00:1::', '::ffff:0:a9fe:a9fe',
-      '::1:2:3', '0:0:0:0:0:0:0:1', '0000:0000:0000:0000:0000:ffff:7f00:0001', 'FE80::1', 'fec0::1', '2001::1', '2001:db8::1', '100::1',
+      '::7f00:1',
+      '::127.0.0.1',
+      '::ffff:0:7f00:1',
+      '::ffff:0:127.0.0.1',
+      '64:ff9b:1::7f00:1',
+      '2002:7f00:1::1',
+      '::5efe:7f00:1',
+      '::ffff:a9fe:a9fe',
+      '64:ff9b::10.0.0.1',
+      '64:ff9b::0a00:0001',
+      '2002:c0a8:0101::1',
+      '2002:a00:1::',
+      '::ffff:0:a9fe:a9fe',
+      '::1:2:3',
+      '0:0:0:0:0:0:0:1',
+      '0000:0000:0000:0000:0000:ffff:7f00:0001',
+      'FE80::1',
+      'fec0::1',
+      '2001::1',
+      '2001:db8::1',
+      '100::1',
     ]) {
       assert.equal(isPublicAddress(address), false, address);
     }
@@ -40,9 +75,20 @@ describe('address policy (SSRF guard)', () => {
 
   it('refuses the IPv6 loopback spellings and the IPv4 ones URL parsing turns into loopback, at save time', async () => {
     for (const url of [
-      'http://[::7f00:1]/', 'http://[::ffff:0:7f00:1]/', 'http://[64:ff9b:1::7f00:1]/', 'http://[2002:7f00:1::1]/', 'http://[::5efe:7f00:1]/',
-      'http://2130706433/', 'http://0177.0.0.1/', 'http://0x7f.1/', 'http://0x7f000001/', 'http://127.1/', 'http://127.0.0.1./',
-      'http://localhost./', 'http://LOCALHOST/', 'http://sub.localhost/',
+      'http://[::7f00:1]/',
+      'http://[::ffff:0:7f00:1]/',
+      'http://[64:ff9b:1::7f00:1]/',
+      'http://[2002:7f00:1::1]/',
+      'http://[::5efe:7f00:1]/',
+      'http://2130706433/',
+      'http://0177.0.0.1/',
+      'http://0x7f.1/',
+      'http://0x7f000001/',
+      'http://127.1/',
+      'http://127.0.0.1./',
+      'http://localhost./',
+      'http://LOCALHOST/',
+      'http://sub.localhost/',
     ]) {
       await assert.rejects(checkCallbackUrl(url, false), CallbackUrlError, url);
     }

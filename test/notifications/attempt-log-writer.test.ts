@@ -31,13 +31,25 @@ for (const dialect of testDialects()) {
       await insertNotifications(t.deps.db, rows);
       const jobs = await claimDueDeliveries(t.deps.db, { workerId: 'w-test', limit: count, leaseMs: 60_000, now: Date.now(), maxRuns: 20 });
       assert.equal(jobs.length, count);
-      return jobs.map((job) => ({ job, notificationId: (job.payload as { notificationId: string }).notificationId }));
+      return jobs.map((job) => ({ job, notificationId: job.payload.notificationId }));
     }
 
     const settlement = (job: AttemptSettlement['job'], notificationId: string, responseBody: string, url = 'http://127.0.0.1:9/hook'): AttemptSettlement => ({
       job,
       accountId: job.groupKey!,
-      attempt: { notification_id: notificationId, attempt: 1, started_at: Date.now(), url, status_code: 500, latency_ms: 3, response_body: responseBody, error: 'callback answered HTTP 500', outcome: 'retry', request_headers: null, retry_after: null },
+      attempt: {
+        notification_id: notificationId,
+        attempt: 1,
+        started_at: Date.now(),
+        url,
+        status_code: 500,
+        latency_ms: 3,
+        response_body: responseBody,
+        error: 'callback answered HTTP 500',
+        outcome: 'retry',
+        request_headers: null,
+        retry_after: null,
+      },
       status: 'pending',
       nextAttemptAt: Date.now() + 60_000,
       now: Date.now(),
@@ -60,11 +72,21 @@ for (const dialect of testDialects()) {
         writer.settle(settlement(other!.job, other!.notificationId, 'boom')),
         writer.settle(settlement(gone!.job, gone!.notificationId, 'boom')),
       ]);
-      assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
-      assert.deepEqual(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : 'rejected')), [true, 'rejected', true, false], 'the one whose notification is gone is not recorded');
+      assert.deepEqual(
+        outcomes.map((o) => o.status),
+        ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+      );
+      assert.deepEqual(
+        outcomes.map((o) => (o.status === 'fulfilled' ? o.value : 'rejected')),
+        [true, 'rejected', true, false],
+        'the one whose notification is gone is not recorded',
+      );
       for (const { notificationId } of [good!, other!]) {
         const attempts = await listAttempts(t.deps.db, notificationId);
-        assert.deepEqual(attempts.map((a) => [a.attempt, a.response_body]), [[1, 'boom']]);
+        assert.deepEqual(
+          attempts.map((a) => [a.attempt, a.response_body]),
+          [[1, 'boom']],
+        );
       }
       const unsettled = (await findNotification(t.deps.db, refused!.notificationId))!;
       assert.deepEqual([unsettled.attempt_count, unsettled.lease], [0, refused!.job.lease], 'the refused one is still held, to be run again after its lease');

@@ -26,7 +26,11 @@ function expectedLog(headers: IncomingHttpHeaders): Record<string, string> {
   for (const [name, value] of Object.entries(headers)) {
     if (TRANSPORT.has(name) || value === undefined) continue;
     const text = String(value);
-    if (name === 'webhook-signature') expected[name] = text.split(' ').map((signature) => `v1,****${signature.slice(-4)}`).join(' ');
+    if (name === 'webhook-signature')
+      expected[name] = text
+        .split(' ')
+        .map((signature) => `v1,****${signature.slice(-4)}`)
+        .join(' ');
     else if (name === 'authorization') expected[name] = text.replace(/^(\w+) (.*)$/, (_all, scheme: string, credential: string) => `${scheme} ****${scheme === 'Basic' ? '' : credential.slice(-4)}`);
     else expected[name] = text;
   }
@@ -75,8 +79,7 @@ for (const dialect of testDialects()) {
     const tenant = () => notificationTenant(t);
 
     /** The attempt rows as stored, every column as text. */
-    const storedAttempts = async (notificationId: string) =>
-      JSON.stringify(await t.deps.db.selectFrom('notification_attempts').selectAll().where('notification_id', '=', notificationId).execute());
+    const storedAttempts = async (notificationId: string) => JSON.stringify(await t.deps.db.selectFrom('notification_attempts').selectAll().where('notification_id', '=', notificationId).execute());
 
     const callOf = (requests: RecordedRequest[], notificationId: string) => requests.find((r) => r.headers['webhook-id'] === notificationId);
 
@@ -100,14 +103,29 @@ for (const dialect of testDialects()) {
         const [attempt] = notification.attempts;
         assert.deepEqual(attempt.requestHeaders, expectedLog(call.headers));
         assert.deepEqual(Object.keys(attempt.requestHeaders).sort(), [
-          'authorization', 'content-type', 'user-agent', 'webhook-id', 'webhook-signature', 'webhook-timestamp', 'x-tenant', 'x-webhook-event',
+          'authorization',
+          'content-type',
+          'user-agent',
+          'webhook-id',
+          'webhook-signature',
+          'webhook-timestamp',
+          'x-tenant',
+          'x-webhook-event',
         ]);
         assert.equal(attempt.requestHeaders['webhook-id'], notification.id);
         assert.equal(attempt.requestHeaders.authorization, `Bearer ****${bearer.slice(-4)}`);
         assert.match(attempt.requestHeaders['webhook-signature'], /^v1,\*\*\*\*\S{4} v1,\*\*\*\*\S{4}$/);
 
         const stored = await storedAttempts(notification.id);
-        for (const secret of [bearer, sub.secret, sub.secret.slice('whsec_'.length), rotated.body.secret, rotated.body.secret.slice('whsec_'.length), ...signatures, ...signatures.map((s) => s.slice(3))]) {
+        for (const secret of [
+          bearer,
+          sub.secret,
+          sub.secret.slice('whsec_'.length),
+          rotated.body.secret,
+          rotated.body.secret.slice('whsec_'.length),
+          ...signatures,
+          ...signatures.map((s) => s.slice(3)),
+        ]) {
           assert.ok(!stored.includes(secret), `the stored attempt holds ${secret}`);
         }
         // Compact JSON: no space but inside values.
@@ -197,10 +215,14 @@ for (const dialect of testDialects()) {
         const sent = await api(t.url, 'POST', `/v2/subscriptions/${sub._id}/test`, { token });
         assert.equal(sent.status, 202, JSON.stringify(sent.body));
         const id = sent.body.notificationId as string;
-        const detail = await eventually(async () => {
-          const body = (await api(t.url, 'GET', `/v2/notifications/${id}`, { token })).body;
-          return body.attempts.length === 1 && body;
-        }, 15_000, 'the test send');
+        const detail = await eventually(
+          async () => {
+            const body = (await api(t.url, 'GET', `/v2/notifications/${id}`, { token })).body;
+            return body.attempts.length === 1 && body;
+          },
+          15_000,
+          'the test send',
+        );
         const call = callOf(receiver.requests, id)!;
         assert.equal(call.headers['x-webhook-test'], 'true');
         assert.deepEqual(detail.attempts[0].requestHeaders, expectedLog(call.headers));

@@ -24,7 +24,15 @@ for (const dialect of testDialects()) {
     type Spec = { at: number; sub: string | null; event?: NotificationsTable['event']; status?: NotificationsTable['status']; test?: boolean; request?: string };
     const row = (accountId: string, spec: Spec) => {
       const notification = newNotificationRow(
-        { accountId, requestId: spec.request ?? 'req_filters_1', subscriptionId: spec.sub, event: spec.event ?? 'registered-requests', url: 'https://example.com/hook', payload: '{}', test: spec.test },
+        {
+          accountId,
+          requestId: spec.request ?? 'req_filters_1',
+          subscriptionId: spec.sub,
+          event: spec.event ?? 'registered-requests',
+          url: 'https://example.com/hook',
+          payload: '{}',
+          test: spec.test,
+        },
         spec.at,
       );
       const status = spec.status ?? 'succeeded';
@@ -51,7 +59,10 @@ for (const dialect of testDialects()) {
       rows.push(...specs.map((spec) => row(a.accountId, spec)));
       await insertNotifications(t.deps.db, rows);
       // Another account, same subscriptions' names, requests and times: never listed or counted for A.
-      await insertNotifications(t.deps.db, specs.map((spec) => row(other.accountId, spec)));
+      await insertNotifications(
+        t.deps.db,
+        specs.map((spec) => row(other.accountId, spec)),
+      );
     });
     after(() => t.close());
 
@@ -62,19 +73,42 @@ for (const dialect of testDialects()) {
       return (response.body.data as Array<{ id: string }>).map((n) => n.id);
     };
     /** A's notifications that `keep` accepts, newest first: what the list must answer. */
-    const expected = (keep: (row: NotificationsTable, index: number) => boolean) => rows.filter(keep).map((r) => r.id).reverse();
+    const expected = (keep: (row: NotificationsTable, index: number) => boolean) =>
+      rows
+        .filter(keep)
+        .map((r) => r.id)
+        .reverse();
 
     it('filters by event', async () => {
-      assert.deepEqual(await list('event=processed-requests'), expected((r) => r.event === 'processed-requests'));
-      assert.deepEqual(await list('event=registered-requests'), expected((r) => r.event === 'registered-requests'));
+      assert.deepEqual(
+        await list('event=processed-requests'),
+        expected((r) => r.event === 'processed-requests'),
+      );
+      assert.deepEqual(
+        await list('event=registered-requests'),
+        expected((r) => r.event === 'registered-requests'),
+      );
     });
 
     it('filters by creation time: since inclusive, until exclusive, to the millisecond', async () => {
-      assert.deepEqual(await list(`since=${iso(t0 + 3000)}&until=${iso(t0 + 7000)}`), expected((_, i) => i >= 3 && i < 7));
-      assert.deepEqual(await list(`since=${iso(t0 + 3001)}`), expected((_, i) => i >= 4));
-      assert.deepEqual(await list(`until=${iso(t0 + 2999)}`), expected((_, i) => i < 3));
+      assert.deepEqual(
+        await list(`since=${iso(t0 + 3000)}&until=${iso(t0 + 7000)}`),
+        expected((_, i) => i >= 3 && i < 7),
+      );
+      assert.deepEqual(
+        await list(`since=${iso(t0 + 3001)}`),
+        expected((_, i) => i >= 4),
+      );
+      assert.deepEqual(
+        await list(`until=${iso(t0 + 2999)}`),
+        expected((_, i) => i < 3),
+      );
       assert.deepEqual(await list(`since=${iso(t0 + 5000)}&until=${iso(t0 + 5000)}`), []);
-      assert.deepEqual(await list(`since=${encodeURIComponent('2026-01-10T14:00:05+02:00')}`), expected((_, i) => i >= 5), 'an offset, + percent-encoded');
+      assert.deepEqual(
+        await list(`since=${encodeURIComponent('2026-01-10T14:00:05+02:00')}`),
+        expected((_, i) => i >= 5),
+        'an offset, + percent-encoded',
+      );
     });
 
     it('combines every filter, and keeps them across pages', async () => {
@@ -101,7 +135,11 @@ for (const dialect of testDialects()) {
         } while (cursor);
         assert.deepEqual(paged, want, `${query}, a page at a time`);
       }
-      assert.deepEqual(await list('subscriptionId=&requestId='), expected(() => true), 'empty values filter nothing');
+      assert.deepEqual(
+        await list('subscriptionId=&requestId='),
+        expected(() => true),
+        'empty values filter nothing',
+      );
     });
 
     it('counts exactly the rows the list names (test sends included), whatever index each reads', async () => {

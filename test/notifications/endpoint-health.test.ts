@@ -67,10 +67,14 @@ for (const dialect of testDialects()) {
       return response.body;
     };
     const settled = (subscriptionId: string, count: number) =>
-      eventually(async () => {
-        const log = await api(t.url, 'GET', `/v2/notifications?subscriptionId=${subscriptionId}&limit=100`, { token });
-        return log.body.data.length === count && log.body.data.every((n: any) => n.status !== 'pending') && log.body.data;
-      }, 20_000, `${count} notifications settled`);
+      eventually(
+        async () => {
+          const log = await api(t.url, 'GET', `/v2/notifications?subscriptionId=${subscriptionId}&limit=100`, { token });
+          return log.body.data.length === count && log.body.data.every((n: any) => n.status !== 'pending') && log.body.data;
+        },
+        20_000,
+        `${count} notifications settled`,
+      );
 
     it('counts attempts by outcome, latency, the last success and failure, and leaves test sends out', async () => {
       await tenant();
@@ -87,13 +91,25 @@ for (const dialect of testDialects()) {
         const empty = await stats(sub._id);
         assert.deepEqual(
           { ...empty, since: undefined, series: undefined },
-          { window: '24h', since: undefined, series: undefined, attempts: { succeeded: 0, retry: 0, failed: 0 }, successRate: null, latencyMs: { p50: null, p95: null }, lastSuccess: null, lastFailure: null, consecutiveFailures: 0, pending: 0, failed: 0 },
+          {
+            window: '24h',
+            since: undefined,
+            series: undefined,
+            attempts: { succeeded: 0, retry: 0, failed: 0 },
+            successRate: null,
+            latencyMs: { p50: null, p95: null },
+            lastSuccess: null,
+            lastFailure: null,
+            consecutiveFailures: 0,
+            pending: 0,
+            failed: 0,
+          },
         );
         assert.equal(empty.series.length, 24);
         assert.ok(empty.series.every((b: any) => b.attempts.succeeded + b.attempts.retry + b.attempts.failed === 0 && b.successRate === null && b.latencyMs.p50 === null));
         for (let i = 0; i < 4; i++) await send();
         await settled(sub._id, 4);
-        const day = await stats(sub._id, "24h");
+        const day = await stats(sub._id, '24h');
         assert.deepEqual(day.attempts, { succeeded: 4, retry: 4, failed: 0 });
         assert.equal(day.successRate, 0.5);
         assert.equal(typeof day.latencyMs.p50, 'number');
@@ -211,11 +227,18 @@ for (const dialect of testDialects()) {
         assert.ok(Date.parse(disabled.disabledAt) > 0);
         // Every notification ends failed: those pending when it was switched off at once, with the reason; an attempt
         // in flight then is recorded first (its retry is refused: the subscription is inactive).
-        const log = await eventually(async () => {
-          const data = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${sub._id}&limit=100`, { token })).body.data;
-          return data.every((n: any) => n.status === 'failed') && data;
-        }, 20_000, 'every notification of the switched-off subscription failed');
-        assert.ok(log.some((n: any) => /switched off/.test(n.lastError ?? '')), 'its pending notifications ended failed with the reason');
+        const log = await eventually(
+          async () => {
+            const data = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${sub._id}&limit=100`, { token })).body.data;
+            return data.every((n: any) => n.status === 'failed') && data;
+          },
+          20_000,
+          'every notification of the switched-off subscription failed',
+        );
+        assert.ok(
+          log.some((n: any) => /switched off/.test(n.lastError ?? '')),
+          'its pending notifications ended failed with the reason',
+        );
 
         // Inactive now: new requests for its experience are not sent to it (the seed's per-experience rule).
         const calls = receiver.requests.length;
@@ -262,14 +285,12 @@ for (const dialect of testDialects()) {
       const test = await api(t.url, 'POST', `/v2/subscriptions/${sub._id}/test`, { token });
       assert.equal(test.status, 202);
       // Written straight into the rollup: failing for a year.
-      await t.deps.db
-        .transaction()
-        .execute((tx) =>
-          recordEndpointHealth(tx, [{ subscriptionId: sub._id, at: Date.now() - 365 * 86_400_000, outcome: 'retry', latencyMs: 1, statusCode: 500, error: 'x' }], {
-            now: Date.now(),
-            disableAfterMs: t.deps.config.subscriptionDisableAfterMs,
-          }),
-        );
+      await t.deps.db.transaction().execute((tx) =>
+        recordEndpointHealth(tx, [{ subscriptionId: sub._id, at: Date.now() - 365 * 86_400_000, outcome: 'retry', latencyMs: 1, statusCode: 500, error: 'x' }], {
+          now: Date.now(),
+          disableAfterMs: t.deps.config.subscriptionDisableAfterMs,
+        }),
+      );
       assert.equal((await api(t.url, 'GET', `/v2/subscriptions/${sub._id}`, { token })).body.active, true);
     });
   });
@@ -329,7 +350,11 @@ for (const dialect of testDialects()) {
       ];
       await t.deps.db.transaction().execute((tx) => recordEndpointHealth(tx, attempts, { now: NOW, disableAfterMs: 0 }));
 
-      for (const [window, buckets, bucketMs] of [['1h', 12, 5 * minute], ['24h', 24, 60 * minute], ['7d', 28, 6 * 60 * minute]] as const) {
+      for (const [window, buckets, bucketMs] of [
+        ['1h', 12, 5 * minute],
+        ['24h', 24, 60 * minute],
+        ['7d', 28, 6 * 60 * minute],
+      ] as const) {
         const body = await stats(sub, window);
         const since = end - STATS_WINDOWS[window];
         assert.equal(body.since, new Date(since).toISOString(), window);
@@ -425,10 +450,14 @@ for (const dialect of testDialects()) {
       };
 
       for (let i = 0; i < 2; i++) assert.equal((await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } })).status, 202);
-      const failed = await eventually(async () => {
-        const [f, p] = [await log('failed'), await log('pending')];
-        return f.length === 2 && p.length === 0 && f;
-      }, 20_000, 'both notifications failed');
+      const failed = await eventually(
+        async () => {
+          const [f, p] = [await log('failed'), await log('pending')];
+          return f.length === 2 && p.length === 0 && f;
+        },
+        20_000,
+        'both notifications failed',
+      );
       let body = await agree();
       assert.equal(body.failed, 2);
       assert.deepEqual(body.attempts, { succeeded: 0, retry: 2, failed: 2 }, 'attempts, not notifications');
@@ -451,7 +480,10 @@ for (const dialect of testDialects()) {
       await eventually(async () => (await api(t.url, 'GET', `/v2/notifications/${test.body.notificationId}`, { token })).body.status === 'failed', 10_000, 'the test send failed');
       body = await agree();
       assert.equal(body.failed, 1);
-      assert.deepEqual((await log('failed')).map((n) => n.id), [test.body.notificationId]);
+      assert.deepEqual(
+        (await log('failed')).map((n) => n.id),
+        [test.body.notificationId],
+      );
     });
   });
 }

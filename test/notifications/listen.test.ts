@@ -26,8 +26,8 @@ function startListen(args: string[], env: Record<string, string>): { child: Chil
   const child = spawn(process.execPath, [BIN, 'listen', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, out: () => out, err: () => err, exited };
 }
@@ -99,26 +99,34 @@ for (const dialect of testDialects()) {
       assert.notEqual(real.headers['webhook-id'], registered.headers['webhook-id']);
 
       // The CLI printed a line per call, and the delivery log shows each copy with its answer.
-      await eventually(() => cli.out().includes(`processed-requests ${processed.headers['webhook-id']} → 204 (`), 15_000, 'the printed lines');
-      assert.match(cli.out(), new RegExp(`\\d{4}-\\d\\d-\\d\\dT\\S+ registered-requests ${registered.headers['webhook-id']} → 204 \\(\\d+ ms\\)`));
-      const logged = await eventually(async () => {
-        const found = await copies(requestId);
-        return found.length === 2 && found.every((n) => n.status === 'succeeded') && found;
-      }, 15_000, 'the copies in the delivery log');
+      await eventually(() => cli.out().includes(`processed-requests ${String(processed.headers['webhook-id'])} → 204 (`), 15_000, 'the printed lines');
+      assert.match(cli.out(), new RegExp(`\\d{4}-\\d\\d-\\d\\dT\\S+ registered-requests ${String(registered.headers['webhook-id'])} → 204 \\(\\d+ ms\\)`));
+      const logged = await eventually(
+        async () => {
+          const found = await copies(requestId);
+          return found.length === 2 && found.every((n) => n.status === 'succeeded') && found;
+        },
+        15_000,
+        'the copies in the delivery log',
+      );
       assert.ok(logged.every((n) => /^listen:lsn_/.test(n.url) && n.subscriptionId === null && n.attemptCount === 1 && n.lastStatusCode === 204));
-      const detail = await api(t.url, 'GET', `/v2/notifications/${registered.headers['webhook-id']}`, { token });
+      const detail = await api(t.url, 'GET', `/v2/notifications/${String(registered.headers['webhook-id'])}`, { token });
       assert.equal(detail.body.attempts.length, 1);
       assert.equal(detail.body.attempts[0].statusCode, 204);
       assert.equal(detail.body.attempts[0].outcome, 'succeeded');
-      assert.equal((await api(t.url, 'POST', `/v2/notifications/${registered.headers['webhook-id']}/retry`, { token })).status, 409, 'a copy is not retried by the worker');
+      assert.equal((await api(t.url, 'POST', `/v2/notifications/${String(registered.headers['webhook-id'])}/retry`, { token })).status, 409, 'a copy is not retried by the worker');
 
       // A 500 from the local receiver is a failed copy (one attempt, no retry).
       local.respond(() => ({ status: 500, body: 'handler crashed' }));
       const failing = await send();
-      const failed = await eventually(async () => {
-        const found = await copies(failing);
-        return found.length === 2 && found.every((n) => n.status === 'failed') && found;
-      }, 15_000, 'the failed copies');
+      const failed = await eventually(
+        async () => {
+          const found = await copies(failing);
+          return found.length === 2 && found.every((n) => n.status === 'failed') && found;
+        },
+        15_000,
+        'the failed copies',
+      );
       assert.ok(failed.every((n) => n.lastStatusCode === 500 && n.attemptCount === 1));
       const failedDetail = await api(t.url, 'GET', `/v2/notifications/${failed[0].id}`, { token });
       assert.equal(failedDetail.body.attempts[0].responseBody, 'handler crashed');
@@ -177,7 +185,11 @@ for (const dialect of testDialects()) {
       assert.equal(waiting[0].nextAttemptAt, null, 'never due for the worker');
 
       // No poll for a minute: the session ends.
-      await t.deps.db.updateTable('listen_sessions').set({ expires_at: t.deps.clock() - 1 }).where('id', '=', id).execute();
+      await t.deps.db
+        .updateTable('listen_sessions')
+        .set({ expires_at: t.deps.clock() - 1 })
+        .where('id', '=', id)
+        .execute();
       const polled = await api(t.url, 'GET', `/v2/listen-sessions/${id}/deliveries`, { token });
       assert.equal(polled.status, 404);
       assert.match(polled.body.detail, /ended/);
@@ -188,7 +200,11 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await copies(second), []);
 
       // The worker's maintenance removes the ended session and the copy never forwarded.
-      await t.deps.db.updateTable('listen_sessions').set({ expires_at: t.deps.clock() - 60_000 }).where('id', '=', id).execute();
+      await t.deps.db
+        .updateTable('listen_sessions')
+        .set({ expires_at: t.deps.clock() - 60_000 })
+        .where('id', '=', id)
+        .execute();
       await purgeExpired(t.deps);
       assert.deepEqual(await copies(first), []);
       assert.equal(await t.deps.db.selectFrom('listen_sessions').select('id').where('id', '=', id).executeTakeFirst(), undefined);
@@ -241,7 +257,11 @@ describe('rewards listen: what it needs', () => {
     const noClient = await run(['--forward-to', 'http://localhost:3000/hooks', '--api-url', 'http://127.0.0.1:9']);
     assert.equal(noClient.code, 2);
     assert.match(noClient.err, /--client-id and --client-secret \(or REWARDS_CLIENT_ID and REWARDS_CLIENT_SECRET\)/);
-    const badEvents = await run(['--forward-to', 'http://localhost:3000/hooks', '--events', 'registered-request'], { REWARDS_API_URL: 'http://127.0.0.1:9', REWARDS_CLIENT_ID: 'c', REWARDS_CLIENT_SECRET: 's' });
+    const badEvents = await run(['--forward-to', 'http://localhost:3000/hooks', '--events', 'registered-request'], {
+      REWARDS_API_URL: 'http://127.0.0.1:9',
+      REWARDS_CLIENT_ID: 'c',
+      REWARDS_CLIENT_SECRET: 's',
+    });
     assert.equal(badEvents.code, 2);
     assert.match(badEvents.err, /--events takes a comma-separated list of registered-requests, processed-requests/);
     const badTarget = await run(['--forward-to', 'ftp://localhost/hooks'], { REWARDS_API_URL: 'http://127.0.0.1:9', REWARDS_CLIENT_ID: 'c', REWARDS_CLIENT_SECRET: 's' });

@@ -76,7 +76,11 @@ for (const dialect of testDialects()) {
       assert.ok(Date.parse(afterManual.attempts[1].at) < Date.parse(due), 'the manual attempt went before the automatic one');
 
       const failed = await n.when('the end', (d) => d.status === 'failed');
-      assert.deepEqual(failed.attempts.map((a: any) => a.outcome), ['retry', 'retry', 'retry', 'failed'], 'three automatic attempts and the manual one');
+      assert.deepEqual(
+        failed.attempts.map((a: any) => a.outcome),
+        ['retry', 'retry', 'retry', 'failed'],
+        'three automatic attempts and the manual one',
+      );
       assert.equal(n.calls(), 4);
       const late = Date.parse(failed.attempts[2].at) - Date.parse(due);
       assert.ok(late >= 0 && late < 1_000, `the second automatic attempt came when it was due (${late} ms after)`);
@@ -87,7 +91,10 @@ for (const dialect of testDialects()) {
       const first = await n.when('the first attempt', (d) => d.attemptCount === 1 && d.nextAttemptAt !== null);
       await n.retry();
       const delivered = await n.when('the manual attempt', (d) => d.status === 'succeeded');
-      assert.deepEqual(delivered.attempts.map((a: any) => a.outcome), ['retry', 'succeeded']);
+      assert.deepEqual(
+        delivered.attempts.map((a: any) => a.outcome),
+        ['retry', 'succeeded'],
+      );
       assert.equal(delivered.nextAttemptAt, null);
       await sleep(Math.max(0, Date.parse(first.nextAttemptAt) - Date.now()) + 300);
       assert.equal(n.calls(), 2, 'nothing at the time the automatic attempt was due');
@@ -96,15 +103,21 @@ for (const dialect of testDialects()) {
     it('fails after the automatic attempt fell due: that attempt goes at once, not a whole interval later', async () => {
       let due = Infinity;
       // The manual call is answered only after the automatic attempt's time has passed.
-      const n = await tenant(t, await receiver(async (_request, index) => {
-        if (index === 1) await sleep(Math.max(0, due - Date.now()) + 300);
-        return index < 2 ? FAIL() : OK();
-      }));
+      const n = await tenant(
+        t,
+        await receiver(async (_request, index) => {
+          if (index === 1) await sleep(Math.max(0, due - Date.now()) + 300);
+          return index < 2 ? FAIL() : OK();
+        }),
+      );
       const first = await n.when('the first attempt', (d) => d.attemptCount === 1 && d.nextAttemptAt !== null);
       due = Date.parse(first.nextAttemptAt);
       await n.retry();
       const delivered = await n.when('the automatic attempt', (d) => d.status === 'succeeded');
-      assert.deepEqual(delivered.attempts.map((a: any) => a.outcome), ['retry', 'retry', 'succeeded']);
+      assert.deepEqual(
+        delivered.attempts.map((a: any) => a.outcome),
+        ['retry', 'retry', 'succeeded'],
+      );
       const [, manual, automatic] = delivered.attempts;
       const manualEnded = Date.parse(manual.at) + manual.latencyMs;
       assert.ok(manualEnded > due, 'the manual attempt ended after the automatic one was due');
@@ -163,7 +176,10 @@ for (const dialect of testDialects()) {
       assert.equal((await api(t.url, 'PUT', `/v2/subscriptions/${n.subscriptionId}`, { token: n.token, body: { active: false } })).status, 200);
       held.open();
       const refused = await n.when('the refused attempt', (d) => d.status === 'failed');
-      assert.deepEqual(refused.attempts.map((a: any) => a.outcome), ['retry', 'failed']);
+      assert.deepEqual(
+        refused.attempts.map((a: any) => a.outcome),
+        ['retry', 'failed'],
+      );
       assert.equal(refused.attempts[1].error, 'the subscription is inactive');
 
       assert.equal((await api(t.url, 'PUT', `/v2/subscriptions/${n.subscriptionId}`, { token: n.token, body: { active: true } })).status, 200);
@@ -182,7 +198,10 @@ for (const dialect of testDialects()) {
       await n.retry();
       const again = await n.when('the manual attempt', (d) => d.attemptCount === 2 && d.status !== 'pending');
       assert.equal(again.status, 'failed');
-      assert.deepEqual(again.attempts.map((a: any) => a.outcome), ['succeeded', 'failed']);
+      assert.deepEqual(
+        again.attempts.map((a: any) => a.outcome),
+        ['succeeded', 'failed'],
+      );
       await sleep(400);
       assert.equal(n.calls(), 2, 'exactly one call');
     });
@@ -195,10 +214,12 @@ for (const dialect of testDialects()) {
     });
     after(() => d.close());
 
-    const row = async (id: string) =>
-      (await d.deps.db.selectFrom('notifications').select(['status', 'run_at', 'manual_resume_at', 'manual_attempts']).where('id', '=', id).executeTakeFirstOrThrow());
+    const row = async (id: string) => await d.deps.db.selectFrom('notifications').select(['status', 'run_at', 'manual_resume_at', 'manual_attempts']).where('id', '=', id).executeTakeFirstOrThrow();
     const insert = async (changes: Record<string, unknown>) => {
-      const notification = { ...newNotificationRow({ accountId: 'acc_manual', requestId: 'req_manual', subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, 1_000), ...changes };
+      const notification = {
+        ...newNotificationRow({ accountId: 'acc_manual', requestId: 'req_manual', subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, 1_000),
+        ...changes,
+      };
       await insertNotifications(d.deps.db, [notification]);
       return notification.id;
     };

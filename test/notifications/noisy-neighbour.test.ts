@@ -60,7 +60,11 @@ for (const dialect of testDialects()) {
       const [requestId] = await sendRequests(t.url, other.token, 1);
       await eventually(() => quiet.requests.some((call) => call.body.includes(requestId!)), 10_000, "the other account's delivery during the flood").catch(async (error: Error) => {
         // What the worker had made of it: the request, and where its notification (its own delivery job) stood.
-        const notifications = await t.deps.db.selectFrom('notifications').select(['id', 'status', 'attempt_count', 'created_at', 'run_at', 'lease', 'lease_until', 'runs']).where('account_id', '=', other.client.accountId).execute();
+        const notifications = await t.deps.db
+          .selectFrom('notifications')
+          .select(['id', 'status', 'attempt_count', 'created_at', 'run_at', 'lease', 'lease_until', 'runs'])
+          .where('account_id', '=', other.client.accountId)
+          .execute();
         const request = await t.deps.db.selectFrom('requests').selectAll().where('id', '=', requestId!).executeTakeFirst();
         throw new Error(`${error.message}; at ${Date.now()}: request ${JSON.stringify(request?.status)}, its notifications ${JSON.stringify(notifications)}, ${inFlightAtFlood()} calls hanging`);
       });

@@ -109,10 +109,16 @@ for (const dialect of testDialects()) {
         const refusedId = await send();
         const refused = await settled(refusedId);
         assert.equal(refused.detail.status, 'failed');
-        assert.deepEqual(refused.detail.attempts.map((a: any) => a.statusCode), [401, 401]);
+        assert.deepEqual(
+          refused.detail.attempts.map((a: any) => a.statusCode),
+          [401, 401],
+        );
         const sent = forRequest(answers, refusedId);
         assert.equal(sent.length, 2, 'every retry carries the credential again');
-        assert.ok(sent.every((a) => a.request.headers.authorization === `Basic ${wrong}`), 'a leading "Basic " is not doubled');
+        assert.ok(
+          sent.every((a) => a.request.headers.authorization === `Basic ${wrong}`),
+          'a leading "Basic " is not doubled',
+        );
         assert.ok(!refused.text.includes(wrong));
         await deleteSubscription(refusedSub._id);
       } finally {
@@ -132,7 +138,10 @@ for (const dialect of testDialects()) {
         const requestIds: string[] = [];
         for (let i = 0; i < N; i++) requestIds.push(await send());
         const logs = await Promise.all(requestIds.map((id) => settled(id)));
-        assert.ok(logs.every((l) => l.detail.status === 'succeeded'), JSON.stringify(logs.map((l) => l.detail)));
+        assert.ok(
+          logs.every((l) => l.detail.status === 'succeeded'),
+          JSON.stringify(logs.map((l) => l.detail)),
+        );
         assert.equal(answers.length, N, 'one call per notification, none refused and repeated');
         assert.ok(answers.every((a) => a.status === 204));
 
@@ -222,7 +231,10 @@ for (const dialect of testDialects()) {
         const refusedId = await send();
         const refused = await settled(refusedId);
         assert.equal(refused.detail.status, 'failed');
-        assert.ok(refused.detail.attempts.every((a: any) => a.statusCode === null && typeof a.error === 'string'), JSON.stringify(refused.detail.attempts));
+        assert.ok(
+          refused.detail.attempts.every((a: any) => a.statusCode === null && typeof a.error === 'string'),
+          JSON.stringify(refused.detail.attempts),
+        );
         assert.ok(!receiver.requests.some((r) => JSON.parse(r.body).id === refusedId));
         assert.ok(!refused.text.includes('PRIVATE KEY'));
         await deleteSubscription(plain._id);
@@ -242,7 +254,10 @@ for (const dialect of testDialects()) {
         const sub = await subscribe({ url: `${receiver.url}/two-factor`, authorization: { mtls: { twoFactor: { oauth2 } } } });
         const requestIds = [await send(), await send(), await send()];
         const logs = await Promise.all(requestIds.map((id) => settled(id)));
-        assert.ok(logs.every((l) => l.detail.status === 'succeeded'), JSON.stringify(logs.map((l) => l.detail)));
+        assert.ok(
+          logs.every((l) => l.detail.status === 'succeeded'),
+          JSON.stringify(logs.map((l) => l.detail)),
+        );
         assert.equal(as.tokenRequests.length, 1);
         assert.equal(as.tokenRequests[0]!.status, 200);
         assert.equal(as.tokenRequests[0]!.clientCertificateCN, pki.clientCommonName, 'the token request presented the certificate');

@@ -79,10 +79,7 @@ async function prepare(dialect: TestDialect): Promise<Scenario> {
     const account = await cli(['accounts', 'create', '--name', 'crash-test']);
     const client = await cli(['clients', 'create', '--account', account.id]);
     const experienceFile = join(child.dataDir, 'experiences.json');
-    writeFileSync(
-      experienceFile,
-      JSON.stringify({ name: 'summer', title: 'Summer', prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }] }),
-    );
+    writeFileSync(experienceFile, JSON.stringify({ name: 'summer', title: 'Summer', prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }] }));
     await cli(['experiences', 'import', experienceFile, '--account', account.id]);
 
     const service = await startChildService(env);
@@ -122,7 +119,6 @@ async function prepare(dialect: TestDialect): Promise<Scenario> {
   }
 }
 
-
 /**
  * Checks what the receiver got: every (request, event) pair at least once, every webhook-id always
  * with the same body and event, and one webhook-id per pair (a repeat is the same notification).
@@ -159,10 +155,14 @@ async function waitUntilEverythingDelivered(t: TestContext, scenario: Scenario, 
   // A cheap condition to poll (the receiver shares this process); the full check runs once after.
   await eventually(() => scenario.pairs.size >= requestIds.length * EVENTS.length, 60_000, 'every notification to reach the receiver');
   // The delivery log agrees: nothing pending or failed once the last attempts are recorded.
-  await eventually(async () => {
-    const pending = await api(service.url, 'GET', '/v2/notifications?status=pending&limit=1', { token: scenario.token });
-    return pending.status === 200 && pending.body.data.length === 0;
-  }, 30_000, 'no pending notification');
+  await eventually(
+    async () => {
+      const pending = await api(service.url, 'GET', '/v2/notifications?status=pending&limit=1', { token: scenario.token });
+      return pending.status === 200 && pending.body.data.length === 0;
+    },
+    30_000,
+    'no pending notification',
+  );
   const failed = await api(service.url, 'GET', '/v2/notifications?status=failed&limit=1', { token: scenario.token });
   assert.deepEqual(failed.body.data, []);
   const { duplicates, missing } = checkDeliveries(scenario, requestIds);

@@ -48,8 +48,7 @@ for (const dialect of testDialects()) {
       assert.equal(response.status, 202, JSON.stringify(response.body));
       return response.body.id as string;
     };
-    const received = (requestId: string, event: string) =>
-      receiver.requests.filter((r) => r.headers['x-webhook-event'] === event && JSON.parse(r.body).id === requestId);
+    const received = (requestId: string, event: string) => receiver.requests.filter((r) => r.headers['x-webhook-event'] === event && JSON.parse(r.body).id === requestId);
 
     it('account-wide subscriptions get both events with the exact seed bodies, signed, with auth and custom headers', async () => {
       await tenant();
@@ -100,14 +99,18 @@ for (const dialect of testDialects()) {
 
       // Delivery log: one succeeded notification per event, with its attempt.
       // (the attempt is logged right after the receiver answers, so wait for the log to catch up)
-      const log = await eventually(async () => {
-        const response = await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token });
-        return response.body.data.every((n: any) => n.status === 'succeeded') && response;
-      }, 15_000, 'delivery log');
+      const log = await eventually(
+        async () => {
+          const response = await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token });
+          return response.body.data.every((n: any) => n.status === 'succeeded') && response;
+        },
+        15_000,
+        'delivery log',
+      );
       assert.equal(log.status, 200);
       assert.equal(log.body.data.length, 2);
       assert.ok(log.body.data.every((n: any) => n.attemptCount === 1));
-      const detail = await api(t.url, 'GET', `/v2/notifications/${reg!.headers['webhook-id']}`, { token });
+      const detail = await api(t.url, 'GET', `/v2/notifications/${String(reg!.headers['webhook-id'])}`, { token });
       assert.equal(detail.status, 200);
       assert.equal(detail.body.attempts.length, 1);
       assert.equal(detail.body.attempts[0].statusCode, 204);
@@ -164,10 +167,14 @@ for (const dialect of testDialects()) {
         const sub = await subscribe({ event: 'registered-request', experiences: ['summer'], callback: { url: `${flaky.url}/hook` } });
         const requestId = await send({ experience: 'summer' });
         await eventually(() => flaky.requests.length >= 3, 15_000, 'three attempts');
-        const log = await eventually(async () => {
-          const body = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}&subscriptionId=${sub._id}`, { token })).body;
-          return body.data[0]?.status === 'succeeded' && body;
-        }, 15_000, 'succeeded');
+        const log = await eventually(
+          async () => {
+            const body = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}&subscriptionId=${sub._id}`, { token })).body;
+            return body.data[0]?.status === 'succeeded' && body;
+          },
+          15_000,
+          'succeeded',
+        );
         assert.equal(log.data[0].attemptCount, 3);
         assert.equal(new Set(flaky.requests.map((r) => r.headers['webhook-id'])).size, 1);
         assert.equal(flaky.requests.length, 3);
@@ -175,14 +182,21 @@ for (const dialect of testDialects()) {
 
         await api(t.url, 'PUT', `/v2/subscriptions/${sub._id}`, { token, body: { callback: { url: `${broken.url}/hook` } } });
         const failing = await send({ experience: 'summer' });
-        const failed = await eventually(async () => {
-          const body = (await api(t.url, 'GET', `/v2/notifications?requestId=${failing}&subscriptionId=${sub._id}`, { token })).body;
-          return body.data[0]?.status === 'failed' && body.data[0];
-        }, 15_000, 'failed');
+        const failed = await eventually(
+          async () => {
+            const body = (await api(t.url, 'GET', `/v2/notifications?requestId=${failing}&subscriptionId=${sub._id}`, { token })).body;
+            return body.data[0]?.status === 'failed' && body.data[0];
+          },
+          15_000,
+          'failed',
+        );
         assert.equal(failed.attemptCount, 4);
         assert.equal(broken.requests.length, 4);
         const detail = (await api(t.url, 'GET', `/v2/notifications/${failed.id}`, { token })).body;
-        assert.deepEqual(detail.attempts.map((a: any) => a.outcome), ['retry', 'retry', 'retry', 'failed']);
+        assert.deepEqual(
+          detail.attempts.map((a: any) => a.outcome),
+          ['retry', 'retry', 'retry', 'failed'],
+        );
         assert.ok(detail.attempts.every((a: any) => a.statusCode === 500 && a.responseBody === 'boom'));
 
         broken.respond(() => ({ status: 200 }));
@@ -206,10 +220,14 @@ for (const dialect of testDialects()) {
       const binary = await startHttpReceiver(() => ({ status: 500, body: 'bin\u0000ary\u0000' }));
       try {
         const requestId = await send({ experience: 'summer', registeredCallbackUrl: `${binary.url}/registered` });
-        const failed = await eventually(async () => {
-          const body = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token })).body;
-          return body.data.find((n: any) => n.event === 'registered-requests' && n.status === 'failed');
-        }, 15_000, 'failed');
+        const failed = await eventually(
+          async () => {
+            const body = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token })).body;
+            return body.data.find((n: any) => n.event === 'registered-requests' && n.status === 'failed');
+          },
+          15_000,
+          'failed',
+        );
         const detail = (await api(t.url, 'GET', `/v2/notifications/${failed.id}`, { token })).body;
         assert.equal(detail.attempts.length, 4);
         assert.ok(detail.attempts.every((a: any) => a.responseBody === 'bin\uFFFDary\uFFFD'));
@@ -260,10 +278,14 @@ for (const dialect of testDialects()) {
       const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', callback: { url: `${receiver.url}/down` } } });
       assert.equal(created.status, 201);
       for (let i = 0; i < 12; i++) assert.equal((await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer' } })).status, 202);
-      const waiting = await eventually(async () => {
-        const page = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${created.body._id}&limit=50`, { token })).body.data;
-        return page.length === 12 && page.every((n: any) => n.attemptCount === 1 && n.nextAttemptAt !== null) && page;
-      }, 15_000, 'twelve notifications waiting for their second attempt');
+      const waiting = await eventually(
+        async () => {
+          const page = (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${created.body._id}&limit=50`, { token })).body.data;
+          return page.length === 12 && page.every((n: any) => n.attemptCount === 1 && n.nextAttemptAt !== null) && page;
+        },
+        15_000,
+        'twelve notifications waiting for their second attempt',
+      );
       const hour = 3_600_000;
       const delays = [];
       for (const notification of waiting) {
@@ -360,7 +382,7 @@ for (const dialect of testDialects()) {
       assert.equal(first.nextAttemptAt, await scheduled(first.id));
     });
 
-    it('an HTTP-date on a 429 is recorded as received and is the next attempt\'s time to the millisecond', async () => {
+    it("an HTTP-date on a 429 is recorded as received and is the next attempt's time to the millisecond", async () => {
       const until = new Date(Math.ceil((Date.now() + 90_000) / 1000) * 1000).toUTCString();
       const { first } = await deliveredOnce('/slow-down', { status: 429, headers: { 'retry-after': until } });
       assert.equal(first.attempts[0].retryAfter, until);
@@ -387,7 +409,11 @@ for (const dialect of testDialects()) {
       const sub = await subscribe({ url: `${receiver.url}/test-busy` });
       const sent = await api(t.url, 'POST', `/v2/subscriptions/${sub._id}/test`, { token });
       assert.equal(sent.status, 202, JSON.stringify(sent.body));
-      const failed = await eventually(async () => ((d) => d.status === 'failed' && d)((await api(t.url, 'GET', `/v2/notifications/${sent.body.notificationId}`, { token })).body), 15_000, 'the test send');
+      const failed = await eventually(
+        async () => ((d) => d.status === 'failed' && d)((await api(t.url, 'GET', `/v2/notifications/${sent.body.notificationId}`, { token })).body),
+        15_000,
+        'the test send',
+      );
       assert.equal(failed.attempts[0].retryAfter, '120');
       assert.equal(failed.nextAttemptAt, null);
       assert.equal(await scheduled(failed.id), null);

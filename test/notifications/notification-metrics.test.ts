@@ -143,16 +143,21 @@ for (const dialect of testDialects()) {
       assert.equal(await count('retry'), before.retry + 1);
       assert.equal(await count('succeeded'), before.succeeded + 3);
       assert.equal(await metric('rewards_webhook_delivery_seconds_count', { event: 'registered-requests' }), observedBefore + 5);
-      const buckets = parseMetrics(await (await fetch(`${t.url}/metrics`)).text()).filter(
-        (s) => s.name === 'rewards_webhook_delivery_seconds_bucket' && s.labels.event === 'registered-requests',
-      );
+      const buckets = parseMetrics(await (await fetch(`${t.url}/metrics`)).text()).filter((s) => s.name === 'rewards_webhook_delivery_seconds_bucket' && s.labels.event === 'registered-requests');
       assert.ok(buckets.length > 2, 'the histogram has buckets');
       for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i]!.value >= buckets[i - 1]!.value, 'buckets are cumulative');
       assert.equal(await metric('rewards_notifications_pending'), 0);
     });
 
     it('queue counters are exposed; claims count by loop, wake-ups by source', async () => {
-      for (const name of ['rewards_job_claims_total', 'rewards_job_claimed_total', 'rewards_job_wakeups_total', 'rewards_job_lease_renewals_total', 'rewards_job_leases_renewed_total', 'rewards_job_leases_lost_total']) {
+      for (const name of [
+        'rewards_job_claims_total',
+        'rewards_job_claimed_total',
+        'rewards_job_wakeups_total',
+        'rewards_job_lease_renewals_total',
+        'rewards_job_leases_renewed_total',
+        'rewards_job_leases_lost_total',
+      ]) {
         assert.ok(await exposes(name), `${name} is missing from /metrics`);
       }
       startDeliverer();

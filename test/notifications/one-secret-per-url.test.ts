@@ -52,10 +52,14 @@ for (const dialect of testDialects()) {
     };
     const callsOf = (r: Receiver, requestId: string) => r.requests.filter((call) => JSON.parse(call.body).id === requestId);
     const bothEvents = (r: Receiver, requestId: string) =>
-      eventually(() => {
-        const calls = callsOf(r, requestId);
-        return calls.length === 2 && calls;
-      }, 15_000, `both events of ${requestId}`);
+      eventually(
+        () => {
+          const calls = callsOf(r, requestId);
+          return calls.length === 2 && calls;
+        },
+        15_000,
+        `both events of ${requestId}`,
+      );
     const events = (calls: RecordedRequest[]) => calls.map((call) => String(call.headers['x-webhook-event'])).sort();
 
     it('both events at one URL, from subscriptions and per-request URLs, verify with the secret the first subscription showed', async () => {
@@ -142,15 +146,24 @@ for (const dialect of testDialects()) {
       await t.deps.db.updateTable('subscriptions').set({ callback_url: url }).where('id', '=', second._id).execute();
       const now = Date.now();
       const signing = await loadSigningSecretsForUrl(t.deps.db, t.deps.box, accountId, url, now);
-      assert.deepEqual(signing.map((s) => s.secret), [first.secret, second.secret]);
+      assert.deepEqual(
+        signing.map((s) => s.secret),
+        [first.secret, second.secret],
+      );
 
       const rotated = await api(t.url, 'POST', `/v2/subscriptions/${first._id}/secret/rotate`, { token, body: { overlap: '0m' } });
       assert.equal(rotated.status, 200);
       const after = Date.parse(rotated.body.createdAt) + 1;
       for (const id of [first._id, second._id]) {
-        assert.deepEqual((await loadSigningSecrets(t.deps.db, t.deps.box, { subscriptionId: id }, after)).map((s) => s.secret), [rotated.body.secret]);
+        assert.deepEqual(
+          (await loadSigningSecrets(t.deps.db, t.deps.box, { subscriptionId: id }, after)).map((s) => s.secret),
+          [rotated.body.secret],
+        );
       }
-      assert.deepEqual((await loadSigningSecretsForUrl(t.deps.db, t.deps.box, accountId, url, after)).map((s) => s.secret), [rotated.body.secret]);
+      assert.deepEqual(
+        (await loadSigningSecretsForUrl(t.deps.db, t.deps.box, accountId, url, after)).map((s) => s.secret),
+        [rotated.body.secret],
+      );
     });
 
     it('another account’s subscriptions at the same URL neither share nor lend their secret', async () => {

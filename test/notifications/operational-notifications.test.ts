@@ -74,7 +74,7 @@ for (const dialect of testDialects()) {
     const snapshot = async (accountId: string) =>
       (await sql<{ id: string; event: string; status: string; test: number }>`select id, event, status, test from notifications where account_id = ${accountId}`.execute(t.deps.db)).rows;
 
-    it('a notification that fails its last attempt is told, signed, to the account\'s failed-notification subscriptions, in the same commit', async () => {
+    it("a notification that fails its last attempt is told, signed, to the account's failed-notification subscriptions, in the same commit", async () => {
       const a = await tenant();
       const b = await tenant();
       const down = await receiver(500);
@@ -87,10 +87,14 @@ for (const dialect of testDialects()) {
 
       const requestId = await a.send();
       // Read in one statement each time: the moment the failure is visible, its operational notification is too.
-      const seen = await eventually(async () => {
-        const rows = await snapshot(a.accountId);
-        return rows.some((row) => row.event === 'registered-requests' && row.status === 'failed') && rows;
-      }, 20_000, 'the request notification failed');
+      const seen = await eventually(
+        async () => {
+          const rows = await snapshot(a.accountId);
+          return rows.some((row) => row.event === 'registered-requests' && row.status === 'failed') && rows;
+        },
+        20_000,
+        'the request notification failed',
+      );
       assert.equal(seen.filter((row) => row.event === 'failed-notifications').length, 1, 'written in the commit that failed the notification');
 
       const call = await eventually(() => ops.requests[0], 15_000, 'the operational notification');
@@ -112,10 +116,14 @@ for (const dialect of testDialects()) {
       assert.ok(Math.abs(Date.parse(String(body.failedAt)) - Date.parse(failed.completedAt)) < 1000, 'failedAt is when it ended');
 
       // In the delivery log like any notification, under the failed notification's request.
-      const operational = await eventually(async () => {
-        const [entry] = await a.log('event=failed-notifications');
-        return entry?.status === 'succeeded' && entry;
-      }, 15_000, 'the operational notification delivered');
+      const operational = await eventually(
+        async () => {
+          const [entry] = await a.log('event=failed-notifications');
+          return entry?.status === 'succeeded' && entry;
+        },
+        15_000,
+        'the operational notification delivered',
+      );
       assert.equal(operational.subscriptionId, opsSub._id);
       assert.equal(operational.requestId, requestId);
       assert.equal(operational.id, call.headers['webhook-id']);
@@ -132,7 +140,10 @@ for (const dialect of testDialects()) {
       const ops = await receiver(200);
       const opsSub = await a.subscribe({ event: 'failed-notification', callback: { url: `${ops.url}/ops` } });
       // Not due for an hour: no worker takes it meanwhile.
-      const row = newNotificationRow({ accountId: a.accountId, requestId: 'req_exhausted', subscriptionId: null, event: 'processed-requests', url: 'http://127.0.0.1:9/gone', payload: '{}' }, Date.now());
+      const row = newNotificationRow(
+        { accountId: a.accountId, requestId: 'req_exhausted', subscriptionId: null, event: 'processed-requests', url: 'http://127.0.0.1:9/gone', payload: '{}' },
+        Date.now(),
+      );
       row.run_at = Date.now() + 3_600_000;
       await insertNotifications(t.deps.db, [row]);
       const handler = notificationJobHandlers(t.deps)[DELIVER_NOTIFICATION]!;
@@ -144,16 +155,19 @@ for (const dialect of testDialects()) {
       });
       const call = await eventually(() => ops.requests[0], 15_000, 'the operational notification');
       const body = verifyWebhook(opsSub.secret, call);
-      assert.deepEqual({ ...body, failedAt: undefined }, {
-        notificationId: row.id,
-        requestId: 'req_exhausted',
-        event: 'processed-requests',
-        url: 'http://127.0.0.1:9/gone',
-        attempts: 0,
-        lastStatusCode: null,
-        lastError: 'the delivery could not be run: database unreachable',
-        failedAt: undefined,
-      });
+      assert.deepEqual(
+        { ...body, failedAt: undefined },
+        {
+          notificationId: row.id,
+          requestId: 'req_exhausted',
+          event: 'processed-requests',
+          url: 'http://127.0.0.1:9/gone',
+          attempts: 0,
+          lastStatusCode: null,
+          lastError: 'the delivery could not be run: database unreachable',
+          failedAt: undefined,
+        },
+      );
       assert.equal(await validates('failed-notifications', body), true);
     });
 
@@ -177,17 +191,21 @@ for (const dialect of testDialects()) {
 
       await a.send();
       // The request notification fails, its operational notification is sent twice (503) and fails too.
-      await eventually(async () => {
-        const rows = await snapshot(a.accountId);
-        return rows.some((row) => row.event === 'failed-notifications' && row.test === 0 && row.status === 'failed');
-      }, 20_000, 'the operational notification failed');
+      await eventually(
+        async () => {
+          const rows = await snapshot(a.accountId);
+          return rows.some((row) => row.event === 'failed-notifications' && row.test === 0 && row.status === 'failed');
+        },
+        20_000,
+        'the operational notification failed',
+      );
       await new Promise((resolve) => setTimeout(resolve, 500));
       const rows = await snapshot(a.accountId);
       assert.equal(rows.filter((row) => row.event === 'failed-notifications' && row.test === 0).length, 1, 'neither the test send nor the operational notification was told');
       assert.equal(opsDown.requests.length, 3, 'the test send, then two attempts of the one operational notification');
     });
 
-    it('a subscription switched off is told to the account\'s disabled-subscription subscriptions, with the notifications it failed', async () => {
+    it("a subscription switched off is told to the account's disabled-subscription subscriptions, with the notifications it failed", async () => {
       const own = await startTestApp(dialect, { RETRY_INTERVAL: '40ms', RETRY_MAX_ATTEMPTS: '2', SUBSCRIPTION_DISABLE_AFTER: '3s' });
       const ownWorker = startWorker(own.deps, { pollIntervalMs: 25 });
       try {
@@ -251,7 +269,10 @@ for (const dialect of testDialects()) {
       assert.equal(both.status, 200, JSON.stringify(both.body));
       assert.equal(both.body.event, 'failed-notification');
       const listed = await api(t.url, 'GET', '/v2/subscriptions?event=failed-notifications', { token: a.token });
-      assert.deepEqual((listed.body as { _id: string }[]).map((s) => s._id), [sub._id]);
+      assert.deepEqual(
+        (listed.body as { _id: string }[]).map((s) => s._id),
+        [sub._id],
+      );
     });
   });
 }

@@ -38,7 +38,14 @@ async function timedReceiver(host?: string): Promise<Receiver & { times(path: st
 async function warmUp(deps: Deps): Promise<void> {
   const receiver = await startHttpReceiver();
   try {
-    const result = await deps.outbound.deliverAttempt({ accountId: 'acc_warm_up', url: `${receiver.url}/warm-up`, body: '{}', eventType: 'registered-requests', msgId: 'msg_warm_up', secrets: [`whsec_${randomBytes(32).toString('base64')}`] });
+    const result = await deps.outbound.deliverAttempt({
+      accountId: 'acc_warm_up',
+      url: `${receiver.url}/warm-up`,
+      body: '{}',
+      eventType: 'registered-requests',
+      msgId: 'msg_warm_up',
+      secrets: [`whsec_${randomBytes(32).toString('base64')}`],
+    });
     assert.equal(result.ok, true, JSON.stringify(result));
   } finally {
     await receiver.close();
@@ -68,15 +75,24 @@ function assertAtMostPerSecond(times: number[], limit: number, what: string): vo
   assert.ok(busiest <= 2 * limit, `${what}: ${busiest} calls in one sliding second, limit ${limit} (tolerance 2 × limit); ${shown()}`);
   const windows = Math.ceil(sorted.length / limit) - 1;
   // The windows are the worker's; arrivals lag their turns by a varying delay, the same room as above.
-  assert.ok(sorted.at(-1)! - start >= (windows - 1) * 1000 - RECEIVE_JITTER_MS, `${what}: ${sorted.length} calls in ${sorted.at(-1)! - start} ms, at ${limit}/s they need ${windows} windows; ${shown()}`);
+  assert.ok(
+    sorted.at(-1)! - start >= (windows - 1) * 1000 - RECEIVE_JITTER_MS,
+    `${what}: ${sorted.length} calls in ${sorted.at(-1)! - start} ms, at ${limit}/s they need ${windows} windows; ${shown()}`,
+  );
 }
 
 describe('rate limit turns (pure)', () => {
   it('within the limit now; the k-th turn over it ceil(k / limit) windows later, in turn order over the first 100 ms', () => {
     assert.equal(turnTime(5_000, 1, 2), undefined);
     assert.equal(turnTime(5_000, 2, 2), undefined);
-    assert.deepEqual([3, 4, 5, 6, 7].map((position) => turnTime(5_000, position, 2)), [6_000, 6_050, 7_000, 7_050, 8_000]);
-    assert.deepEqual([2, 3, 4].map((position) => turnTime(0, position, 1)), [1_000, 2_000, 3_000]);
+    assert.deepEqual(
+      [3, 4, 5, 6, 7].map((position) => turnTime(5_000, position, 2)),
+      [6_000, 6_050, 7_000, 7_050, 8_000],
+    );
+    assert.deepEqual(
+      [2, 3, 4].map((position) => turnTime(0, position, 1)),
+      [1_000, 2_000, 3_000],
+    );
     assert.equal(turnTime(0, 10_001 + 9_999, 10_000), 1_099);
   });
 });
@@ -104,18 +120,29 @@ for (const dialect of testDialects()) {
     const notificationsOf = async (subscriptionId: string) => (await api(t.url, 'GET', `/v2/notifications?subscriptionId=${subscriptionId}&limit=200`, { token })).body.data as any[];
     /** Every notification of the subscription succeeded with exactly one attempt (waiting for a turn used none). */
     const assertOneAttemptEach = async (subscriptionId: string, count: number) => {
-      const notifications = await eventually(async () => {
-        const all = await notificationsOf(subscriptionId);
-        return all.length === count && all.every((n) => n.status === 'succeeded') && all;
-      }, 10_000, `${count} notifications succeeded`);
-      assert.deepEqual(notifications.map((n) => n.attemptCount), Array(count).fill(1));
+      const notifications = await eventually(
+        async () => {
+          const all = await notificationsOf(subscriptionId);
+          return all.length === count && all.every((n) => n.status === 'succeeded') && all;
+        },
+        10_000,
+        `${count} notifications succeeded`,
+      );
+      assert.deepEqual(
+        notifications.map((n) => n.attemptCount),
+        Array(count).fill(1),
+      );
       const attempts = await t.deps.db
         .selectFrom('notification_attempts')
         .innerJoin('notifications', 'notifications.id', 'notification_attempts.notification_id')
         .select(['notification_attempts.outcome'])
         .where('notifications.subscription_id', '=', subscriptionId)
         .execute();
-      assert.deepEqual(attempts.map((a) => a.outcome), Array(count).fill('succeeded'), 'one attempt row per notification');
+      assert.deepEqual(
+        attempts.map((a) => a.outcome),
+        Array(count).fill('succeeded'),
+        'one attempt row per notification',
+      );
     };
 
     it('rateLimit 2: a burst of 12 reaches the receiver at most 2 per second, each notification with one attempt; an unlimited subscription is not slowed', async () => {
@@ -183,11 +210,15 @@ for (const dialect of testDialects()) {
         await tenant();
         const limited = await subscribe(`${receiver.url}/lifted`, { rateLimit: 1 });
         await sendRequests(t.url, token, 12);
-        const waiting = await eventually(async () => {
-          const all = await notificationsOf(limited._id);
-          const later = all.filter((n) => n.status === 'pending' && n.nextAttemptAt !== null && Date.parse(n.nextAttemptAt) > Date.now() + 3_000);
-          return all.length === 12 && later.length > 0 && later;
-        }, 10_000, 'deliveries waiting for a later turn');
+        const waiting = await eventually(
+          async () => {
+            const all = await notificationsOf(limited._id);
+            const later = all.filter((n) => n.status === 'pending' && n.nextAttemptAt !== null && Date.parse(n.nextAttemptAt) > Date.now() + 3_000);
+            return all.length === 12 && later.length > 0 && later;
+          },
+          10_000,
+          'deliveries waiting for a later turn',
+        );
         for (const n of waiting) {
           assert.equal(n.attemptCount, 0, 'waiting for a turn uses no attempt');
           assert.equal(n.lastError, null);
@@ -224,10 +255,14 @@ for (const dialect of testDialects()) {
         const sentAt = Date.now();
         const sent = await api(t.url, 'POST', `/v2/subscriptions/${limited._id}/test`, { token });
         assert.equal(sent.status, 202);
-        const log = await eventually(async () => {
-          const detail = (await api(t.url, 'GET', `/v2/notifications/${sent.body.notificationId}`, { token })).body;
-          return detail.status !== 'pending' && detail;
-        }, 10_000, 'the test send');
+        const log = await eventually(
+          async () => {
+            const detail = (await api(t.url, 'GET', `/v2/notifications/${sent.body.notificationId}`, { token })).body;
+            return detail.status !== 'pending' && detail;
+          },
+          10_000,
+          'the test send',
+        );
         assert.equal(log.status, 'succeeded');
         assert.equal(log.attemptCount, 1);
         assert.ok(Date.parse(log.completedAt) - sentAt < 1_000, `answered in ${Date.parse(log.completedAt) - sentAt} ms`);
@@ -244,7 +279,13 @@ for (const dialect of testDialects()) {
       const a = await subscribe('http://127.0.0.1:9/a', { rateLimit: 5 });
       const b = await subscribe('http://127.0.0.1:9/b', { rateLimit: 5 });
       const count = (windowStart: number, counts: Record<string, number>) => countRateWindowTurns(t.deps.db, windowStart, new Map(Object.entries(counts)));
-      assert.deepEqual(await count(10_000, { [a._id]: 3, [b._id]: 1 }), new Map([[a._id, { windowStart: 10_000, granted: 3 }], [b._id, { windowStart: 10_000, granted: 1 }]]));
+      assert.deepEqual(
+        await count(10_000, { [a._id]: 3, [b._id]: 1 }),
+        new Map([
+          [a._id, { windowStart: 10_000, granted: 3 }],
+          [b._id, { windowStart: 10_000, granted: 1 }],
+        ]),
+      );
       assert.deepEqual(await count(10_000, { [a._id]: 2 }), new Map([[a._id, { windowStart: 10_000, granted: 5 }]]));
       assert.deepEqual(await count(11_000, { [a._id]: 4 }), new Map([[a._id, { windowStart: 11_000, granted: 4 }]]));
       assert.deepEqual(await count(10_000, { [a._id]: 1 }), new Map([[a._id, { windowStart: 11_000, granted: 5 }]]), 'behind: counted into the newer window');

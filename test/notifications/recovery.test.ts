@@ -67,10 +67,14 @@ for (const dialect of testDialects()) {
     const failNotifications = async (tn: Tenant, count: number): Promise<string[]> => {
       const before = new Set((await notificationsOf(tn)).map((n) => n.id));
       await sendRequests(t.url, tn.token, count, 4);
-      const failed = await eventually(async () => {
-        const fresh = (await notificationsOf(tn)).filter((n) => !before.has(n.id));
-        return fresh.length === count && fresh.every((n) => n.status === 'failed') && fresh;
-      }, 20_000, `${count} failed notifications`).catch(async (error: Error) => {
+      const failed = await eventually(
+        async () => {
+          const fresh = (await notificationsOf(tn)).filter((n) => !before.has(n.id));
+          return fresh.length === count && fresh.every((n) => n.status === 'failed') && fresh;
+        },
+        20_000,
+        `${count} failed notifications`,
+      ).catch(async (error: Error) => {
         // Where each one stood, so that a run that times out says why.
         const rows = await t.deps.db
           .selectFrom('notifications')
@@ -88,10 +92,14 @@ for (const dialect of testDialects()) {
     const recover = (tn: Tenant, body: unknown, options: { token?: string; query?: string; version?: string; id?: string } = {}) =>
       api(t.url, 'POST', `/${options.version ?? 'v2'}/subscriptions/${options.id ?? tn.subscription._id}/recover${options.query ?? ''}`, { token: options.token ?? tn.token, body });
     const settled = (tn: Tenant, ids: string[], status: string) =>
-      eventually(async () => {
-        const byId = new Map((await notificationsOf(tn)).map((n) => [n.id, n]));
-        return ids.every((id) => byId.get(id)?.status === status) && ids.map((id) => byId.get(id));
-      }, 20_000, `${ids.length} notifications ${status}`);
+      eventually(
+        async () => {
+          const byId = new Map((await notificationsOf(tn)).map((n) => [n.id, n]));
+          return ids.every((id) => byId.get(id)?.status === status) && ids.map((id) => byId.get(id));
+        },
+        20_000,
+        `${ids.length} notifications ${status}`,
+      );
     const context = () => ({ db: t.deps.db, signals: t.deps.signals, clock: t.deps.clock });
 
     it('the receiver comes back: each failed notification is sent once more, same webhook-id, identical body bytes, signed', async () => {
@@ -113,7 +121,10 @@ for (const dialect of testDialects()) {
         assert.deepEqual(verifyWebhook(tn.subscription.secret, calls[2]!), JSON.parse(calls[0]!.body));
         assert.equal(rows[index].attemptCount, 3);
         const detail = await api(t.url, 'GET', `/v2/notifications/${id}`, { token: tn.token });
-        assert.deepEqual(detail.body.attempts.map((a: any) => a.outcome), ['retry', 'failed', 'succeeded']);
+        assert.deepEqual(
+          detail.body.attempts.map((a: any) => a.outcome),
+          ['retry', 'failed', 'succeeded'],
+        );
       }
       assert.deepEqual((await recover(tn, { since: iso(Date.now() - HOUR) })).body, { recovered: 0 }, 'nothing is failed any more');
     });
@@ -130,7 +141,10 @@ for (const dialect of testDialects()) {
         assert.equal(callsFor(tn, id).length, 3);
         assert.equal(rows[index].attemptCount, 3);
         const detail = await api(t.url, 'GET', `/v2/notifications/${id}`, { token: tn.token });
-        assert.deepEqual(detail.body.attempts.map((a: any) => a.outcome), ['retry', 'failed', 'failed']);
+        assert.deepEqual(
+          detail.body.attempts.map((a: any) => a.outcome),
+          ['retry', 'failed', 'failed'],
+        );
       }
     });
 
@@ -207,10 +221,12 @@ for (const dialect of testDialects()) {
       const more = await failNotifications(tn, 10);
       tn.receiver.respond(UP);
       const since = iso(Date.now() - HOUR);
-      const all = await Promise.all(
-        [2, 3, 4].map((batchSize) => recoverNotifications(context(), tn.client.accountId, tn.subscription._id, { since }, { batchSize })),
+      const all = await Promise.all([2, 3, 4].map((batchSize) => recoverNotifications(context(), tn.client.accountId, tn.subscription._id, { since }, { batchSize })));
+      assert.equal(
+        all.reduce((sum, n) => sum! + n!, 0),
+        10,
+        `recovered ${all.join(' + ')}`,
       );
-      assert.equal(all.reduce((sum, n) => sum! + n!, 0), 10, `recovered ${all.join(' + ')}`);
       await settled(tn, more, 'succeeded');
       await sleep(300);
       for (const id of [...ids, ...more]) assert.equal(callsFor(tn, id).length, 3, `${id}: one recovered attempt`);
@@ -228,7 +244,10 @@ for (const dialect of testDialects()) {
       await settled(tn, ids, 'succeeded');
       await sleep(200);
       assert.equal(callsFor(tn, testId).length, 1, 'the test send keeps its single attempt');
-      assert.deepEqual((await notificationsOf(tn, 'failed')).map((n) => n.id), [testId]);
+      assert.deepEqual(
+        (await notificationsOf(tn, 'failed')).map((n) => n.id),
+        [testId],
+      );
     });
 
     it('an inactive subscription is a 409 that says, in words, to switch it on first; nothing is taken until it is', async () => {
@@ -272,7 +291,10 @@ for (const dialect of testDialects()) {
       assert.equal((await recover(tn, undefined)).status, 400, 'no body');
       // Exactly 30 days is allowed.
       assert.deepEqual((await recover(tn, { since: iso(now - 30 * DAY), until: iso(now) })).body, { recovered: 0 }, 'until before the failure');
-      assert.deepEqual((await notificationsOf(tn, 'failed')).map((n) => n.id), ids);
+      assert.deepEqual(
+        (await notificationsOf(tn, 'failed')).map((n) => n.id),
+        ids,
+      );
     });
 
     it("unknown and other accounts' subscriptions are 404, read-only 403; operators act with ?accountId=; /v1 and the OpenAPI document have it", async () => {
@@ -318,11 +340,10 @@ for (const dialect of testDialects()) {
     it('six calls at once with pages of different sizes: no deadlock, each notification taken once and due again', async () => {
       const client = await d.createClientAccount();
       const now = Date.now();
-      const { subscription } = await createSubscription(
-        { db: d.deps.db, box: d.deps.box, allowPrivateNetworks: true, now },
-        client.accountId,
-        { event: 'registered-request', callback: { url: 'http://127.0.0.1:9/hook' } },
-      );
+      const { subscription } = await createSubscription({ db: d.deps.db, box: d.deps.box, allowPrivateNetworks: true, now }, client.accountId, {
+        event: 'registered-request',
+        callback: { url: 'http://127.0.0.1:9/hook' },
+      });
       const ctx = { db: d.deps.db, signals: d.deps.signals, clock: Date.now };
       const rounds = dialect === 'postgres' ? 5 : 2;
       for (let round = 0; round < rounds; round++) {
@@ -333,10 +354,12 @@ for (const dialect of testDialects()) {
         if (dialect === 'postgres') await sql`insert into ${columns} ${rows} from generate_series(1, 20000) g`.execute(d.deps.db);
         else await sql`with recursive s(g) as (select 1 union all select g + 1 from s where g < 20000) insert into ${columns} ${rows} from s`.execute(d.deps.db);
         const windows = [{ since: new Date(base - 1000).toISOString() }, { since: new Date(base + 2000).toISOString() }];
-        const taken = await Promise.all(
-          [997, 1000, 1003, 500, 250, 1500].map((batchSize, i) => recoverNotifications(ctx, client.accountId, subscription.id, windows[i % 2]!, { batchSize })),
+        const taken = await Promise.all([997, 1000, 1003, 500, 250, 1500].map((batchSize, i) => recoverNotifications(ctx, client.accountId, subscription.id, windows[i % 2]!, { batchSize })));
+        assert.equal(
+          taken.reduce((sum, n) => sum! + n!, 0),
+          20_000,
+          `round ${round}: ${taken.join(' + ')}`,
         );
-        assert.equal(taken.reduce((sum, n) => sum! + n!, 0), 20_000, `round ${round}: ${taken.join(' + ')}`);
         const count = async (query: ReturnType<typeof sql<{ n: number | string }>>) => Number((await query.execute(d.deps.db)).rows[0]!.n);
         assert.equal(await count(sql`select count(*) as n from notifications where id like ${`msg_r${round}_%`} and status = 'pending' and run_at is not null`), 20_000, 'each due again');
         assert.equal(await count(sql`select count(*) as n from notifications where status = 'failed'`), 0);

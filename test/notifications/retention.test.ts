@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { deleteOldNotifications } from '../../src/services/notification-retention.js';
 import { insertNotifications, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
-import type { NotificationStatus } from '../../src/storage/tables/index.js';
+import type { NotificationStatus } from '../../src/domain/notifications/notification.js';
 import { purgeExpired } from '../../src/worker/start-worker.js';
 import { testDialects } from '../support/databases.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
@@ -25,10 +25,25 @@ for (const dialect of testDialects()) {
       const at = Date.now() - ageDays * DAY;
       // Ended ones as their last attempt left them, under the lease it ran under.
       const lease = status === 'pending' ? null : 'w-test:retention';
-      const row = { ...newNotificationRow({ accountId, requestId: `req_${ageDays}_${status}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, at), lease };
+      const row = {
+        ...newNotificationRow({ accountId, requestId: `req_${ageDays}_${status}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, at),
+        lease,
+      };
       await insertNotifications(t.deps.db, [row]);
       if (lease !== null) {
-        const attempt = { notification_id: row.id, attempt: 1, started_at: at, url: row.url, status_code: status === 'succeeded' ? 204 : 500, latency_ms: 3, response_body: null, error: null, outcome: status as 'succeeded' | 'failed', request_headers: null, retry_after: null };
+        const attempt = {
+          notification_id: row.id,
+          attempt: 1,
+          started_at: at,
+          url: row.url,
+          status_code: status === 'succeeded' ? 204 : 500,
+          latency_ms: 3,
+          response_body: null,
+          error: null,
+          outcome: status as 'succeeded' | 'failed',
+          request_headers: null,
+          retry_after: null,
+        };
         await recordAttempts(t.deps.db, [{ attempt, lease, status, nextAttemptAt: null, now: at }]);
       }
       return row.id;
@@ -38,7 +53,13 @@ for (const dialect of testDialects()) {
 
     it('deletes ended notifications past the retention with their attempts, in batches; keeps pending and newer ones', async () => {
       const { accountId } = await t.createClientAccount();
-      const old = [await notification(accountId, 120, 'succeeded'), await notification(accountId, 100, 'failed'), await notification(accountId, 95, 'succeeded'), await notification(accountId, 91, 'failed'), await notification(accountId, 91, 'succeeded')];
+      const old = [
+        await notification(accountId, 120, 'succeeded'),
+        await notification(accountId, 100, 'failed'),
+        await notification(accountId, 95, 'succeeded'),
+        await notification(accountId, 91, 'failed'),
+        await notification(accountId, 91, 'succeeded'),
+      ];
       const oldPending = await notification(accountId, 100, 'pending');
       const recent = [await notification(accountId, 89, 'succeeded'), await notification(accountId, 1, 'failed')];
 

@@ -44,10 +44,14 @@ for (const dialect of testDialects()) {
     };
     const testSend = (id: string, as = token) => api(t.url, 'POST', `/v2/subscriptions/${id}/test`, { token: as });
     const finished = (notificationId: string) =>
-      eventually(async () => {
-        const detail = await api(t.url, 'GET', `/v2/notifications/${notificationId}`, { token });
-        return detail.status === 200 && detail.body.status !== 'pending' && detail.body;
-      }, 15_000, `test send ${notificationId}`);
+      eventually(
+        async () => {
+          const detail = await api(t.url, 'GET', `/v2/notifications/${notificationId}`, { token });
+          return detail.status === 200 && detail.body.status !== 'pending' && detail.body;
+        },
+        15_000,
+        `test send ${notificationId}`,
+      );
 
     it('sends a sample of the exact shape, signed, with Bearer and custom headers, marked as a test in the call and the log', async () => {
       const receiver = await startHttpReceiver();
@@ -83,7 +87,10 @@ for (const dialect of testDialects()) {
             assert.deepEqual(Object.keys(canceled.deliveryDetail.info).sort(), ['description', 'name', 'paymentId', 'reason', 'reasonCode']);
           }
           const listed = await api(t.url, 'GET', `/v2/notifications?subscriptionId=${sub._id}`, { token });
-          assert.deepEqual(listed.body.data.map((n: any) => [n.id, n.test]), [[sent.body.notificationId, true]]);
+          assert.deepEqual(
+            listed.body.data.map((n: any) => [n.id, n.test]),
+            [[sent.body.notificationId, true]],
+          );
         }
       } finally {
         await receiver.close();
@@ -102,7 +109,10 @@ for (const dialect of testDialects()) {
         await new Promise((resolve) => setTimeout(resolve, 300)); // six retry intervals: none comes
         assert.equal(receiver.requests.length, 1);
         const detail = await api(t.url, 'GET', `/v2/notifications/${sent.body.notificationId}`, { token });
-        assert.deepEqual(detail.body.attempts.map((a: any) => a.outcome), ['failed']);
+        assert.deepEqual(
+          detail.body.attempts.map((a: any) => a.outcome),
+          ['failed'],
+        );
       } finally {
         await receiver.close();
       }
@@ -121,7 +131,10 @@ for (const dialect of testDialects()) {
         const oauth2 = { client_id: as.clientId, client_secret: as.clientSecret, url: as.tokenUrl, audience: as.audience };
         const viaOAuth2 = await subscribe('processed-requests', { url: `${plain.url}/oauth2`, authorization: { oauth2 } });
         const viaMtls = await subscribe('processed-requests', { url: `${tls.url}/mtls`, authorization: { mtls: {} } });
-        for (const [sub, receiver] of [[viaOAuth2, plain], [viaMtls, tls]] as Array<[{ _id: string; secret: string }, Receiver]>) {
+        for (const [sub, receiver] of [
+          [viaOAuth2, plain],
+          [viaMtls, tls],
+        ] as Array<[{ _id: string; secret: string }, Receiver]>) {
           const sent = await testSend(sub._id);
           assert.equal(sent.status, 202);
           const log = await finished(sent.body.notificationId);
@@ -184,7 +197,11 @@ for (const dialect of testDialects()) {
       assert.equal((await api(t.url, 'POST', `/v2/subscriptions/${other}/test`, { token })).status, 202);
       // A minute after the oldest one, there is room for one more.
       const oldest = await t.deps.db.selectFrom('notifications').select(['id', 'created_at']).where('subscription_id', '=', busy).orderBy('created_at').executeTakeFirstOrThrow();
-      await t.deps.db.updateTable('notifications').set({ created_at: Number(oldest.created_at) - TEST_SEND_WINDOW_MS }).where('id', '=', oldest.id).execute();
+      await t.deps.db
+        .updateTable('notifications')
+        .set({ created_at: Number(oldest.created_at) - TEST_SEND_WINDOW_MS })
+        .where('id', '=', oldest.id)
+        .execute();
       assert.equal((await api(t.url, 'POST', `/v2/subscriptions/${busy}/test`, { token })).status, 202);
       assert.equal((await api(t.url, 'POST', `/v2/subscriptions/${busy}/test`, { token })).status, 429);
     });

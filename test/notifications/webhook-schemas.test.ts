@@ -94,7 +94,13 @@ for (const dialect of testDialects()) {
       // Closed objects: a member the schema does not name is refused, so drift is caught.
       const processed = JSON.parse(receiver.requests.find((r) => r.headers['x-webhook-event'] === 'processed-requests')!.body);
       assert.equal(validators['processed-requests']!({ ...processed, extra: 1 }), false);
-      assert.equal(validators['processed-requests']!({ ...processed, delivered: [{ ...processed.delivered[0], deliveryDetail: { ...processed.delivered[0].deliveryDetail, info: { ...processed.delivered[0].deliveryDetail.info, more: '' } } }] }), false);
+      assert.equal(
+        validators['processed-requests']!({
+          ...processed,
+          delivered: [{ ...processed.delivered[0], deliveryDetail: { ...processed.delivered[0].deliveryDetail, info: { ...processed.delivered[0].deliveryDetail.info, more: '' } } }],
+        }),
+        false,
+      );
     });
   });
 }

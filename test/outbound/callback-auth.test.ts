@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CallbackAuthError, planCallbackAuth } from '../../src/worker/outbound/callback-auth.js';
+import { planCallbackAuth } from '../../src/worker/outbound/callback-auth.js';
+import { DeliveryFailure } from '../../src/worker/outbound/delivery-failure.js';
 
 const client = { client_id: 'id', client_secret: 'secret', url: 'https://auth.example.com/token', audience: 'api' };
 
@@ -21,7 +22,7 @@ describe('callback authorization plan', () => {
   });
 
   it('refuses empty credentials and header injection', () => {
-    assert.throws(() => planCallbackAuth({ Bearer: 'Bearer ' }), CallbackAuthError);
+    assert.throws(() => planCallbackAuth({ Bearer: 'Bearer ' }), DeliveryFailure);
     assert.throws(() => planCallbackAuth({ Bearer: 'x\r\nX-Evil: 1' }), /control character/);
     assert.throws(() => planCallbackAuth({ oauth2: { ...client, url: '' } }), /oauth2.url is missing/);
   });

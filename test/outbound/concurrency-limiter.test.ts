@@ -79,7 +79,14 @@ describe('concurrency limiter: fair between accounts, capped per account and add
 
   it('between accounts holding as many, the oldest waiter goes first', async () => {
     const h = harness({ overall: 3, perAddress: 3, reserve: 0, lightBelow: 1 });
-    for (const [account, name] of [['a', 'a1'], ['b', 'b1'], ['c', 'c1'], ['b', 'b2'], ['a', 'a2']]) h.start(account!, '10.0.0.1', name!);
+    for (const [account, name] of [
+      ['a', 'a1'],
+      ['b', 'b1'],
+      ['c', 'c1'],
+      ['b', 'b2'],
+      ['a', 'a2'],
+    ])
+      h.start(account!, '10.0.0.1', name!);
     await h.end('c1');
     assert.deepEqual(h.started, ['a1', 'b1', 'c1', 'b2']);
     await h.endAll();
@@ -109,7 +116,10 @@ describe('concurrency limiter: fair between accounts, capped per account and add
 
   it('releases the slot when a task fails', async () => {
     const limiter = createConcurrencyLimiter({ overall: 1, perAddress: 1, reserve: 0, lightBelow: 1 });
-    await assert.rejects(limiter.run({ account: 'a', address: 'h' }, async () => Promise.reject(new Error('boom'))), /boom/);
+    await assert.rejects(
+      limiter.run({ account: 'a', address: 'h' }, async () => Promise.reject(new Error('boom'))),
+      /boom/,
+    );
     assert.equal(await limiter.run({ account: 'a', address: 'h' }, async () => 42), 42);
   });
 });

@@ -43,9 +43,7 @@ describe('deliverAttempt over HTTP', () => {
 
   it('POSTs the exact body with signed Standard Webhooks headers, event type and custom headers', async () => {
     receiver.respond(() => ({ status: 200, body: 'thanks' }));
-    const result = await outbound.deliverAttempt(
-      input(`${receiver.url}/hooks/registered?x=1`, { customHeaders: { 'X-Client-Tag': 'abc', 'Content-Type': 'text/plain', Authorization: 'nope' } }),
-    );
+    const result = await outbound.deliverAttempt(input(`${receiver.url}/hooks/registered?x=1`, { customHeaders: { 'X-Client-Tag': 'abc', 'Content-Type': 'text/plain', Authorization: 'nope' } }));
     assert.equal(result.ok, true, result.error);
     assert.equal(result.statusCode, 200);
     assert.equal(result.responseBody, 'thanks');
@@ -231,8 +229,8 @@ describe('concurrency limits: by account and resolved address', () => {
     const hang = async () => (await release.wait, { status: 204 });
     const [first, second] = await Promise.all([startHttpReceiver(hang), startHttpReceiver(hang)]);
     try {
-      const calls = [first!, second!, first!, second!].map((receiver) => outbound.deliverAttempt(input(`${receiver.url}/hook`)));
-      await eventually(() => first!.requests.length + second!.requests.length === 2);
+      const calls = [first, second, first, second].map((receiver) => outbound.deliverAttempt(input(`${receiver.url}/hook`)));
+      await eventually(() => first.requests.length + second.requests.length === 2);
       assert.deepEqual(outbound.limiter.stats(), { active: 2, waiting: 2, activeByAccount: { acc_test: 2 } }, 'two calls in flight to 127.0.0.1, whatever the port');
       // Another account's calls to the same address are not held by this one's cap.
       const other = await startHttpReceiver(() => ({ status: 204 }));
@@ -246,7 +244,7 @@ describe('concurrency limits: by account and resolved address', () => {
     } finally {
       release.open();
       await outbound.close();
-      await Promise.all([first!.close(), second!.close()]);
+      await Promise.all([first.close(), second.close()]);
     }
   });
 });

@@ -128,7 +128,10 @@ describe('OAuth2 client credentials for callbacks', () => {
     const receiver = await startHttpReceiver(protectedBy(as));
     try {
       const results = await Promise.all(Array.from({ length: 50 }, () => outbound.deliverAttempt(input(receiver.url, client))));
-      assert.ok(results.every((r) => r.ok), results.find((r) => !r.ok)?.error);
+      assert.ok(
+        results.every((r) => r.ok),
+        results.find((r) => !r.ok)?.error,
+      );
       assert.equal(as.tokenRequests.length, 1);
       assert.equal(new Set(receiver.requests.map((r) => r.headers.authorization)).size, 1);
     } finally {

@@ -13,7 +13,14 @@ import { gate, startHttpReceiver, unusedPort, type Receiver } from '../support/r
  */
 const config: OutboundConfig = { callbackTimeoutMs: 5000, callbackAllowPrivateNetworks: true, mtlsCertFile: undefined, mtlsKeyFile: undefined, mtlsCaFile: undefined };
 const secret = `whsec_${randomBytes(32).toString('base64')}`;
-const input = (url: string, n: number): DeliveryAttemptInput => ({ accountId: 'acc_test', url, body: JSON.stringify({ id: `req_${n}`, rewardValue: n }), eventType: 'registered-requests', msgId: `msg_${n}`, secrets: [secret] });
+const input = (url: string, n: number): DeliveryAttemptInput => ({
+  accountId: 'acc_test',
+  url,
+  body: JSON.stringify({ id: `req_${n}`, rewardValue: n }),
+  eventType: 'registered-requests',
+  msgId: `msg_${n}`,
+  secrets: [secret],
+});
 
 describe('outbound delivery in a worker thread', () => {
   let receiver: Receiver;
@@ -57,7 +64,10 @@ describe('outbound delivery in a worker thread', () => {
     const dying = outbound.thread!;
     await dying.terminate();
     const failed = await inFlight;
-    assert.ok(failed.every((result) => !result.ok && /outbound thread stopped/.test(result.error ?? '')), JSON.stringify(failed));
+    assert.ok(
+      failed.every((result) => !result.ok && /outbound thread stopped/.test(result.error ?? '')),
+      JSON.stringify(failed),
+    );
     release.open();
     receiver.respond(() => ({ status: 204 }));
     const next = await outbound.deliverAttempt(input(receiver.url, 4));

@@ -91,7 +91,7 @@ for (const dialect of testDialects()) {
       assert.ok(first.json.signing_keys.reencrypted >= 1);
       const second = await cli(env(currentKey, oldKey), 'secrets', 'reencrypt');
       assert.equal(second.code, 0);
-      for (const counts of Object.values(second.json) as Array<{ checked: number; reencrypted: number }>) assert.equal(counts.reencrypted, 0);
+      for (const counts of Object.values<{ checked: number; reencrypted: number }>(second.json)) assert.equal(counts.reencrypted, 0);
 
       await readsAll(env(currentKey));
       await assert.rejects(readsAll(env(oldKey)), 'the old key alone no longer opens them');

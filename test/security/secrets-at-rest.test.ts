@@ -73,7 +73,11 @@ for (const dialect of testDialects()) {
         body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'requests:read' }),
       });
       keep('access token (Basic)', ((await viaBasic.json()) as { access_token: string }).access_token);
-      const v1 = await fetch(`${service.url}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret }) });
+      const v1 = await fetch(`${service.url}/v1/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_id: client.client_id, client_secret: client.client_secret }),
+      });
       keep('access token (v1)', ((await v1.json()) as { access_token: string }).access_token);
       const wrongSecret = 'rrs_cs_wrong-secret-that-must-not-be-logged-either-0123456789';
       keep('a wrong client secret', wrongSecret);
@@ -89,7 +93,10 @@ for (const dialect of testDialects()) {
       const subscriptions = [
         { event: 'registered-request', callback: { url: `${receiver.url}/basic`, authorization: { Basic: basicCredential } } },
         { event: 'registered-request', callback: { url: `${receiver.url}/bearer`, authorization: { Bearer: bearerCredential } } },
-        { event: 'processed-request', callback: { url: `${receiver.url}/oauth2`, authorization: { oauth2: { url: as.tokenUrl, client_id: as.clientId, client_secret: as.clientSecret, audience: as.audience } } } },
+        {
+          event: 'processed-request',
+          callback: { url: `${receiver.url}/oauth2`, authorization: { oauth2: { url: as.tokenUrl, client_id: as.clientId, client_secret: as.clientSecret, audience: as.audience } } },
+        },
       ];
       for (const body of subscriptions) {
         const created = await api(service.url, 'POST', '/v2/subscriptions', { token, body });

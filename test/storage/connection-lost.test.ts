@@ -33,7 +33,10 @@ if (testDialects().includes('postgres')) {
             await sleep(100);
             await sql`select 1`.execute(tx);
           })
-          .then(() => 'committed', (error: Error) => error.message);
+          .then(
+            () => 'committed',
+            (error: Error) => error.message,
+          );
         assert.notEqual(outcome, 'committed');
         assert.deepEqual(uncaught, []);
         const { rows } = await sql<{ one: number }>`select 1 as one`.execute(storage.db);

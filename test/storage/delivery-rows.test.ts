@@ -1,14 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import {
-  claimDueDeliveries,
-  endHeldDeliveries,
-  failDeliveryRun,
-  postponeDeliveries,
-  renewDeliveryLeases,
-  type DeliveryClaim,
-} from '../../src/storage/queue/delivery-rows.js';
+import { claimDueDeliveries, endHeldDeliveries, failDeliveryRun, postponeDeliveries, renewDeliveryLeases, type DeliveryClaim } from '../../src/storage/queue/delivery-rows.js';
 import { insertNotifications, newNotificationRow } from '../../src/storage/repositories/notifications.js';
 import type { NotificationsTable } from '../../src/storage/tables/index.js';
 import { testDialects } from '../support/databases.js';
@@ -36,7 +29,12 @@ for (const dialect of testDialects()) {
 
     /** A pending notification of `account`, due at `runAt` (null: held), with the given overrides. */
     async function notification(name: string, account: string, runAt: number | null, overrides: Partial<NotificationsTable> = {}): Promise<string> {
-      const row = { ...newNotificationRow({ accountId: account, requestId: `req_${name}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, NOW), id: `msg_${name}`, run_at: runAt, ...overrides };
+      const row = {
+        ...newNotificationRow({ accountId: account, requestId: `req_${name}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, NOW),
+        id: `msg_${name}`,
+        run_at: runAt,
+        ...overrides,
+      };
       await insertNotifications(t.deps.db, [row]);
       return row.id;
     }
@@ -54,15 +52,21 @@ for (const dialect of testDialects()) {
       const jobs = await claim();
       assert.deepEqual(jobs.map((job) => job.id).sort(), ['msg_a', 'msg_b', 'msg_lapsed']);
       const [job] = jobs.filter((j) => j.id === 'msg_a');
-      assert.deepEqual({ kind: job!.kind, payload: job!.payload, groupKey: job!.groupKey, attempts: job!.attempts, leaseUntil: job!.leaseUntil }, {
-        kind: 'deliver-notification',
-        payload: { notificationId: 'msg_a' },
-        groupKey: 'acc_1',
-        attempts: 1,
-        leaseUntil: NOW + LEASE_MS,
-      });
+      assert.deepEqual(
+        { kind: job!.kind, payload: job!.payload, groupKey: job!.groupKey, attempts: job!.attempts, leaseUntil: job!.leaseUntil },
+        {
+          kind: 'deliver-notification',
+          payload: { notificationId: 'msg_a' },
+          groupKey: 'acc_1',
+          attempts: 1,
+          leaseUntil: NOW + LEASE_MS,
+        },
+      );
       const stored = await row('msg_a');
-      assert.deepEqual({ lease: stored.lease, lease_until: Number(stored.lease_until), run_at: Number(stored.run_at), runs: stored.runs }, { lease: job!.lease, lease_until: NOW + LEASE_MS, run_at: NOW - 20, runs: 1 });
+      assert.deepEqual(
+        { lease: stored.lease, lease_until: Number(stored.lease_until), run_at: Number(stored.run_at), runs: stored.runs },
+        { lease: job!.lease, lease_until: NOW + LEASE_MS, run_at: NOW - 20, runs: 1 },
+      );
       assert.deepEqual(await claim(), [], 'nothing more is due');
     });
 
@@ -71,8 +75,14 @@ for (const dialect of testDialects()) {
       await notification('flood2', 'acc_flood', NOW - 29);
       await notification('light', 'acc_light', NOW - 1);
       await notification('other', 'acc_z', NOW - 2);
-      assert.deepEqual((await claim({ excludeGroups: ['acc_flood'], excludeIds: ['msg_other'] })).map((job) => job.id), ['msg_light']);
-      assert.deepEqual((await claim({ limit: 1 })).map((job) => job.id), ['msg_flood1']);
+      assert.deepEqual(
+        (await claim({ excludeGroups: ['acc_flood'], excludeIds: ['msg_other'] })).map((job) => job.id),
+        ['msg_light'],
+      );
+      assert.deepEqual(
+        (await claim({ limit: 1 })).map((job) => job.id),
+        ['msg_flood1'],
+      );
     });
 
     it("every holder's write is conditional on its lease: renew, end, fail and postpone write nothing once another holds it", async () => {
@@ -144,7 +154,15 @@ for (const dialect of testDialects()) {
           t.deps.db.connection().execute(async (connection) => {
             await sql`select pg_stat_force_next_flush()`.execute(connection);
             return connection.transaction().execute(async (tx) => {
-              const counts = async () => (await sql<{ upd: string; hot: string }>`select coalesce(sum(n_tup_upd), 0) as upd, coalesce(sum(n_tup_hot_upd), 0) as hot from pg_stat_xact_user_tables where relid in (select inhrelid from pg_inherits where inhparent = 'notifications'::regclass)`.execute(tx)).rows[0]!;
+              const counts = async () =>
+                (
+                  await sql<{
+                    upd: string;
+                    hot: string;
+                  }>`select coalesce(sum(n_tup_upd), 0) as upd, coalesce(sum(n_tup_hot_upd), 0) as hot from pg_stat_xact_user_tables where relid in (select inhrelid from pg_inherits where inhparent = 'notifications'::regclass)`.execute(
+                    tx,
+                  )
+                ).rows[0]!;
               const before = await counts();
               const result = await work(tx);
               const after = await counts();

@@ -27,7 +27,7 @@ for (const dialect of testDialects()) {
       const d = dialectOf(t.deps.db);
       const rows = [
         { name: 'a', count: 3, at: 1_700_000_000_123 },
-        { name: "it's \"quoted\" ü", count: null, at: 0 },
+        { name: 'it\'s "quoted" ü', count: null, at: 0 },
         { name: 'c', at: 5 },
       ];
       const { rows: read } = await sql<{ name: string; count: number | null; at: number; twice: number | null }>`
@@ -37,7 +37,7 @@ for (const dialect of testDialects()) {
         [
           { name: 'a', count: 3, at: 1_700_000_000_123, twice: 6 },
           { name: 'c', count: null, at: 5, twice: null },
-          { name: "it's \"quoted\" ü", count: null, at: 0, twice: null },
+          { name: 'it\'s "quoted" ü', count: null, at: 0, twice: null },
         ],
       );
     });
@@ -45,8 +45,7 @@ for (const dialect of testDialects()) {
     it('matches a column against a list parameter, the empty list included', async () => {
       const d = dialectOf(t.deps.db);
       const values = sql`select v from (select 'x' as v union all select 'y' union all select 'z') s`;
-      const pick = async (list: string[]) =>
-        (await sql<{ v: string }>`select v from (${values}) t where ${d.inList(sql.ref('v'), d.list(list))} order by v`.execute(t.deps.db)).rows.map((r) => r.v);
+      const pick = async (list: string[]) => (await sql<{ v: string }>`select v from (${values}) t where ${d.inList(sql.ref('v'), d.list(list))} order by v`.execute(t.deps.db)).rows.map((r) => r.v);
       assert.deepEqual(await pick(['z', 'x', 'nope']), ['x', 'z']);
       assert.deepEqual(await pick([]), []);
     });
@@ -112,7 +111,10 @@ for (const dialect of testDialects()) {
           });
           await isLocked;
           const skipped = await other.db.transaction().execute(async (tx) => (await sql<{ id: string }>`select id from dialect_rows order by id${d.rowLock({ skipLocked: true })}`.execute(tx)).rows);
-          assert.deepEqual(skipped.map((r) => r.id), ['b']);
+          assert.deepEqual(
+            skipped.map((r) => r.id),
+            ['b'],
+          );
           release();
           await holder;
         } finally {
@@ -132,7 +134,10 @@ describe('what differs between the databases is in one place', () => {
     });
   // Asking which database it is, or writing one database's JSON functions or positional reads.
   const dialectSpecific = /instanceof (Postgres|Sqlite)Adapter|isPostgres|=== 'postgres'|=== 'sqlite'|json_each|jsonb_array_elements|jsonb_to_recordset|->> ?\d/;
-  const code = (path: string) => readFileSync(path, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const code = (path: string) =>
+    readFileSync(path, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
 
   it('no file of src/ but storage/dialect.ts asks which database it runs on or writes its JSON functions', () => {
     const offenders = files(root).filter((path) => !path.endsWith('storage/dialect.ts') && dialectSpecific.test(code(path)));
@@ -143,7 +148,7 @@ describe('what differs between the databases is in one place', () => {
   });
 
   it('would find one', () => {
-    assert.ok(dialectSpecific.test("isPostgres(db) ? sql`e ->> 0` : sql`value ->> 0`"));
+    assert.ok(dialectSpecific.test('isPostgres(db) ? sql`e ->> 0` : sql`value ->> 0`'));
     assert.ok(dialectSpecific.test('from json_each(${ids})'));
   });
 });

@@ -54,7 +54,11 @@ describe('file modes of the data directory [sqlite]', () => {
     assert.deepEqual(whileOpen, { db: '0600', wal: '0600', shm: '0600' });
     assert.equal(mode(dataDir), '0700');
     for (const file of ['rewards.db', 'secret.key', 'operator-credentials.json']) assert.equal(mode(join(dataDir, file)), '0600', file);
-    assert.deepEqual(lines.filter((line) => line.level >= 40), [], 'nothing to warn about');
+    assert.deepEqual(
+      lines.filter((line) => line.level >= 40),
+      [],
+      'nothing to warn about',
+    );
   });
 
   it('files and the directory found open to other users are restricted, and the log names each with its old mode', async () => {
@@ -85,6 +89,9 @@ describe('file modes of the data directory [sqlite]', () => {
     const whileOpen = await runOnce(dataDir, log, join(shared, 'rewards.db'));
     assert.deepEqual(whileOpen, { db: '0600', wal: '0600', shm: '0600' });
     assert.equal(mode(shared), '01777');
-    assert.ok(lines.some((line) => line.path === shared && /left as it is \(it has the sticky bit/.test(line.msg)), JSON.stringify(lines));
+    assert.ok(
+      lines.some((line) => line.path === shared && /left as it is \(it has the sticky bit/.test(line.msg)),
+      JSON.stringify(lines),
+    );
   });
 });

@@ -11,7 +11,7 @@ import { openStorage } from '../../src/storage/database.js';
 import { dropExpiredLogPartitions, ensureLogPartitions, listLogPartitions, logPeriodMs, pendingCheck } from '../../src/storage/log-partitions.js';
 import { claimDueDeliveries } from '../../src/storage/queue/delivery-rows.js';
 import { insertNotifications, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
-import type { NotificationStatus } from '../../src/storage/tables/index.js';
+import type { NotificationStatus } from '../../src/domain/notifications/notification.js';
 import { postgresUrlWithSchema, testDialects } from '../support/databases.js';
 import { startTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -51,10 +51,25 @@ for (const dialect of testDialects()) {
     /** A notification made at `time`, ended as `status` with one attempt (pending: none). */
     async function notification(time: number, status: NotificationStatus): Promise<string> {
       const lease = status === 'pending' ? null : 'w-test:partitions';
-      const row = { ...newNotificationRow({ accountId: 'acc_p', requestId: newId('req', time), subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, time), lease };
+      const row = {
+        ...newNotificationRow({ accountId: 'acc_p', requestId: newId('req', time), subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, time),
+        lease,
+      };
       await insertNotifications(t.deps.db, [row]);
       if (lease !== null) {
-        const attempt = { notification_id: row.id, attempt: 1, started_at: time, url: row.url, status_code: 204, latency_ms: 3, response_body: null, error: null, outcome: status as 'succeeded' | 'failed', request_headers: null, retry_after: null };
+        const attempt = {
+          notification_id: row.id,
+          attempt: 1,
+          started_at: time,
+          url: row.url,
+          status_code: 204,
+          latency_ms: 3,
+          response_body: null,
+          error: null,
+          outcome: status as 'succeeded' | 'failed',
+          request_headers: null,
+          retry_after: null,
+        };
         await recordAttempts(t.deps.db, [{ attempt, lease, status, nextAttemptAt: null, now: time }]);
       }
       return row.id;
@@ -140,7 +155,9 @@ for (const dialect of testDialects()) {
       assert.ok(!dropped.includes(p31!) && !dropped.includes(p32!));
       const left = await names();
       assert.ok(!left.includes(p30!));
-      const attemptsTables = (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notification_attempts'::regclass`.execute(t.deps.db)).rows.map((r) => r.name);
+      const attemptsTables = (
+        await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notification_attempts'::regclass`.execute(t.deps.db)
+      ).rows.map((r) => r.name);
       assert.ok(!attemptsTables.includes(p30!.replace('notifications', 'notification_attempts')), 'its attempts partition went with it');
       for (const id of ended30) assert.equal(await partitionOf('notifications', 'id', id), undefined);
       assert.ok(deleted >= 1, 'the ended notification of period 31 went row by row');
@@ -158,7 +175,12 @@ for (const dialect of testDialects()) {
       const p50 = (await listLogPartitions(t.deps.db)).find((p) => p.from === firstIdAt('msg', at(50)))!.name;
       await sql`alter table notification_attempts detach partition ${sql.table(p50.replace('notifications', 'notification_attempts'))}`.execute(t.deps.db);
       await sql`alter table notifications detach partition ${sql.table(p50)}`.execute(t.deps.db);
-      const tables = async () => (await sql<{ name: string }>`select relname as name from pg_class where relnamespace = current_schema()::regnamespace and relname like ${`%${p50.slice('notifications'.length)}`}`.execute(t.deps.db)).rows.length;
+      const tables = async () =>
+        (
+          await sql<{ name: string }>`select relname as name from pg_class where relnamespace = current_schema()::regnamespace and relname like ${`%${p50.slice('notifications'.length)}`}`.execute(
+            t.deps.db,
+          )
+        ).rows.length;
       assert.equal(await tables(), 2);
       await dropExpiredLogPartitions(t.deps.db, firstIdAt('msg', at(0)));
       assert.equal(await tables(), 0);
@@ -209,7 +231,9 @@ if (testDialects().includes('postgres')) {
         // The updates of this transaction so far, over every partition (PostgreSQL counts them per partition).
         const counts = await t.deps.db.transaction().execute(async (tx) => {
           const claimed = await claimDueDeliveries(tx, { workerId: `w-${randomBytes(6).toString('hex')}`, limit: 256, leaseMs: 60_000, now, maxRuns: 20 });
-          const { rows: [updates] } = await sql<{ all: string; hot: string }>`select sum(pg_stat_get_xact_tuples_updated(i.inhrelid))::text as all,
+          const {
+            rows: [updates],
+          } = await sql<{ all: string; hot: string }>`select sum(pg_stat_get_xact_tuples_updated(i.inhrelid))::text as all,
               sum(pg_stat_get_xact_tuples_hot_updated(i.inhrelid))::text as hot from pg_inherits i where i.inhparent = 'notifications'::regclass`.execute(tx);
           return { claimed: claimed.length, updated: Number(updates!.all), hot: Number(updates!.hot) };
         });

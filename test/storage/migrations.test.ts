@@ -59,10 +59,13 @@ for (const dialect of testDialects()) {
                 values ('job_register', 'register-request', '{"requestId":"req_1"}', 'pending', 5000, 0, 10, 1000, 1000)`.execute(storage.db);
       assert.deepEqual((await migrateTo(storage.db, '013_delivery_fairness')).applied, ['013_delivery_fairness']);
       const groups = (await sql<{ id: string; group_key: string | null }>`select id, group_key from jobs order by id`.execute(storage.db)).rows;
-      assert.deepEqual(groups.map((row) => ({ ...row })), [
-        { id: 'job_old', group_key: 'acc_1' },
-        { id: 'job_register', group_key: null },
-      ]);
+      assert.deepEqual(
+        groups.map((row) => ({ ...row })),
+        [
+          { id: 'job_old', group_key: 'acc_1' },
+          { id: 'job_register', group_key: null },
+        ],
+      );
 
       // 014: an account and a client inactive before the upgrade have their tokens refused after it.
       await sql`insert into accounts (id, name, is_operator, active, created_at) values ('acc_off', 'off', 0, 0, 1000)`.execute(storage.db);
@@ -70,10 +73,13 @@ for (const dialect of testDialects()) {
                 values ('cli_off', 'acc_1', 'events:read', 'x', 0, 1000, 1000), ('cli_on', 'acc_1', 'events:read', 'y', 1, 1000, 1000)`.execute(storage.db);
       assert.deepEqual((await migrateTo(storage.db, '015_readiness_probe')).applied, ['014_token_revocations', '015_readiness_probe']);
       const revocations = (await sql<Record<string, unknown>>`select kind, subject_id, refused, issued_before, expires_at from token_revocations order by kind`.execute(storage.db)).rows;
-      assert.deepEqual(revocations.map((row) => ({ ...row })), [
-        { kind: 'account', subject_id: 'acc_off', refused: 'deactivated', issued_before: null, expires_at: null },
-        { kind: 'client', subject_id: 'cli_off', refused: 'deactivated', issued_before: null, expires_at: null },
-      ]);
+      assert.deepEqual(
+        revocations.map((row) => ({ ...row })),
+        [
+          { kind: 'account', subject_id: 'acc_off', refused: 'deactivated', issued_before: null, expires_at: null },
+          { kind: 'client', subject_id: 'cli_off', refused: 'deactivated', issued_before: null, expires_at: null },
+        ],
+      );
 
       // 016: the delivery jobs move into their notification rows. A live database: a delivery due
       // later after two runs, one waiting for its rate-limit turn, one leased to a worker, one held
@@ -83,7 +89,9 @@ for (const dialect of testDialects()) {
             values (${id}, 'acc_1', 'req_1', 'sub_old', 'registered-requests', 'https://example.com/hook', '{}', ${status}, 0, 1000, 1000, 0, ${waitsFor}, 0)`.execute(storage.db);
       const job = (id: string, notificationId: string, state: string, runAt: number, attempts: number, lastError: string | null = null, lockedBy: string | null = null) =>
         sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, dedupe_key, group_key, last_error, locked_by, created_at, updated_at)
-            values (${id}, 'deliver-notification', ${JSON.stringify({ notificationId })}, ${state}, ${runAt}, ${attempts}, 20, ${`deliver:${notificationId}`}, 'acc_1', ${lastError}, ${lockedBy}, 1000, 1000)`.execute(storage.db);
+            values (${id}, 'deliver-notification', ${JSON.stringify({ notificationId })}, ${state}, ${runAt}, ${attempts}, 20, ${`deliver:${notificationId}`}, 'acc_1', ${lastError}, ${lockedBy}, 1000, 1000)`.execute(
+          storage.db,
+        );
       await notification('msg_limited', 'pending');
       await notification('msg_leased', 'pending');
       await notification('msg_held', 'pending', 'msg_old');
@@ -104,7 +112,11 @@ for (const dialect of testDialects()) {
           { id: 'msg_old', status: 'pending', run_at: 6000, runs: 2, postponed: 0, lease: null, lease_until: null },
         ],
       );
-      assert.deepEqual((await sql<{ id: string }>`select id from jobs order by id`.execute(storage.db)).rows.map((row) => row.id), ['job_register'], 'only the registration job is left');
+      assert.deepEqual(
+        (await sql<{ id: string }>`select id from jobs order by id`.execute(storage.db)).rows.map((row) => row.id),
+        ['job_register'],
+        'only the registration job is left',
+      );
 
       // 017: on PostgreSQL the delivery log becomes partitioned by period; the rows stay where
       // they are (the old table is the partition of every id made before), those whose id is not
@@ -112,7 +124,9 @@ for (const dialect of testDialects()) {
       const timed = newId('msg', Date.UTC(2026, 0, 1));
       await notification(timed, 'succeeded');
       const attempt = (id: string, n: number) =>
-        sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, outcome) values (${id}, ${n}, 1000, 'https://example.com/hook', 200, 5, 'succeeded')`.execute(storage.db);
+        sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, outcome) values (${id}, ${n}, 1000, 'https://example.com/hook', 200, 5, 'succeeded')`.execute(
+          storage.db,
+        );
       await attempt(timed, 1);
       await attempt('msg_old', 1);
       const everything = async () => ({
@@ -122,14 +136,27 @@ for (const dialect of testDialects()) {
       const before017 = await everything();
       assert.deepEqual((await migrateTo(storage.db, '017_partitioned_delivery_log')).applied, ['017_partitioned_delivery_log']);
       assert.deepEqual(await everything(), before017, 'every row kept, unchanged');
-      const claimed = await claimDueDeliveries(storage.db as never, { workerId: 'w', limit: 10, leaseMs: 60_000, now: 7500, maxRuns: 20 });
-      assert.deepEqual(claimed.map((job) => job.id), ['msg_limited', 'msg_old']);
+      const claimed = await claimDueDeliveries(storage.db, { workerId: 'w', limit: 10, leaseMs: 60_000, now: 7500, maxRuns: 20 });
+      assert.deepEqual(
+        claimed.map((job) => job.id),
+        ['msg_limited', 'msg_old'],
+      );
       if (dialect === 'postgres') {
         const where = async (table: string) =>
-          (await sql<{ id: string; partition: string }>`select ${sql.ref(table === 'notifications' ? 'id' : 'notification_id')} as id, tableoid::regclass::text as partition from ${sql.table(table)} order by 1`.execute(storage.db)).rows.map((row) => `${row.id} ${row.partition}`);
-        assert.deepEqual(await where('notifications'), [`${timed} notifications_legacy`, ...['msg_dead', 'msg_held', 'msg_leased', 'msg_limited', 'msg_old'].map((id) => `${id} notifications_default`)]);
+          (
+            await sql<{
+              id: string;
+              partition: string;
+            }>`select ${sql.ref(table === 'notifications' ? 'id' : 'notification_id')} as id, tableoid::regclass::text as partition from ${sql.table(table)} order by 1`.execute(storage.db)
+          ).rows.map((row) => `${row.id} ${row.partition}`);
+        assert.deepEqual(await where('notifications'), [
+          `${timed} notifications_legacy`,
+          ...['msg_dead', 'msg_held', 'msg_leased', 'msg_limited', 'msg_old'].map((id) => `${id} notifications_default`),
+        ]);
         assert.deepEqual(await where('notification_attempts'), [`${timed} notification_attempts_legacy`, 'msg_old notification_attempts_default']);
-        const indexes = (await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'notifications' and schemaname = current_schema() order by 1`.execute(storage.db)).rows.map((row) => row.name);
+        const indexes = (
+          await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'notifications' and schemaname = current_schema() order by 1`.execute(storage.db)
+        ).rows.map((row) => row.name);
         assert.deepEqual(indexes, [
           'notifications_account_idx',
           'notifications_due_account_idx',
@@ -143,8 +170,10 @@ for (const dialect of testDialects()) {
         ]);
         await assert.rejects(notification(timed, 'pending'), /duplicate key/, 'the primary key holds across partitions');
         const fillfactors = async () =>
-          (await sql<{ name: string; options: string[] | null }>`select c.relname as name, c.reloptions as options from pg_inherits i join pg_class c on c.oid = i.inhrelid
-              where i.inhparent = 'notifications'::regclass order by 1`.execute(storage.db)).rows.map((row) => `${row.name} ${row.options?.join(',')}`);
+          (
+            await sql<{ name: string; options: string[] | null }>`select c.relname as name, c.reloptions as options from pg_inherits i join pg_class c on c.oid = i.inhrelid
+              where i.inhparent = 'notifications'::regclass order by 1`.execute(storage.db)
+          ).rows.map((row) => `${row.name} ${row.options?.join(',')}`);
         assert.deepEqual(await fillfactors(), ['notifications_default fillfactor=50', 'notifications_legacy fillfactor=50']);
         assert.deepEqual((await migrateTo(storage.db, '018_delivery_log_fillfactor')).applied, ['018_delivery_log_fillfactor']);
         assert.deepEqual(await fillfactors(), ['notifications_default fillfactor=40', 'notifications_legacy fillfactor=40'], '018: every partition');
@@ -153,7 +182,10 @@ for (const dialect of testDialects()) {
         await migrateTo(storage.db, '016_deliveries_in_notification_rows');
         assert.deepEqual(await everything(), before);
         const kinds = (await sql<{ relkind: string }>`select relkind from pg_class where relname = 'notifications' and relnamespace = current_schema()::regnamespace`.execute(storage.db)).rows;
-        assert.deepEqual(kinds.map((row) => row.relkind), ['r']);
+        assert.deepEqual(
+          kinds.map((row) => row.relkind),
+          ['r'],
+        );
         await assert.rejects(attempt('msg_nowhere', 1), /foreign key/);
       }
     });
@@ -165,17 +197,20 @@ for (const dialect of testDialects()) {
       const id = newId('msg', Date.now());
       await sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, test, waits_for, has_waiters, run_at)
                 values (${id}, 'acc_1', 'req_1', null, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 1, 1000, 1000, 0, null, 0, 5000)`.execute(storage.db);
-      await sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, outcome) values (${id}, 1, 1000, 'https://example.com/hook', 500, 5, 'retry')`.execute(storage.db);
+      await sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, outcome) values (${id}, 1, 1000, 'https://example.com/hook', 500, 5, 'retry')`.execute(
+        storage.db,
+      );
       assert.deepEqual((await migrateTo(storage.db, '020_manual_retry')).applied, ['019_attempt_request_headers', '020_manual_retry']);
       const attempt = (await sql<Record<string, unknown>>`select request_headers from notification_attempts`.execute(storage.db)).rows[0]!;
       assert.deepEqual({ ...attempt }, { request_headers: null });
       const notification = (await sql<Record<string, unknown>>`select manual_attempts, manual_resume_at, run_at from notifications`.execute(storage.db)).rows[0]!;
       assert.deepEqual({ ...notification, run_at: Number(notification.run_at) }, { manual_attempts: null, manual_resume_at: null, run_at: 5000 });
-      const columnsOf = async (table: string) =>
-        (await storage.db.introspection.getTables()).find((t) => t.name === table)?.columns.map((c) => c.name) ?? [];
+      const columnsOf = async (table: string) => (await storage.db.introspection.getTables()).find((t) => t.name === table)?.columns.map((c) => c.name) ?? [];
       if (dialect === 'postgres') {
-        const partitions = (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
-            where i.inhparent in ('notifications'::regclass, 'notification_attempts'::regclass) order by 1`.execute(storage.db)).rows.map((row) => row.name);
+        const partitions = (
+          await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid
+            where i.inhparent in ('notifications'::regclass, 'notification_attempts'::regclass) order by 1`.execute(storage.db)
+        ).rows.map((row) => row.name);
         assert.ok(partitions.length >= 2);
         for (const partition of partitions) {
           const wanted = partition.startsWith('notification_attempts') ? ['request_headers'] : ['manual_attempts', 'manual_resume_at'];
@@ -197,16 +232,27 @@ for (const dialect of testDialects()) {
       assert.deepEqual((await migrateTo(storage.db, '021_account_failed_notifications')).applied, ['021_account_failed_notifications']);
       const indexed = async () =>
         dialect === 'postgres'
-          ? (await sql<{ table: string }>`select tablename as table from pg_indexes where schemaname = current_schema() and indexdef like '%(account_id, id) WHERE (status = ''failed''::text)%' order by 1`.execute(storage.db)).rows.map((row) => row.table)
-          : (await sql<{ table: string }>`select tbl_name as "table" from sqlite_master where type = 'index' and name = 'notifications_account_failed_idx'`.execute(storage.db)).rows.map((row) => row.table);
+          ? (
+              await sql<{
+                table: string;
+              }>`select tablename as table from pg_indexes where schemaname = current_schema() and indexdef like '%(account_id, id) WHERE (status = ''failed''::text)%' order by 1`.execute(storage.db)
+            ).rows.map((row) => row.table)
+          : (await sql<{ table: string }>`select tbl_name as "table" from sqlite_master where type = 'index' and name = 'notifications_account_failed_idx'`.execute(storage.db)).rows.map(
+              (row) => row.table,
+            );
       const tables = await indexed();
       assert.ok(tables.includes('notifications'), tables.join());
       if (dialect === 'postgres') {
-        const partitions = (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notifications'::regclass`.execute(storage.db)).rows;
+        const partitions = (
+          await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notifications'::regclass`.execute(storage.db)
+        ).rows;
         for (const { name } of partitions) assert.ok(tables.includes(name), `${name} has the index`);
       }
       const found = await sql<{ id: string }>`select id from notifications where account_id = 'acc_1' and status = 'failed' order by id desc`.execute(storage.db);
-      assert.deepEqual(found.rows.map((row) => row.id), [id]);
+      assert.deepEqual(
+        found.rows.map((row) => row.id),
+        [id],
+      );
       await migrateTo(storage.db, '020_manual_retry');
       assert.deepEqual(await indexed(), []);
     });
@@ -218,13 +264,17 @@ for (const dialect of testDialects()) {
       const id = newId('msg', Date.now());
       await sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, test, waits_for, has_waiters, run_at)
                 values (${id}, 'acc_1', 'req_1', null, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 1, 1000, 1000, 0, null, 0, 121000)`.execute(storage.db);
-      await sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, outcome) values (${id}, 1, 1000, 'https://example.com/hook', 503, 5, 'retry')`.execute(storage.db);
+      await sql`insert into notification_attempts (notification_id, attempt, started_at, url, status_code, latency_ms, outcome) values (${id}, 1, 1000, 'https://example.com/hook', 503, 5, 'retry')`.execute(
+        storage.db,
+      );
       assert.deepEqual((await migrateTo(storage.db, '022_attempt_retry_after')).applied, ['022_attempt_retry_after']);
       const attempt = (await sql<Record<string, unknown>>`select retry_after, status_code from notification_attempts`.execute(storage.db)).rows[0]!;
       assert.deepEqual({ ...attempt }, { retry_after: null, status_code: 503 });
       const columnsOf = async (table: string) => (await storage.db.introspection.getTables()).find((t) => t.name === table)?.columns.map((c) => c.name) ?? [];
       if (dialect === 'postgres') {
-        const partitions = (await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notification_attempts'::regclass`.execute(storage.db)).rows;
+        const partitions = (
+          await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notification_attempts'::regclass`.execute(storage.db)
+        ).rows;
         assert.ok(partitions.length >= 1);
         for (const { name } of partitions) assert.ok((await columnsOf(name)).includes('retry_after'), `${name}.retry_after`);
       }

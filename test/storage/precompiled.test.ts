@@ -17,7 +17,12 @@ for (const dialect of testDialects()) {
 
     it('substitutes each call’s arguments, in any order, next to constants of the query', async () => {
       const byName = precompiled((db, first: string, second: string) =>
-        db.selectFrom('accounts').select('name').where('active', '=', 1).where((eb) => eb.or([eb('name', '=', second), eb('name', '=', first)])).orderBy('name'),
+        db
+          .selectFrom('accounts')
+          .select('name')
+          .where('active', '=', 1)
+          .where((eb) => eb.or([eb('name', '=', second), eb('name', '=', first)]))
+          .orderBy('name'),
       );
       assert.deepEqual(await byName(t.deps.db, 'precompiled-a', 'nobody'), [{ name: 'precompiled-a' }]);
       assert.deepEqual(await byName(t.deps.db, 'nobody', 'precompiled-b'), [{ name: 'precompiled-b' }]);

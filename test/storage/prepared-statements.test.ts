@@ -15,7 +15,13 @@ describe('which statements are prepared', () => {
     assert.equal(prepareStatement('select id, run_at from jobs where id = $1'), true);
     assert.match(preparedStatementName('select id, run_at from jobs where id = $1')!, /^rw_[0-9a-f]{24}$/);
     assert.equal(prepareStatement('select id, run_at from jobs where id = $1'), true, 'registered once');
-    for (const text of ['select * from jobs where id = $1', 'select "jobs".* from jobs', 'select a.id, b.* from a join b on true', 'update jobs set state = $1 returning *', 'select id,\n  t.* from t']) {
+    for (const text of [
+      'select * from jobs where id = $1',
+      'select "jobs".* from jobs',
+      'select a.id, b.* from a join b on true',
+      'update jobs set state = $1 returning *',
+      'select id,\n  t.* from t',
+    ]) {
       assert.equal(prepareStatement(text), false, text);
       assert.equal(preparedStatementName(text), undefined);
     }
@@ -44,7 +50,9 @@ describe('named prepared statements [postgres]', { skip: testDialects().includes
     const storage = open(true);
     await migrateToLatest(storage.db);
     const now = Date.now();
-    await insertNotifications(storage.db, [newNotificationRow({ accountId: 'acc_1', requestId: 'req_1', subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, now)]);
+    await insertNotifications(storage.db, [
+      newNotificationRow({ accountId: 'acc_1', requestId: 'req_1', subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, now),
+    ]);
     for (let i = 0; i < 3; i++) await claimDueDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now: now + i, maxRuns: 20 });
     await findClientForAuthentication(storage.db, 'cli_nobody');
     const statements = await prepared(storage);
@@ -60,7 +68,9 @@ describe('named prepared statements [postgres]', { skip: testDialects().includes
     await claimDueDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now, maxRuns: 20 });
     await sql`alter table notifications add column added_later text`.execute(storage.db);
     try {
-      await insertNotifications(storage.db, [newNotificationRow({ accountId: 'acc_1', requestId: 'req_2', subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, now + 1)]);
+      await insertNotifications(storage.db, [
+        newNotificationRow({ accountId: 'acc_1', requestId: 'req_2', subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, now + 1),
+      ]);
       assert.equal((await claimDueDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now: now + 120_000, maxRuns: 20 })).length, 2);
     } finally {
       await sql`alter table notifications drop column added_later`.execute(storage.db);

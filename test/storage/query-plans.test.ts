@@ -35,7 +35,9 @@ describe('id-list lookups use the primary key [postgres]', { skip: testDialects(
     await migrateToLatest(storage.db);
     // Enough rows that a sequential scan is what the old form got (20,000: a hash semi-join over all of them).
     const now = Date.now();
-    const rows = Array.from({ length: 20_000 }, (_, i) => newNotificationRow({ accountId: 'acc_plan', requestId: `req_plan_${i}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, now));
+    const rows = Array.from({ length: 20_000 }, (_, i) =>
+      newNotificationRow({ accountId: 'acc_plan', requestId: `req_plan_${i}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, now),
+    );
     for (let i = 0; i < rows.length; i += 500) await insertNotifications(storage.db, rows.slice(i, i + 500));
     await sql`analyze notifications`.execute(storage.db);
     ids.push(rows[5]!.id, rows[15_000]!.id);
@@ -47,7 +49,14 @@ describe('id-list lookups use the primary key [postgres]', { skip: testDialects(
 
   it("the delivery loop's notification lookup and the release of held notifications scan no table", async () => {
     await storage.db.transaction().execute(async (tx) => {
-      const scanned = async () => Number((await sql<{ rows: string }>`select coalesce(sum(seq_tup_read), 0) as rows from pg_stat_xact_user_tables where relid in (select inhrelid from pg_inherits where inhparent = 'notifications'::regclass)`.execute(tx)).rows[0]!.rows);
+      const scanned = async () =>
+        Number(
+          (
+            await sql<{
+              rows: string;
+            }>`select coalesce(sum(seq_tup_read), 0) as rows from pg_stat_xact_user_tables where relid in (select inhrelid from pg_inherits where inhparent = 'notifications'::regclass)`.execute(tx)
+          ).rows[0]!.rows,
+        );
       // The counts include the session's earlier ones not yet flushed: compare before and after.
       const before = await scanned();
       const found = await findNotificationsForDelivery(tx, ids);
@@ -66,7 +75,7 @@ async function rowsRead(tx: Executor, table: string): Promise<number> {
   return Number(rows[0]!.rows);
 }
 
-describe('the read API reads its own rows, not an account\'s whole history [postgres]', { skip: testDialects().includes('postgres') ? false : 'needs PostgreSQL' }, () => {
+describe("the read API reads its own rows, not an account's whole history [postgres]", { skip: testDialects().includes('postgres') ? false : 'needs PostgreSQL' }, () => {
   let storage: Storage;
   const now = Date.now();
   const DAY = 86_400_000;

@@ -12,7 +12,7 @@ import type { TlsReceiverOptions } from './receivers.js';
  * client certificate, to prove token requests present the service's mTLS identity.
  */
 
-export interface TokenRequestRecord {
+interface TokenRequestRecord {
   /** Form parameters as the server parsed them (secrets included: tests only). */
   params: Record<string, unknown>;
   status: number;

@@ -40,7 +40,7 @@ export async function launchBrowser(): Promise<TestBrowser> {
 }
 
 /** The zone of the test browser's clock; never UTC, so that UTC shown as UTC is a real check. */
-export const BROWSER_TIME_ZONE = 'America/Sao_Paulo';
+const BROWSER_TIME_ZONE = 'America/Sao_Paulo';
 
 /**
  * What sticks out past the right edge of a phone's screen (390 CSS pixels): the page's width if it
@@ -53,8 +53,18 @@ export async function sidewaysOverflow(page: Page, width = 390): Promise<string[
     return await page.evaluate((limit) => {
       const wide = document.documentElement.scrollWidth;
       if (wide <= limit) return [];
-      const culprits = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > limit + 0.5 && !(el.parentElement && el.parentElement.getBoundingClientRect().right > limit + 0.5));
-      return [`page is ${wide} px wide`, ...culprits.slice(0, 8).map((el) => `${el.tagName.toLowerCase()}${el.getAttribute('data-testid') ? `[data-testid=${el.getAttribute('data-testid')}]` : ''}${el.className ? `.${String(el.className).replace(/ /g, '.')}` : ''} ends at ${Math.round(el.getBoundingClientRect().right)} px`)];
+      const culprits = [...document.querySelectorAll('body *')].filter(
+        (el) => el.getBoundingClientRect().right > limit + 0.5 && !(el.parentElement && el.parentElement.getBoundingClientRect().right > limit + 0.5),
+      );
+      return [
+        `page is ${wide} px wide`,
+        ...culprits
+          .slice(0, 8)
+          .map(
+            (el) =>
+              `${el.tagName.toLowerCase()}${el.getAttribute('data-testid') ? `[data-testid=${el.getAttribute('data-testid')}]` : ''}${el.className ? `.${String(el.className).replace(/ /g, '.')}` : ''} ends at ${Math.round(el.getBoundingClientRect().right)} px`,
+          ),
+      ];
     }, width);
   } finally {
     if (before) await page.setViewportSize(before);

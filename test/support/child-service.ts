@@ -10,7 +10,7 @@ import { eventually } from './notifications.js';
 const BIN = new URL('../../bin/rewards.js', import.meta.url).pathname;
 
 /** Environment for running the real `rewards` binary against a fresh database. */
-export async function childEnvironment(dialect: TestDialect): Promise<{ env: Record<string, string>; dataDir: string; cleanup(): Promise<void> }> {
+export async function childEnvironment(dialect: TestDialect): Promise<{ env: Record<string, string>; dataDir: string; cleanup: () => Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'rewards-child-'));
   const schema = dialect === 'postgres' ? await createPostgresSchema() : undefined;
   const env: Record<string, string> = {
@@ -86,8 +86,8 @@ export function listeningPorts(pid: number): number[] {
 export async function startChildService(env: Record<string, string>, args: string[] = []): Promise<ChildService> {
   const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const service = (url: string): ChildService => ({ process: child, url, output: () => output, exited });
   if (args.includes('worker') && env.METRICS_PORT === undefined) return service('');
@@ -112,10 +112,14 @@ export async function startChildService(env: Record<string, string>, args: strin
 export async function startWorkerProcesses(envs: Record<string, string>[]): Promise<ChildService[]> {
   const workers = await Promise.all(envs.map((env) => startChildService({ ...env, LOG_LEVEL: 'info' }, ['--role', 'worker'])));
   for (const worker of workers) {
-    await eventually(() => {
-      if (worker.process.exitCode !== null) throw new Error(`worker exited: ${worker.output()}`);
-      return worker.output().includes('job worker started');
-    }, 60_000, 'a worker to start');
+    await eventually(
+      () => {
+        if (worker.process.exitCode !== null) throw new Error(`worker exited: ${worker.output()}`);
+        return worker.output().includes('job worker started');
+      },
+      60_000,
+      'a worker to start',
+    );
   }
   return workers;
 }

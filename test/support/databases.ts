@@ -22,7 +22,7 @@ export function postgresUrl(): string {
 }
 
 /** A fresh PostgreSQL schema, so concurrent test files never see each other's rows. */
-export async function createPostgresSchema(): Promise<{ schema: string; drop(): Promise<void> }> {
+export async function createPostgresSchema(): Promise<{ schema: string; drop: () => Promise<void> }> {
   // t_ + the test run's id (scripts/run-tests.mjs: its process id) + 6 random hex digits: a run
   // drops its own schemas, and only those of runs that are gone, never a concurrent run's.
   const run = (process.env.TEST_RUN_ID ?? '000000').slice(0, 6).padStart(6, '0');

@@ -4,7 +4,7 @@ import type { PrizesTable } from '../../src/storage/tables/index.js';
 import type { TestApp } from './test-app.js';
 import type { ClientCredentials } from './test-database.js';
 
-export interface PrizeSpec {
+interface PrizeSpec {
   id?: string;
   bucket?: string;
   title?: string;

@@ -43,10 +43,14 @@ export async function notificationTenant(t: TestApp) {
     return response.body.id as string;
   };
   const ended = async (requestId: string) => {
-    const listed = await eventually(async () => {
-      const data = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token })).body.data;
-      return data.length === 1 && data[0].status !== 'pending' && data[0];
-    }, 15_000, `the notification of ${requestId}`);
+    const listed = await eventually(
+      async () => {
+        const data = (await api(t.url, 'GET', `/v2/notifications?requestId=${requestId}`, { token })).body.data;
+        return data.length === 1 && data[0].status !== 'pending' && data[0];
+      },
+      15_000,
+      `the notification of ${requestId}`,
+    );
     const detail = await api(t.url, 'GET', `/v2/notifications/${listed.id}`, { token });
     assert.equal(detail.status, 200);
     return detail.body;

@@ -9,7 +9,7 @@ import { generate } from 'selfsigned';
  * it, and a self-signed server certificate nobody trusts.
  */
 
-export interface KeyAndCert {
+interface KeyAndCert {
   key: string;
   cert: string;
 }
@@ -59,11 +59,7 @@ export function testPki(): Promise<TestPki> {
   shared ??= (async () => {
     const ca = await issue('Reward Request Service Test CA', undefined, 'ca');
     const clientCommonName = 'reward-request-service-client';
-    const [server, client, untrustedServer] = await Promise.all([
-      issue('localhost', ca, 'server'),
-      issue(clientCommonName, ca, 'client'),
-      issue('localhost', undefined, 'server'),
-    ]);
+    const [server, client, untrustedServer] = await Promise.all([issue('localhost', ca, 'server'), issue(clientCommonName, ca, 'client'), issue('localhost', undefined, 'server')]);
     return { ca, server, client, clientCommonName, untrustedServer };
   })();
   return shared;

@@ -81,11 +81,18 @@ for (const dialect of testDialects()) {
 
       // Recorded, not sent: each of the three notifications ends failed without a call.
       const log = async () => (await api(t.url, 'GET', asOperator('/v2/notifications?limit=50'), { token: operator })).body.data as any[];
-      const ended = await eventually(async () => {
-        const notifications = await log();
-        return notifications.length === 3 && notifications.every((n) => n.status === 'failed') && notifications;
-      }, 15_000, 'the three notifications to end');
-      assert.ok(ended.every((n) => /account is inactive/.test(n.lastError)), JSON.stringify(ended));
+      const ended = await eventually(
+        async () => {
+          const notifications = await log();
+          return notifications.length === 3 && notifications.every((n) => n.status === 'failed') && notifications;
+        },
+        15_000,
+        'the three notifications to end',
+      );
+      assert.ok(
+        ended.every((n) => /account is inactive/.test(n.lastError)),
+        JSON.stringify(ended),
+      );
       assert.equal(receiver.requests.length, 0, 'nothing reached the receiver');
 
       // Back on: the client recovers what it missed, as after an outage of its endpoint.
@@ -97,7 +104,10 @@ for (const dialect of testDialects()) {
       }
       await eventually(() => receiver.requests.length === 3, 15_000, 'the recovered notifications');
       const bodies = receiver.requests.map((request) => JSON.parse(request.body));
-      assert.deepEqual(bodies.find((body) => body.id === acceptedBefore), { id: acceptedBefore, errorCode: 'ACCOUNT_INACTIVE', message: rejected.message });
+      assert.deepEqual(
+        bodies.find((body) => body.id === acceptedBefore),
+        { id: acceptedBefore, errorCode: 'ACCOUNT_INACTIVE', message: rejected.message },
+      );
       assert.equal(bodies.find((body) => body.id === registeredBefore && 'canceled' in body).canceled[0].deliveryDetail.info.reasonCode, 3);
     });
   });

@@ -84,11 +84,14 @@ for (const dialect of testDialects()) {
 
     it('an offer leaves alone the room of a claim in flight: the claimed jobs and the adopted ones fit the slots together', async () => {
       const { loop, release, most } = loopOf(8);
-      await enqueueJobs(t.deps.db, Array.from({ length: 20 }, (_, i) => ({ kind: 'call', payload: i, groupKey: 'acc_flood', runAt: 0 })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 20 }, (_, i) => ({ kind: 'call', payload: i, groupKey: 'acc_flood', runAt: 0 })),
+      );
       // A claim for the 8 free slots is on its way to the database when a batch begins.
       const claiming = loop.step();
       const offer = loop.offer()!;
-      assert.equal(offer.room, 0, 'the free slots are the claim\'s');
+      assert.equal(offer.room, 0, "the free slots are the claim's");
       await enqueueJobs(
         t.deps.db,
         Array.from({ length: 4 }, (_, i) => ({ kind: 'call', payload: `batch-${i}`, groupKey: 'acc_flood' })),
@@ -124,11 +127,17 @@ for (const dialect of testDialects()) {
     it("a light account's freed slot lets its next job be claimed at once, without waiting for a wake-up", async () => {
       // 32 slots and a reserve of 8 for light accounts.
       const { loop, release, running, releaseOne } = loopOf(32);
-      await enqueueJobs(t.deps.db, Array.from({ length: 32 }, (_, i) => ({ kind: 'call', payload: `flood-${i}`, groupKey: 'acc_flood', runAt: 0 })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 32 }, (_, i) => ({ kind: 'call', payload: `flood-${i}`, groupKey: 'acc_flood', runAt: 0 })),
+      );
       assert.equal(await loop.step(), 32, 'the flooding account alone takes every slot');
-      await enqueueJobs(t.deps.db, Array.from({ length: 6 }, (_, i) => ({ kind: 'call', payload: `light-${i}`, groupKey: 'acc_light', runAt: 1 + i })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 6 }, (_, i) => ({ kind: 'call', payload: `light-${i}`, groupKey: 'acc_light', runAt: 1 + i })),
+      );
       loop.woken();
-      assert.equal(await loop.step(), 4, 'the light account gets the reserve, up to a light account\'s 4 slots');
+      assert.equal(await loop.step(), 4, "the light account gets the reserve, up to a light account's 4 slots");
       assert.equal(await loop.step(), 0, 'holding 4, it is not light any more: the reserve has room, but nobody light has jobs');
       await new Promise((resolve) => setImmediate(resolve));
       releaseOne('light-0');

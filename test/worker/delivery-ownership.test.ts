@@ -88,8 +88,12 @@ for (const dialect of testDialects()) {
       loop.stop();
       await loop.drain();
       assert.equal(await lost(), 1, 'the late outcome is counted lost');
-      assert.deepEqual((await rows()).map((row) => row.locked_by), [taken!.lease], 'and written nowhere: the new holder still holds the job');
-      assert.equal((await completeHeldJobs(t.deps.db, [taken!])).size, 1, 'the new holder settles it');
+      assert.deepEqual(
+        (await rows()).map((row) => row.locked_by),
+        [taken.lease],
+        'and written nowhere: the new holder still holds the job',
+      );
+      assert.equal((await completeHeldJobs(t.deps.db, [taken])).size, 1, 'the new holder settles it');
     });
 
     it('late renewal that nobody took over: the run settles under the lease it has, once', async () => {
@@ -193,11 +197,18 @@ for (const dialect of testDialects()) {
       loop.woken();
       assert.equal(await loop.step(), 2, 'the claim takes the retry and the other job');
       await settled();
-      assert.deepEqual(runs.map((run) => run.payload), [1, 2], 'the other job runs at once; the retry waits for the run before it');
+      assert.deepEqual(
+        runs.map((run) => run.payload),
+        [1, 2],
+        'the other job runs at once; the retry waits for the run before it',
+      );
       ending.open();
       loop.stop();
       await loop.drain();
-      assert.deepEqual(runs.map((run) => run.payload), [1, 2, 1]);
+      assert.deepEqual(
+        runs.map((run) => run.payload),
+        [1, 2, 1],
+      );
       assert.notEqual(runs[2]!.lease, runs[0]!.lease);
       assert.equal(await lost(), 0);
       assert.deepEqual(await rows(), []);

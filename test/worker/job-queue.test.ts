@@ -61,7 +61,7 @@ for (const dialect of testDialects()) {
       assert.ok(retaken.every((j) => j.attempts === 2));
     });
 
-    it('leaseTo: jobs enqueued with a worker\'s offer are inserted leased to it, as far as it has room', async () => {
+    it("leaseTo: jobs enqueued with a worker's offer are inserted leased to it, as far as it has room", async () => {
       const now = 10_000;
       const offer = await t.deps.db.transaction().execute(async (tx) => {
         await enqueueJob(tx, { kind: 'test', payload: 'existing', dedupeKey: 'k1' }, { now });
@@ -90,7 +90,7 @@ for (const dialect of testDialects()) {
           ['c', 'w1:7:abc', now + 1_000, 1],
         ],
       );
-      assert.equal(offer.declined, 1, "one due job of the offered kind found no room: someone must claim it");
+      assert.equal(offer.declined, 1, 'one due job of the offered kind found no room: someone must claim it');
       const rows = await t.deps.db.selectFrom('jobs').select(['payload', 'locked_by', 'run_at', 'attempts']).orderBy('id').execute();
       const byPayload = new Map(rows.map((row) => [JSON.parse(row.payload) as string, row]));
       assert.deepEqual(byPayload.get('a'), { payload: '"a"', locked_by: 'w1:7:abc', run_at: now + 1_000, attempts: 1 });
@@ -181,17 +181,34 @@ for (const dialect of testDialects()) {
     });
 
     it('completeHeldJobs deletes the jobs still held under their lease, in one statement, and says which', async () => {
-      await enqueueJobs(t.deps.db, Array.from({ length: 300 }, (_, n) => ({ kind: 'test', payload: { n }, runAt: 0 })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 300 }, (_, n) => ({ kind: 'test', payload: { n }, runAt: 0 })),
+      );
       const first = await claim('a', 1_000, 300);
       assert.equal(first.length, 300);
       // 100 of them are taken over by another worker after the first one's lease ended.
-      await t.deps.db.updateTable('jobs').set({ run_at: 0 }).where('id', 'in', first.slice(0, 100).map((j) => j.id)).execute();
+      await t.deps.db
+        .updateTable('jobs')
+        .set({ run_at: 0 })
+        .where(
+          'id',
+          'in',
+          first.slice(0, 100).map((j) => j.id),
+        )
+        .execute();
       const takenOver = await claim('b', 1_000, 100);
       assert.equal(takenOver.length, 100);
       const held = await completeHeldJobs(t.deps.db, first);
       assert.equal(held.size, 200);
-      assert.ok(first.slice(100).every((job) => held.has(job.id)), 'the jobs still held are done');
-      assert.ok(first.slice(0, 100).every((job) => !held.has(job.id)), 'the taken-over ones are not');
+      assert.ok(
+        first.slice(100).every((job) => held.has(job.id)),
+        'the jobs still held are done',
+      );
+      assert.ok(
+        first.slice(0, 100).every((job) => !held.has(job.id)),
+        'the taken-over ones are not',
+      );
       const left = await t.deps.db.selectFrom('jobs').select(['id', 'locked_by']).execute();
       assert.deepEqual(new Set(left.map((row) => row.id)), new Set(takenOver.map((job) => job.id)));
       assert.equal((await completeHeldJobs(t.deps.db, takenOver)).size, 100);
@@ -213,7 +230,10 @@ for (const dialect of testDialects()) {
     });
 
     it('concurrent claimers never get the same job', async () => {
-      await enqueueJobs(t.deps.db, Array.from({ length: 300 }, (_, i) => ({ kind: 'test', payload: i, runAt: 0 })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 300 }, (_, i) => ({ kind: 'test', payload: i, runAt: 0 })),
+      );
       // A second connection pool on PostgreSQL makes the claims truly concurrent (SKIP LOCKED).
       const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => claimDueJobs(t.deps.db, { workerId: `w${i}`, kinds: ['test'], limit: 40, leaseMs: 60_000, now: 1_000 })));
       const ids = claims.flat().map((j) => j.id);
@@ -223,14 +243,20 @@ for (const dialect of testDialects()) {
 
     if (dialect === 'postgres') {
       it('a claim leases at most its limit whatever plan PostgreSQL picks: the due jobs are read once', async () => {
-        await enqueueJobs(t.deps.db, Array.from({ length: 20 }, (_, i) => ({ kind: 'test', payload: i, runAt: i })));
+        await enqueueJobs(
+          t.deps.db,
+          Array.from({ length: 20 }, (_, i) => ({ kind: 'test', payload: i, runAt: i })),
+        );
         // A nested loop that runs a locking `id in (…)` subquery again per row leases every due job
         // (delivery-rows.test.ts has the same for the notification rows).
         const claimed = await t.deps.db.transaction().execute(async (tx) => {
           for (const setting of ['enable_hashjoin', 'enable_mergejoin', 'enable_material', 'enable_hashagg', 'enable_sort']) await sql.raw(`set local ${setting} = off`).execute(tx);
           return claimDueJobs(tx, { workerId: 'w', kinds: ['test'], limit: 6, leaseMs: 60_000, now: 1_000 });
         });
-        assert.deepEqual(claimed.map((job) => job.payload), [0, 1, 2, 3, 4, 5]);
+        assert.deepEqual(
+          claimed.map((job) => job.payload),
+          [0, 1, 2, 3, 4, 5],
+        );
         assert.equal((await t.deps.db.selectFrom('jobs').select('id').where('locked_by', 'is not', null).execute()).length, 6);
       });
     }
@@ -244,15 +270,34 @@ for (const dialect of testDialects()) {
       ]);
       const taken = await t.deps.db.transaction().execute(async (tx) => {
         const jobs = await takeDueJobs(tx, { kinds: ['test'], limit: 10, now: 1_000 });
-        const rows = await tx.selectFrom('jobs').select(['locked_by', 'attempts']).where('id', 'in', jobs.map((j) => j.id)).execute();
-        assert.deepEqual(rows.map((r) => [r.locked_by, r.attempts]), [[null, 0], [null, 0]], 'no lease row written');
+        const rows = await tx
+          .selectFrom('jobs')
+          .select(['locked_by', 'attempts'])
+          .where(
+            'id',
+            'in',
+            jobs.map((j) => j.id),
+          )
+          .execute();
+        assert.deepEqual(
+          rows.map((r) => [r.locked_by, r.attempts]),
+          [
+            [null, 0],
+            [null, 0],
+          ],
+          'no lease row written',
+        );
         assert.equal((await completeHeldJobs(tx, jobs)).size, 2, 'completed by the transaction that holds them');
         return jobs;
       });
       assert.deepEqual(taken.map((j) => j.payload).sort(), [1, 2]);
       assert.equal(taken[0]!.lease, TRANSACTION_LEASE);
       const left = await t.deps.db.selectFrom('jobs').select('kind').orderBy('kind').execute();
-      assert.deepEqual(left.map((r) => r.kind), ['other', 'test'], 'completed jobs are gone, the others stay');
+      assert.deepEqual(
+        left.map((r) => r.kind),
+        ['other', 'test'],
+        'completed jobs are gone, the others stay',
+      );
     });
 
     it('completing jobs taken by a transaction says which were still there', async () => {
@@ -290,7 +335,10 @@ for (const dialect of testDialects()) {
       }
       await enqueueJob(t.deps.db, { kind: 'test', payload: 'due', runAt: now - 1 });
       const claimed = await claim('a', now);
-      assert.deepEqual(claimed.map((j) => j.payload), ['due']);
+      assert.deepEqual(
+        claimed.map((j) => j.payload),
+        ['due'],
+      );
       const locked = await t.deps.db.transaction().execute((tx) => takeDueJobs(tx, { kinds: ['test', 'another'], limit: 10, now: now + 1 }));
       assert.deepEqual(locked, [], 'the claimed job is leased; the other kind is not asked for');
     });
@@ -336,7 +384,10 @@ for (const dialect of testDialects()) {
         assert.ok(read <= 10, `the plan read ${read} rows somewhere: ${text}`);
       }
       const claimed = await claimDueJobs(t.deps.db, { workerId: 'w', kinds: ['test'], limit: 10, leaseMs: 60_000, now, excludeGroups: ['acc_big'] });
-      assert.deepEqual(claimed.map((job) => job.payload), ['light']);
+      assert.deepEqual(
+        claimed.map((job) => job.payload),
+        ['light'],
+      );
     });
   });
 }
@@ -357,9 +408,12 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       await t.close();
     });
 
-    it('a job locked by one pool\'s batch transaction is skipped by the other pool', async () => {
+    it("a job locked by one pool's batch transaction is skipped by the other pool", async () => {
       await t.deps.db.deleteFrom('jobs').execute();
-      await enqueueJobs(t.deps.db, Array.from({ length: 10 }, (_, i) => ({ kind: 'test', payload: i, runAt: 0 })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 10 }, (_, i) => ({ kind: 'test', payload: i, runAt: 0 })),
+      );
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
       let first: string[] = [];
@@ -377,7 +431,10 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
     });
 
     it('two pools claiming at once split the due jobs without overlap', async () => {
-      await enqueueJobs(t.deps.db, Array.from({ length: 200 }, (_, i) => ({ kind: 'test', payload: i, runAt: 0 })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 200 }, (_, i) => ({ kind: 'test', payload: i, runAt: 0 })),
+      );
       const claims = await Promise.all([
         ...Array.from({ length: 4 }, (_, i) => claimDueJobs(t.deps.db, { workerId: `a${i}`, kinds: ['test'], limit: 30, leaseMs: 60_000 })),
         ...Array.from({ length: 4 }, (_, i) => claimDueJobs(other.db, { workerId: `b${i}`, kinds: ['test'], limit: 30, leaseMs: 60_000 })),

@@ -29,7 +29,11 @@ for (const dialect of testDialects()) {
         async handle(tx, jobs) {
           for (const job of jobs) {
             if (job.payload === 'poison') throw new Error('poisoned job');
-            await tx.updateTable('prizes').set((eb) => ({ stock: eb('stock', '-', 1) })).where('experience_id', '=', experienceId).execute();
+            await tx
+              .updateTable('prizes')
+              .set((eb) => ({ stock: eb('stock', '-', 1) }))
+              .where('experience_id', '=', experienceId)
+              .execute();
           }
         },
         async onExhausted(tx) {
@@ -143,7 +147,10 @@ for (const dialect of testDialects()) {
           },
         },
       };
-      await enqueueJobs(t.deps.db, [1, 2, 3].map((n) => ({ kind: 'take', payload: n })));
+      await enqueueJobs(
+        t.deps.db,
+        [1, 2, 3].map((n) => ({ kind: 'take', payload: n })),
+      );
       const w = worker(handlers, { autoStart: false, concurrency: 2 });
       await w.runUntilIdle();
       seen.sort((a, b) => (a[0] as number) - (b[0] as number));
@@ -155,7 +162,18 @@ for (const dialect of testDialects()) {
           [3, 'claimed', true], // two slots: the third waited for a claim
         ],
       );
-      assert.equal(Number((await t.deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n), 0, 'every job completed once');
+      assert.equal(
+        Number(
+          (
+            await t.deps.db
+              .selectFrom('jobs')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        ),
+        0,
+        'every job completed once',
+      );
       await w.stop();
     });
 
@@ -169,14 +187,21 @@ for (const dialect of testDialects()) {
           async handle(tx, jobs) {
             active += 1;
             most = Math.max(most, active);
-            await tx.updateTable('prizes').set((eb) => ({ stock: eb('stock', '-', jobs.length) })).where('experience_id', '=', experienceId).execute();
+            await tx
+              .updateTable('prizes')
+              .set((eb) => ({ stock: eb('stock', '-', jobs.length) }))
+              .where('experience_id', '=', experienceId)
+              .execute();
             await sleep(30); // a batch's round trips
             done.push(...jobs.map((job) => job.payload));
             active -= 1;
           },
         },
       };
-      await enqueueJobs(t.deps.db, Array.from({ length: 200 }, (_, i) => ({ kind: 'take', payload: i })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 200 }, (_, i) => ({ kind: 'take', payload: i })),
+      );
       const w = worker(handlers, { pollIntervalMs: HOUR, batchSize: 20, gatherMs: 0 });
       t.deps.signals.enqueued();
       await eventually(async () => (done.length >= 200 ? true : undefined), 60_000, 'every job');
@@ -190,7 +215,10 @@ for (const dialect of testDialects()) {
     it('takes up to 512 transactional jobs per batch on PostgreSQL, 256 on SQLite, unless told', async () => {
       const sizes: number[] = [];
       const handlers: JobHandlers = { take: { mode: 'transactional', handle: async (_tx, jobs) => void sizes.push(jobs.length) } };
-      await enqueueJobs(t.deps.db, Array.from({ length: 600 }, (_, i) => ({ kind: 'take', payload: i })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 600 }, (_, i) => ({ kind: 'take', payload: i })),
+      );
       await worker(handlers, { autoStart: false }).runUntilIdle();
       assert.deepEqual(sizes, dialect === 'postgres' ? [512, 88] : [256, 256, 88]);
     });
@@ -210,7 +238,10 @@ for (const dialect of testDialects()) {
           },
         },
       };
-      await enqueueJobs(t.deps.db, Array.from({ length: 10 }, (_, i) => ({ kind: 'call', payload: i })));
+      await enqueueJobs(
+        t.deps.db,
+        Array.from({ length: 10 }, (_, i) => ({ kind: 'call', payload: i })),
+      );
       t.deps.signals.enqueued();
       const w = worker(handlers, { pollIntervalMs: HOUR, concurrency: 2 });
       // Two call slots, but jobs past their call do not hold one: more start, up to 2 × concurrency held.
@@ -221,7 +252,17 @@ for (const dialect of testDialects()) {
       bookkeeping.open();
       await eventually(async () => (finished === 10 ? true : undefined), 60_000, 'every job to finish');
       await w.stop();
-      assert.equal(Number((await t.deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n), 0);
+      assert.equal(
+        Number(
+          (
+            await t.deps.db
+              .selectFrom('jobs')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        ),
+        0,
+      );
     });
   });
 }
@@ -246,7 +287,11 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       take: {
         mode: 'transactional',
         async handle(tx) {
-          await tx.updateTable('prizes').set((eb) => ({ stock: eb('stock', '-', 1) })).where('experience_id', '=', experienceId).execute();
+          await tx
+            .updateTable('prizes')
+            .set((eb) => ({ stock: eb('stock', '-', 1) }))
+            .where('experience_id', '=', experienceId)
+            .execute();
           await held;
         },
       },
@@ -279,7 +324,10 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
         await sleep(300); // LISTEN is established and both loops found nothing
         const stock = await prizeStock(t.deps.db, experienceId, 'p');
         await other.db.transaction().execute(async (tx) => {
-          await enqueueJobs(tx, [{ kind: 'take', payload: 1 }, { kind: 'call', payload: 1 }]);
+          await enqueueJobs(tx, [
+            { kind: 'take', payload: 1 },
+            { kind: 'call', payload: 1 },
+          ]);
           await notifyOtherProcesses(tx, ['call']);
         });
         await eventually(async () => (calls === 1 ? true : undefined), 60_000, 'the delivery loop to wake');

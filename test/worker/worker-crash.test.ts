@@ -68,7 +68,15 @@ for (const dialect of testDialects()) {
       };
       const posters = Array.from({ length: 32 }, poster);
       const processedCount = async () =>
-        Number((await storage.db.selectFrom('requests').select((eb) => eb.fn.countAll().as('n')).where('status', '=', 'processed').executeTakeFirstOrThrow()).n);
+        Number(
+          (
+            await storage.db
+              .selectFrom('requests')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .where('status', '=', 'processed')
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
       await eventually(async () => ((await processedCount()) >= 100 ? true : undefined), 60_000, 'the worker to process some requests');
       service.process.kill('SIGKILL');
       killed = true;
@@ -80,11 +88,15 @@ for (const dialect of testDialects()) {
       const pendingJobs = await storage.db.selectFrom('jobs').select('id').execute();
 
       service = await startChildService(env);
-      await eventually(async () => {
-        const pending = await storage.db.selectFrom('jobs').select('id').execute();
-        const open = await storage.db.selectFrom('requests').select('id').where('status', '!=', 'processed').execute();
-        return pending.length === 0 && open.length === 0 ? true : undefined;
-      }, 60_000, 'every job to finish after the restart');
+      await eventually(
+        async () => {
+          const pending = await storage.db.selectFrom('jobs').select('id').execute();
+          const open = await storage.db.selectFrom('requests').select('id').where('status', '!=', 'processed').execute();
+          return pending.length === 0 && open.length === 0 ? true : undefined;
+        },
+        60_000,
+        'every job to finish after the restart',
+      );
       service.process.kill('SIGTERM');
       assert.equal(await service.exited, 0);
       service = undefined;

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { PrizeKind } from '../../storage/repositories/experiences.js';
+import type { PrizeKind } from './experience.js';
 
 /**
  * The JSON an operator writes to define an experience: the admin API's POST and PUT bodies and
@@ -9,12 +9,12 @@ import type { PrizeKind } from '../../storage/repositories/experiences.js';
  */
 
 /** Letters, digits, `.`, `_`, `-`: safe in URLs, logs and the `experience` member of a request. */
-export const EXPERIENCE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,100}$';
-export const MAX_PRIZES = 100;
+const EXPERIENCE_NAME_PATTERN = '^[A-Za-z0-9._-]{1,100}$';
+const MAX_PRIZES = 100;
 // stock and quantity are PostgreSQL `integer` columns (int4); larger values must be a 400, not a 500.
 const MAX_INT4 = 2_147_483_647;
 
-export const PrizeInputSchema = Type.Object(
+const PrizeInputSchema = Type.Object(
   {
     id: Type.String({ pattern: EXPERIENCE_NAME_PATTERN, description: 'unique within the experience; reported as rewardId' }),
     bucket: Type.String({ minLength: 1, maxLength: 100, description: 'prize name, reported as deliveryDetail.info.bucket' }),

@@ -1,7 +1,7 @@
 /**
  * Endpoint health (GET /subscriptions/{id}/stats, auto-disable): what the attempt log writer
  * adds to a subscription's rollup for a batch of attempts, and how a window of that rollup
- * becomes the answer. Pure: storage/repositories/subscription-health.ts writes and reads it.
+ * becomes the answer. Pure: the subscription-health repository writes and reads it.
  */
 
 /** The rollup's resolution: a window of `1h` covers the last 55 to 60 minutes (`statsRange`). */
@@ -146,7 +146,12 @@ export function disabledReason(failingSince: number, disableAfterMs: number): st
 }
 
 function humanDuration(ms: number): string {
-  const units: Array<[string, number]> = [['day', 86_400_000], ['hour', 3_600_000], ['minute', 60_000], ['second', 1000]];
+  const units: Array<[string, number]> = [
+    ['day', 86_400_000],
+    ['hour', 3_600_000],
+    ['minute', 60_000],
+    ['second', 1000],
+  ];
   const [name, size] = units.find(([, size]) => ms >= size) ?? ['millisecond', 1];
   const count = Math.round((ms / size) * 10) / 10;
   return `${count} ${name}${count === 1 ? '' : 's'}`;

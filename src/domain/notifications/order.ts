@@ -4,7 +4,7 @@
  * port). A receiver that takes each event at its own path (`/hooks/registered`,
  * `/hooks/processed`) keeps the order, and two receivers never wait for each other.
  */
-export function receiverOf(url: string): string {
+function receiverOf(url: string): string {
   try {
     return new URL(url).origin;
   } catch {

@@ -108,7 +108,7 @@ export const FailedNotificationsPayloadSchema = Type.Object(
   {
     notificationId: Type.String({ description: 'the failed notification (`msg_…`, its `webhook-id`): GET /notifications/{id} shows its attempts, POST /notifications/{id}/retry sends it again' }),
     requestId: Type.String({ description: 'the request the failed notification was about' }),
-    event: Type.Union([Type.Literal('registered-requests'), Type.Literal('processed-requests')], { description: 'the failed notification\'s event' }),
+    event: Type.Union([Type.Literal('registered-requests'), Type.Literal('processed-requests')], { description: "the failed notification's event" }),
     url: Type.String({ description: 'the URL it was sent to' }),
     attempts: Type.Integer({ minimum: 0, description: 'attempts made (0 when it failed without one)' }),
     lastStatusCode: Type.Union([Type.Integer(), Type.Null()], { description: 'the HTTP status of the last answer; null when there was none (no answer, or no attempt)' }),
@@ -129,7 +129,10 @@ export const DisabledSubscriptionsPayloadSchema = Type.Object(
     url: Type.String({ description: 'its callback URL' }),
     reason: Type.String({ description: 'why it was switched off, in words' }),
     disabledAt: Type.String({ format: 'date-time', description: 'when it was switched off (UTC)' }),
-    failedPending: Type.Integer({ minimum: 0, description: 'its pending notifications ended failed by the switch-off (no `failed-notifications` is sent for them); once it is on again, POST /subscriptions/{id}/recover sends them again' }),
+    failedPending: Type.Integer({
+      minimum: 0,
+      description: 'its pending notifications ended failed by the switch-off (no `failed-notifications` is sent for them); once it is on again, POST /subscriptions/{id}/recover sends them again',
+    }),
   },
   { ...closed, title: 'DisabledSubscriptionsPayload', description: 'the body of a `disabled-subscriptions` notification' },
 );

@@ -40,7 +40,7 @@ export interface AttemptOutcome {
   manual?: { resumeAt: Date | null };
 }
 
-export function isSuccessStatus(statusCode: number | undefined): boolean {
+function isSuccessStatus(statusCode: number | undefined): boolean {
   return statusCode !== undefined && statusCode >= 200 && statusCode <= 299;
 }
 

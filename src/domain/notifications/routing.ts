@@ -28,8 +28,6 @@ export const NOTIFICATION_EVENT_OF: Record<SubscriptionEvent, AnyNotificationEve
   'disabled-subscription': 'disabled-subscriptions',
   'failed-notification': 'failed-notifications',
 };
-export const isOperationalNotification = (event: AnyNotificationEvent): event is OperationalNotificationEvent =>
-  event === 'disabled-subscriptions' || event === 'failed-notifications';
 
 export interface RoutableRequest {
   experience: string;
@@ -45,11 +43,7 @@ export interface RoutableSubscription {
 
 export type NotificationTarget = { kind: 'request-url'; url: string } | { kind: 'subscription'; subscriptionId: string };
 
-export function routeNotification(
-  event: NotificationEvent,
-  request: RoutableRequest,
-  subscriptionsForEvent: readonly RoutableSubscription[],
-): NotificationTarget[] {
+export function routeNotification(event: NotificationEvent, request: RoutableRequest, subscriptionsForEvent: readonly RoutableSubscription[]): NotificationTarget[] {
   const ownUrl = event === 'registered-requests' ? request.registeredCallbackUrl : request.processedCallbackUrl;
   if (ownUrl) return [{ kind: 'request-url', url: ownUrl }];
 

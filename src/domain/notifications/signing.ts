@@ -34,7 +34,7 @@ export class SigningSecretError extends Error {
   }
 }
 
-export function decodeSigningSecret(secret: string): Buffer {
+function decodeSigningSecret(secret: string): Buffer {
   const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) throw new SigningSecretError('signing secret is not base64 (expected whsec_<base64>)');
   const key = Buffer.from(encoded, 'base64');
@@ -49,9 +49,7 @@ export function signWebhook({ msgId, timestamp, body, secrets }: WebhookSignatur
   // msgId and timestamp are part of the signed content; a "." inside msgId would make it ambiguous.
   if (msgId.includes('.') || msgId.length === 0) throw new SigningSecretError('msgId must be non-empty and contain no "."');
   const content = `${msgId}.${timestamp}.${body}`;
-  return [...new Set(secrets)]
-    .map((secret) => `v1,${createHmac('sha256', decodeSigningSecret(secret)).update(content, 'utf8').digest('base64')}`)
-    .join(' ');
+  return [...new Set(secrets)].map((secret) => `v1,${createHmac('sha256', decodeSigningSecret(secret)).update(content, 'utf8').digest('base64')}`).join(' ');
 }
 
 export function buildWebhookHeaders(input: WebhookSignatureInput): WebhookSignatureHeaders {

@@ -1,4 +1,4 @@
-import type { Prize } from '../../storage/repositories/experiences.js';
+import type { Prize } from '../experiences/experience.js';
 import { buildProcessingResult } from '../requests/items.js';
 import type { ProcessedRequestsPayload, RegisteredRequestsPayload } from '../requests/outcomes.js';
 import { iso } from '../time.js';

@@ -4,7 +4,7 @@ import { newId } from '../ids.js';
 const COUPON_ALPHABET = '23456789ABCDEFGHJKLMNPQRSTUVWXYZ'; // no 0/O or 1/I: codes are typed by people
 
 /** `XXXX-XXXX-XXXX`: 60 random bits, unambiguous characters. */
-export function generateCouponCode(): string {
+function generateCouponCode(): string {
   const bytes = randomBytes(12);
   let code = '';
   for (let i = 0; i < 12; i++) {
@@ -14,7 +14,7 @@ export function generateCouponCode(): string {
   return code;
 }
 
-export function generatePaymentId(): string {
+function generatePaymentId(): string {
   return newId('pay');
 }
 

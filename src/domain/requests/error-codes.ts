@@ -21,5 +21,3 @@ export const CANCEL_REASONS = {
   PRIZE_UNAVAILABLE: { reasonCode: 2, reason: 'prize no longer offered by the experience' },
   ACCOUNT_INACTIVE: { reasonCode: 3, reason: 'account inactive' },
 } as const;
-
-export type CancelReason = keyof typeof CANCEL_REASONS;

@@ -1,4 +1,4 @@
-import type { Prize } from '../../storage/repositories/experiences.js';
+import type { Prize } from '../experiences/experience.js';
 import { CANCEL_REASONS } from './error-codes.js';
 import { rewardValueOf, type ExperienceSnapshot } from './registration.js';
 import { iso } from '../time.js';

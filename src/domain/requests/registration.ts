@@ -1,4 +1,4 @@
-import type { Experience, Prize } from '../../storage/repositories/experiences.js';
+import type { Experience, Prize } from '../experiences/experience.js';
 import { REQUEST_ERROR_CODES, type RequestErrorCode } from './error-codes.js';
 
 /** The experience as registration saw it; processing builds its items from this copy. */
@@ -9,9 +9,7 @@ export interface ExperienceSnapshot {
   prizes: Prize[];
 }
 
-export type RegistrationDecision =
-  | { outcome: 'registered'; rewardValue: number | undefined; snapshot: ExperienceSnapshot }
-  | { outcome: 'rejected'; errorCode: RequestErrorCode; message: string };
+export type RegistrationDecision = { outcome: 'registered'; rewardValue: number | undefined; snapshot: ExperienceSnapshot } | { outcome: 'rejected'; errorCode: RequestErrorCode; message: string };
 
 export interface RegistrationInput {
   /** Whether the request's account is active now: a deactivated account's requests are not registered. */

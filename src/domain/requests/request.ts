@@ -1,10 +1,10 @@
-import type { RequestStatus } from '../../storage/tables/requests-jobs.js';
 import type { CanceledItem, DeliveredItem } from './items.js';
 import { iso } from '../time.js';
 
-export type { RequestStatus };
+/** Status of a reward request; see docs/requests.md for the transitions. */
+export type RequestStatus = 'received' | 'registered' | 'rejected' | 'processed' | 'failed';
 
-/** A reward request as the domain sees it (storage/repositories/requests.ts maps rows). */
+/** A reward request as the domain sees it (the requests repository maps rows to it). */
 export interface RewardRequest {
   id: string;
   accountId: string;
@@ -26,7 +26,6 @@ export interface RewardRequest {
   registeredAt: number | null;
   concludedAt: number | null;
 }
-
 
 /** The body of GET /requests/{id} (schema: http/schemas/requests.ts, RequestView). */
 export interface RequestViewBody {

@@ -14,7 +14,7 @@ export function maskSecret(secret: string): string {
   return secret.length >= MIN_LENGTH_TO_SHOW_TAIL ? MASK + secret.slice(-4) : MASK;
 }
 
-export function isMaskedValue(value: string): boolean {
+function isMaskedValue(value: string): boolean {
   return value.startsWith(MASK);
 }
 
@@ -75,6 +75,7 @@ export function maskAuthorization(auth: CallbackAuthorization): CallbackAuthoriz
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /** RFC 6750 b64token. */
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+// eslint-disable-next-line no-control-regex -- finding control characters is what this pattern is for
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 function stripScheme(value: string, scheme: 'Basic' | 'Bearer'): string {
@@ -114,10 +115,7 @@ function oauth2Problems(oauth2: OAuth2Credentials, path: string): FieldError[] {
  * Bearer, `{}` means none (null). Masked values pass through untouched; `restoreMaskedSecrets`
  * resolves them. Methods that each set the Authorization header cannot be combined.
  */
-export function normalizeAuthorization(
-  input: CallbackAuthorization | null | undefined,
-  path: string,
-): { authorization: CallbackAuthorization | null; errors: FieldError[] } {
+export function normalizeAuthorization(input: CallbackAuthorization | null | undefined, path: string): { authorization: CallbackAuthorization | null; errors: FieldError[] } {
   if (input === null || input === undefined) return { authorization: null, errors: [] };
   const errors: FieldError[] = [];
   const auth = cloneAuthorization(input);

@@ -9,9 +9,8 @@
  * its own deliveries (docs/subscriptions.md, "Events"): a subscription switched off, a notification
  * failed after its last attempt.
  */
-export const SUBSCRIPTION_EVENTS = ['registered-request', 'processed-request', 'disabled-subscription', 'failed-notification'] as const;
-export type SubscriptionEvent = (typeof SUBSCRIPTION_EVENTS)[number];
-export const OPERATIONAL_EVENTS = ['disabled-subscription', 'failed-notification'] as const satisfies readonly SubscriptionEvent[];
+export type SubscriptionEvent = 'registered-request' | 'processed-request' | 'disabled-subscription' | 'failed-notification';
+const OPERATIONAL_EVENTS = ['disabled-subscription', 'failed-notification'] as const satisfies readonly SubscriptionEvent[];
 export type OperationalSubscriptionEvent = (typeof OPERATIONAL_EVENTS)[number];
 export const isOperationalEvent = (event: SubscriptionEvent): event is OperationalSubscriptionEvent => (OPERATIONAL_EVENTS as readonly string[]).includes(event);
 
@@ -34,7 +33,7 @@ export interface CallbackAuthorization {
   mtls?: { twoFactor?: { oauth2?: OAuth2Credentials } };
 }
 
-export interface CallbackConfig {
+interface CallbackConfig {
   url: string;
   authorization: CallbackAuthorization | null;
   customHeaders: Record<string, string>;

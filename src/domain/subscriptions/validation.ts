@@ -123,11 +123,7 @@ export interface ParsedSubscription {
  * `callback`; an update changes only the members it carries (PRODUCT.md §5).
  * `owner` holds the values of the read-only members, which a body may echo but not change.
  */
-export function parseSubscriptionBody(
-  body: SubscriptionBody,
-  mode: 'create' | 'update',
-  owner: { accountId: string; id?: string },
-): ParsedSubscription {
+export function parseSubscriptionBody(body: SubscriptionBody, mode: 'create' | 'update', owner: { accountId: string; id?: string }): ParsedSubscription {
   const errors: FieldError[] = [];
   const changes: SubscriptionChanges = {};
   if (body._id !== undefined && body._id !== owner.id) {

@@ -1,7 +1,7 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Prefix that makes a leaked secret recognisable to secret scanners and people. */
-export const CLIENT_SECRET_PREFIX = 'rrs_cs_';
+const CLIENT_SECRET_PREFIX = 'rrs_cs_';
 
 /** 256 random bits, base64url. */
 export function generateClientSecret(): string {

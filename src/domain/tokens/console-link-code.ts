@@ -4,7 +4,7 @@ import { hash, randomBytes } from 'node:crypto';
 export const CONSOLE_LINK_GRANT_TYPE = 'urn:rewards:params:oauth:grant-type:console-link';
 
 /** Like a client secret's `rrs_cs_`: a leaked code is recognisable to people and secret scanners. */
-export const CONSOLE_LINK_CODE_PREFIX = 'rrs_cl_';
+const CONSOLE_LINK_CODE_PREFIX = 'rrs_cl_';
 
 /** `client_id` and `sub` of the tokens a console link grants: they belong to no OAuth client. */
 export const CONSOLE_LINK_CLIENT_PREFIX = 'console-link:';

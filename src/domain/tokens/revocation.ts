@@ -7,7 +7,7 @@ import { CONSOLE_LINK_CLIENT_PREFIX } from './console-link-code.js';
  */
 
 export type RevocationKind = 'account' | 'client' | 'console-link';
-export type RefusedReason = 'deactivated' | 'deleted' | 'revoked';
+type RefusedReason = 'deactivated' | 'deleted' | 'revoked';
 
 /** What is refused of one subject's tokens. */
 export interface Revocation {

@@ -1,13 +1,5 @@
 /** Every scope a client can hold (PRODUCT.md §3). `admin` is the operator's and implies the rest. */
-export const SCOPES = [
-  'subscriptions:read',
-  'subscriptions:write',
-  'requests:read',
-  'requests:write',
-  'events:read',
-  'events:write',
-  'admin',
-] as const;
+export const SCOPES = ['subscriptions:read', 'subscriptions:write', 'requests:read', 'requests:write', 'events:read', 'events:write', 'admin'] as const;
 
 export type Scope = (typeof SCOPES)[number];
 

@@ -3,7 +3,7 @@
  * the console is the one part of the service a browser renders, so it is the part that needs them.
  * API responses are JSON for programs, and `/docs` carries swagger-ui's own policy (app.ts).
  */
-export const CONSOLE_CONTENT_SECURITY_POLICY = [
+const CONSOLE_CONTENT_SECURITY_POLICY = [
   // Nothing is allowed unless listed below.
   "default-src 'none'",
   // Only the console's own bundles: no inline script, no eval, no third-party script.

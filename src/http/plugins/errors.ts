@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import fp from 'fastify-plugin';
 import type { ErrorObject } from 'ajv';
-import { isDatabaseUnavailable } from '../../storage/database-errors.js';
-import { DomainError, invalid } from '../../domain/errors.js';
+import { isDatabaseUnavailable } from '../../services/database-readiness.js';
+import { DomainError, invalid, unavailable, type DomainErrorKind } from '../../domain/errors.js';
 import { HttpProblem } from '../problem.js';
 import { explainSchemaErrors } from '../../schema-validation.js';
 import { unknownParameterMessage } from '../query-parameters.js';
@@ -10,11 +10,16 @@ import { unknownParameterMessage } from '../query-parameters.js';
 /** Retry-After of a 503 while the database is away (a restart takes seconds). */
 export const DATABASE_RETRY_AFTER_S = 2;
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-export function sendProblem(reply: FastifyReply, problem: HttpProblem): FastifyReply {
+function sendProblem(reply: FastifyReply, problem: HttpProblem): FastifyReply {
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
   return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(problem.toJSON());
+}
+
+/** Answers with the error's problem document, without going through the error handler (so without its logging). */
+export function sendError(reply: FastifyReply, error: DomainError): FastifyReply {
+  return sendProblem(reply, problemOf(error));
 }
 
 /**
@@ -37,47 +42,64 @@ function unknownParameters(errors: readonly ErrorObject[]): DomainError | undefi
 
 /** The first member at fault as `{path, message}`, in words (ajv's own messages often do not name the member or the values allowed). */
 export function formatSchemaErrors(errors: FastifySchemaValidationError[], dataVar: string): DomainError {
-  const unknown = dataVar === 'querystring' ? unknownParameters(errors as unknown as ErrorObject[]) : undefined;
+  const unknown = dataVar === 'querystring' ? unknownParameters(errors) : undefined;
   if (unknown) {
     for (const error of errors as Array<{ data?: unknown }>) delete error.data;
     return unknown;
   }
-  const first = explainSchemaErrors(errors as unknown as ErrorObject[])[0] ?? { pointer: [], message: 'is invalid' };
+  const first = explainSchemaErrors(errors)[0] ?? { pointer: [], message: 'is invalid' };
   // Fastify keeps these errors on the problem it throws; the value sent (a secret, maybe) stays out of them.
   for (const error of errors as Array<{ data?: unknown }>) delete error.data;
   const path = [dataVar, ...first.pointer].join('.');
   return invalid(`request ${dataVar}`, [{ path, message: first.message }]);
 }
 
-const STATUS_OF = { invalid: 400, not_found: 404, conflict: 409, rate_limited: 429 } as const;
+const STATUS_OF: Record<DomainErrorKind, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  unavailable: 503,
+};
 
-/** Maps anything thrown inside a route to the problem the client should see. */
-export function toProblem(error: FastifyError | Error): HttpProblem {
-  if (error instanceof HttpProblem) return error;
-  if (error instanceof DomainError) {
-    const headers = error.retryAfterSeconds === undefined ? undefined : { 'retry-after': String(error.retryAfterSeconds) };
-    return new HttpProblem(STATUS_OF[error.kind], error.message, error.errors, headers);
-  }
-  const fastifyError = error as FastifyError;
-  if (fastifyError.validation) return toProblem(formatSchemaErrors(fastifyError.validation, fastifyError.validationContext ?? 'body'));
-  switch (fastifyError.code) {
+/** A DomainError as RFC 9457 renders it: its kind's status, its message and field errors, Retry-After and WWW-Authenticate. */
+function problemOf(error: DomainError): HttpProblem {
+  const headers: Record<string, string> = {};
+  if (error.challenge !== undefined) headers['www-authenticate'] = error.challenge;
+  if (error.retryAfterSeconds !== undefined) headers['retry-after'] = String(error.retryAfterSeconds);
+  return new HttpProblem(STATUS_OF[error.kind], error.message, error.errors, headers);
+}
+
+/** What Fastify itself refuses (body parsing, its rate limit), in the taxonomy's words; undefined for anything else. */
+function frameworkError(error: FastifyError): DomainError | undefined {
+  switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new HttpProblem(413, 'request body is larger than 1 MiB');
+      return new DomainError('too_large', 'request body is larger than 1 MiB');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new HttpProblem(415, 'unsupported Content-Type; send application/json');
+      return new DomainError('unsupported_media_type', 'unsupported Content-Type; send application/json');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new HttpProblem(400, 'request body is empty; send a JSON document');
+      return invalid('request body is empty; send a JSON document');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new HttpProblem(400, 'request body is not valid JSON');
+      return invalid('request body is not valid JSON');
     default:
-      break;
+      return undefined;
   }
-  if (isDatabaseUnavailable(error)) {
-    return new HttpProblem(503, 'the database is unavailable right now; nothing was stored, retry later', undefined, { 'retry-after': String(DATABASE_RETRY_AFTER_S) });
-  }
-  if (fastifyError.statusCode === 429) {
-    return new HttpProblem(429, 'rate limit exceeded; retry later');
-  }
+}
+
+/** Maps anything thrown inside a route to the problem the client should see: the one place errors meet HTTP. */
+function toProblem(error: FastifyError | Error): HttpProblem {
+  if (error instanceof DomainError) return problemOf(error);
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) return problemOf(formatSchemaErrors(fastifyError.validation, fastifyError.validationContext ?? 'body'));
+  const refused = frameworkError(fastifyError);
+  if (refused) return problemOf(refused);
+  if (isDatabaseUnavailable(error)) return problemOf(unavailable('the database is unavailable right now; nothing was stored, retry later', DATABASE_RETRY_AFTER_S));
+  if (fastifyError.statusCode === 429) return problemOf(new DomainError('rate_limited', 'rate limit exceeded; retry later'));
+  // Any other refusal of Fastify's keeps its own 4xx status.
   if (error instanceof SyntaxError || (fastifyError.statusCode !== undefined && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500)) {
     return new HttpProblem(fastifyError.statusCode ?? 400, fastifyError.statusCode === 400 || !fastifyError.statusCode ? 'request is malformed' : error.message);
   }
@@ -90,14 +112,17 @@ export interface ErrorsPluginOptions {
 }
 
 /** One place where errors become RFC 9457 problem documents; 5xx details stay in the log. */
-export const errorsPlugin = fp(async (app: FastifyInstance, options: ErrorsPluginOptions) => {
-  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const problem = toProblem(error);
-    if (problem.status === 503) {
-      request.log.warn({ err: error }, 'database unavailable');
-      options.onDatabaseUnavailable?.(error);
-    } else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
-    return sendProblem(reply, problem);
-  });
-  app.setNotFoundHandler((request, reply) => sendProblem(reply, new HttpProblem(404, `no route for ${request.method} ${request.url.split('?')[0]}`)));
-}, { name: 'errors' });
+export const errorsPlugin = fp(
+  async (app: FastifyInstance, options: ErrorsPluginOptions) => {
+    app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      const problem = toProblem(error);
+      if (problem.status === 503) {
+        request.log.warn({ err: error }, 'database unavailable');
+        options.onDatabaseUnavailable?.(error);
+      } else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
+      return sendProblem(reply, problem);
+    });
+    app.setNotFoundHandler((request, reply) => sendError(reply, new DomainError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`)));
+  },
+  { name: 'errors' },
+);

@@ -1,16 +1,18 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../deps.js';
-import { changeAccount, createAccount } from '../../services/accounts.js';
-import { notFound } from '../../domain/errors.js';
-import { findAccountById, listAccounts } from '../../storage/repositories/accounts.js';
+import { changeAccount, createAccount, getAccount, listAccounts, type AccessChangeContext } from '../../services/accounts.js';
 import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
 import { AccountCreateSchema, AccountParamsSchema, AccountPatchSchema, AccountSchema, accountToJson } from '../schemas/admin.js';
 
 const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
 
+interface AdminAccountsRouteDeps extends AccessChangeContext {
+  /** The token endpoint's client rows: forgotten after a change, so it is seen at once. */
+  clientCache: { forget(): void };
+}
+
 /** Operator only: the client accounts of this deployment. */
-export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+export async function adminAccountsRoutes(app: TypedApp, deps: AdminAccountsRouteDeps): Promise<void> {
   app.get(
     '/admin/accounts',
     {
@@ -24,18 +26,34 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
         response: { 200: ListOrPage(AccountSchema) },
       },
     },
-    async (request) => answerList(request.query, (page) => listAccounts(deps.db, page), (account) => account.id, accountToJson),
+    async (request) =>
+      answerList(
+        request.query,
+        (page) => listAccounts(deps.db, page),
+        (account) => account.id,
+        accountToJson,
+      ),
   );
 
   app.post(
     '/admin/accounts',
     {
       config: { scope: 'admin', problems: { 409: 'an account with that name already exists' } },
-      schema: { ...ADMIN, operationId: 'createAccount', description: 'Operators only (`admin`). Account names are unique; a second account with the same name is a 409.', summary: 'Create an account', body: AccountCreateSchema, response: { 201: AccountSchema } },
+      schema: {
+        ...ADMIN,
+        operationId: 'createAccount',
+        description: 'Operators only (`admin`). Account names are unique; a second account with the same name is a 409.',
+        summary: 'Create an account',
+        body: AccountCreateSchema,
+        response: { 201: AccountSchema },
+      },
     },
     async (request, reply) => {
       const account = await createAccount(deps.db, request.body.name, { now: deps.clock(), field: 'body.name' });
-      return reply.code(201).header('location', `${request.url.split('?')[0]}/${account.id}`).send(accountToJson(account));
+      return reply
+        .code(201)
+        .header('location', `${request.url.split('?')[0]}/${account.id}`)
+        .send(accountToJson(account));
     },
   );
 
@@ -46,9 +64,7 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
       schema: { ...ADMIN, operationId: 'getAccount', description: 'Operators only (`admin`).', summary: 'One account', params: AccountParamsSchema, response: { 200: AccountSchema } },
     },
     async (request) => {
-      const account = await findAccountById(deps.db, request.params.id);
-      if (!account) throw notFound('account');
-      return accountToJson(account);
+      return accountToJson(await getAccount(deps.db, request.params.id));
     },
   );
 
@@ -61,7 +77,7 @@ export async function adminAccountsRoutes(app: TypedApp, deps: AppDeps): Promise
         operationId: 'updateAccount',
         summary: 'Rename or (de)activate an account',
         description:
-          'Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients\' and its console links\') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. ' +
+          "Deactivating an account makes its clients get invalid_client at the token endpoint, and every token already issued to it (its clients' and its console links') gets 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. " +
           'Its reward requests not registered yet are rejected (ACCOUNT_INACTIVE), those registered but not processed are processed with every prize canceled (reasonCode 3), and none of its notifications is sent while it is inactive. ' +
           'Reactivated, its clients get new tokens; the tokens issued before stay refused.',
         params: AccountParamsSchema,

@@ -1,49 +1,19 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../deps.js';
-import { changeClient, checkClientScopes, createClient, deleteClient, resolveScopes, rotateClientSecret } from '../../services/accounts.js';
-import type { Executor } from '../../storage/database.js';
-import { findAccountById, type Account } from '../../storage/repositories/accounts.js';
-import { findOAuthClient, listOAuthClients } from '../../storage/repositories/oauth-clients.js';
-import { notFound } from '../../domain/errors.js';
-import {
-  AccountParamsSchema,
-  ClientCreateSchema,
-  ClientParamsSchema,
-  ClientPatchSchema,
-  ClientSchema,
-  IssuedClientSchema,
-  RotatedSecretSchema,
-  clientToJson,
-} from '../schemas/admin.js';
+import { changeClient, clientScopes, createClient, deleteClient, getAccount, getAccountClient, listAccountClients, rotateClientSecret, type AccessChangeContext } from '../../services/accounts.js';
+import { AccountParamsSchema, ClientCreateSchema, ClientParamsSchema, ClientPatchSchema, ClientSchema, IssuedClientSchema, RotatedSecretSchema, clientToJson } from '../schemas/admin.js';
 import { iso } from '../../domain/time.js';
 import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
 
 const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
-type ScopesInput = string[] | string;
 
-async function requireAccount(db: Executor, id: string): Promise<Account> {
-  const account = await findAccountById(db, id);
-  if (!account) throw notFound('account');
-  return account;
-}
-
-/** The client, only if it belongs to the account in the path: another account's client is a 404. */
-async function requireClient(db: Executor, accountId: string, clientId: string) {
-  const client = await findOAuthClient(db, clientId);
-  if (!client || client.accountId !== accountId) throw notFound('client');
-  return client;
-}
-
-/** Accepts `["a","b"]` or `"a b"`; checks every scope is known and allowed for the account. */
-function scopesFor(account: Account, input: ScopesInput | undefined): string[] {
-  const scopes = resolveScopes(Array.isArray(input) ? input.join(' ') : input, 'body.scopes');
-  checkClientScopes(account, scopes, 'body.scopes');
-  return scopes;
+interface AdminClientsRouteDeps extends AccessChangeContext {
+  /** The token endpoint's client rows: forgotten after a change, so it is seen at once. */
+  clientCache: { forget(): void };
 }
 
 /** Operator only: the OAuth clients of an account. Secrets are shown once, at creation and rotation. */
-export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+export async function adminClientsRoutes(app: TypedApp, deps: AdminClientsRouteDeps): Promise<void> {
   app.get(
     '/admin/accounts/:id/clients',
     {
@@ -59,8 +29,13 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       },
     },
     async (request) => {
-      const account = await requireAccount(deps.db, request.params.id);
-      return answerList(request.query, (page) => listOAuthClients(deps.db, account.id, page), (client) => client.clientId, clientToJson);
+      const account = await getAccount(deps.db, request.params.id);
+      return answerList(
+        request.query,
+        (page) => listAccountClients(deps.db, account.id, page),
+        (client) => client.clientId,
+        clientToJson,
+      );
     },
   );
 
@@ -79,8 +54,8 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       },
     },
     async (request, reply) => {
-      const account = await requireAccount(deps.db, request.params.id);
-      const scopes = scopesFor(account, request.body.scopes);
+      const account = await getAccount(deps.db, request.params.id);
+      const scopes = clientScopes(account, request.body.scopes, 'body.scopes');
       const issued = await createClient(deps.db, account.id, scopes, deps.clock());
       return reply
         .code(201)
@@ -103,7 +78,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       },
     },
     async (request) => {
-      await requireClient(deps.db, request.params.id, request.params.clientId);
+      await getAccountClient(deps.db, request.params.id, request.params.clientId);
       const issued = await rotateClientSecret(deps.db, request.params.clientId, deps.clock());
       deps.clientCache.forget();
       return {
@@ -121,7 +96,7 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       schema: {
         ...ADMIN,
         operationId: 'updateClient',
-        summary: "(De)activate a client or change its allowed scopes",
+        summary: '(De)activate a client or change its allowed scopes',
         description:
           'An inactive client gets invalid_client at the token endpoint, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process. ' +
           'Reactivated, it gets new tokens; the tokens issued before stay refused.',
@@ -131,9 +106,9 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
       },
     },
     async (request) => {
-      const account = await requireAccount(deps.db, request.params.id);
-      await requireClient(deps.db, account.id, request.params.clientId);
-      const scopes = request.body.scopes === undefined ? undefined : scopesFor(account, request.body.scopes);
+      const account = await getAccount(deps.db, request.params.id);
+      await getAccountClient(deps.db, account.id, request.params.clientId);
+      const scopes = request.body.scopes === undefined ? undefined : clientScopes(account, request.body.scopes, 'body.scopes');
       const client = await changeClient(deps, request.params.clientId, { active: request.body.active, scopes });
       deps.clientCache.forget();
       return clientToJson(client);
@@ -144,10 +119,18 @@ export async function adminClientsRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/admin/accounts/:id/clients/:clientId',
     {
       config: { scope: 'admin' },
-      schema: { ...ADMIN, operationId: 'deleteClient', description: 'Operators only (`admin`). The client cannot obtain tokens any more, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process.', summary: 'Delete a client', params: ClientParamsSchema, response: { 204: Type.Null() } },
+      schema: {
+        ...ADMIN,
+        operationId: 'deleteClient',
+        description:
+          'Operators only (`admin`). The client cannot obtain tokens any more, and the tokens already issued to it get 401 invalid_token within AUTH_REFRESH_INTERVAL (2 s by default) on every process.',
+        summary: 'Delete a client',
+        params: ClientParamsSchema,
+        response: { 204: Type.Null() },
+      },
     },
     async (request, reply) => {
-      await requireClient(deps.db, request.params.id, request.params.clientId);
+      await getAccountClient(deps.db, request.params.id, request.params.clientId);
       await deleteClient(deps, request.params.clientId);
       deps.clientCache.forget();
       return reply.code(204).send(null);

@@ -1,11 +1,10 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../deps.js';
-import { createConsoleLink, parseConsoleTokenTtl, revokeConsoleLink } from '../../services/console-links.js';
-import { notFound } from '../../domain/errors.js';
+import type { Config } from '../../config.js';
+import { getAccount, type AccessChangeContext } from '../../services/accounts.js';
+import { createConsoleLink, listConsoleLinks, parseConsoleTokenTtl, revokeConsoleLink } from '../../services/console-links.js';
+import type { ConsoleLink } from '../../domain/tokens/console-link.js';
 import { iso } from '../../domain/time.js';
-import { findAccountById } from '../../storage/repositories/accounts.js';
-import { listConsoleLinks, type ConsoleLink } from '../../storage/repositories/console-links.js';
 import { AccountParamsSchema } from '../schemas/admin.js';
 import { IDS } from '../schemas/samples.js';
 import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
@@ -17,12 +16,26 @@ const ConsoleLinkCreateSchema = Type.Object(
 
 const ConsoleLinkParamsSchema = Type.Object({ id: Type.String({ maxLength: 200 }), linkId: Type.String({ maxLength: 200 }) });
 
-const ConsoleLinkSchema = Type.Object({
-  id: Type.String({ description: 'the link (`cln_…`): `DELETE …/console-links/{linkId}` revokes it and the session it opened' }),
-  url: Type.String({ description: '`PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log' }),
-  expiresAt: Type.String({ format: 'date-time', description: 'the code can be exchanged until then (10 minutes), once' }),
-  tokenTtlSeconds: Type.Integer({ description: 'lifetime of the access token the code grants' }),
-}, { title: 'CreatedConsoleLink', description: 'a console link as created: with its URL, shown this once', examples: [{ id: 'cln_01j1z9x8w7v6t5s4r3q2p1n0mk', url: 'https://rewards.example.com/console/#link=k3Yv9QeT1mZ8rB4wN6xP2cL7dH5sJ0aFgUiOqEtRyWc', expiresAt: '2024-07-01T12:10:00.000Z', tokenTtlSeconds: 1800 }] });
+const ConsoleLinkSchema = Type.Object(
+  {
+    id: Type.String({ description: 'the link (`cln_…`): `DELETE …/console-links/{linkId}` revokes it and the session it opened' }),
+    url: Type.String({ description: '`PUBLIC_URL/console/#link=CODE`: the code is in the fragment, so it never reaches a server log' }),
+    expiresAt: Type.String({ format: 'date-time', description: 'the code can be exchanged until then (10 minutes), once' }),
+    tokenTtlSeconds: Type.Integer({ description: 'lifetime of the access token the code grants' }),
+  },
+  {
+    title: 'CreatedConsoleLink',
+    description: 'a console link as created: with its URL, shown this once',
+    examples: [
+      {
+        id: 'cln_01j1z9x8w7v6t5s4r3q2p1n0mk',
+        url: 'https://rewards.example.com/console/#link=k3Yv9QeT1mZ8rB4wN6xP2cL7dH5sJ0aFgUiOqEtRyWc',
+        expiresAt: '2024-07-01T12:10:00.000Z',
+        tokenTtlSeconds: 1800,
+      },
+    ],
+  },
+);
 
 const nullableTime = (description: string) => Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
 
@@ -35,7 +48,7 @@ const ConsoleLinkStateSchema = Type.Object(
     expiresAt: Type.String({ format: 'date-time', description: 'the code could be exchanged until then' }),
     tokenTtlSeconds: Type.Integer({ description: 'lifetime of the session the code opens' }),
     usedAt: nullableTime('when the code was exchanged (the session began); null while unused'),
-    sessionExpiresAt: nullableTime('when the session\'s token expires; null while unused'),
+    sessionExpiresAt: nullableTime("when the session's token expires; null while unused"),
     revokedAt: nullableTime('when an operator revoked the link; null unless revoked'),
   },
   {
@@ -68,8 +81,12 @@ function consoleLinkToJson(link: ConsoleLink) {
   };
 }
 
+interface AdminConsoleLinksRouteDeps extends AccessChangeContext {
+  config: Pick<Config, 'publicUrl'>;
+}
+
 /** Operator only: a one-time sign-in link to the console for one account (docs/console.md). */
-export async function adminConsoleLinksRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+export async function adminConsoleLinksRoutes(app: TypedApp, deps: AdminConsoleLinksRouteDeps): Promise<void> {
   app.post(
     '/admin/accounts/:id/console-links',
     {
@@ -91,9 +108,12 @@ export async function adminConsoleLinksRoutes(app: TypedApp, deps: AppDeps): Pro
     },
     async (request, reply) => {
       const ttlMs = parseConsoleTokenTtl(request.body.ttl, 'body.ttl');
-      const link = await createConsoleLink(deps, await findAccountById(deps.db, request.params.id), ttlMs);
+      const link = await createConsoleLink(deps, request.params.id, ttlMs);
       // The URL is a credential until it is used: never cached (secretBearing).
-      return reply.code(201).header('location', `${request.url.split('?')[0]}/${link.id}`).send(link);
+      return reply
+        .code(201)
+        .header('location', `${request.url.split('?')[0]}/${link.id}`)
+        .send(link);
     },
   );
 
@@ -113,9 +133,13 @@ export async function adminConsoleLinksRoutes(app: TypedApp, deps: AppDeps): Pro
       },
     },
     async (request) => {
-      const account = await findAccountById(deps.db, request.params.id);
-      if (!account) throw notFound('account');
-      return answerList(request.query, (page) => listConsoleLinks(deps.db, account.id, page), (link) => link.id, consoleLinkToJson);
+      const account = await getAccount(deps.db, request.params.id);
+      return answerList(
+        request.query,
+        (page) => listConsoleLinks(deps.db, account.id, page),
+        (link) => link.id,
+        consoleLinkToJson,
+      );
     },
   );
 

@@ -1,18 +1,9 @@
 import type { TypedApp } from '../typed-app.js';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../deps.js';
-import { createExperience, removeExperience, updateExperience } from '../../services/experiences.js';
+import { createExperience, getExperience, listExperiences, removeExperience, updateExperience, type ExperiencesContext } from '../../services/experiences.js';
 import { notFound } from '../../domain/errors.js';
-import { findExperienceById, listExperiences } from '../../storage/repositories/experiences.js';
-import {
-  ActingAccountQuerySchema,
-  ExperienceCreateSchema,
-  ExperienceParamsSchema,
-  ExperienceSchema,
-  ExperienceUpdateSchema,
-  experienceToJson,
-} from '../schemas/experience.js';
+import { ActingAccountQuerySchema, ExperienceCreateSchema, ExperienceParamsSchema, ExperienceSchema, ExperienceUpdateSchema, experienceToJson } from '../schemas/experience.js';
 import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
 
 const ADMIN = {
@@ -20,7 +11,7 @@ const ADMIN = {
   security: [{ bearerAuth: [] }],
   querystring: ActingAccountQuerySchema,
 };
-const ACCOUNT_NOTE = 'Experiences belong to the account named by `?accountId=`; without it, to the operator\'s own account.';
+const ACCOUNT_NOTE = "Experiences belong to the account named by `?accountId=`; without it, to the operator's own account.";
 
 /** Where the new experience can be read back: keeps `?accountId=` when the operator acts for an account. */
 function locationOf(request: FastifyRequest, id: string): string {
@@ -30,7 +21,7 @@ function locationOf(request: FastifyRequest, id: string): string {
 }
 
 /** Operator only: experiences (campaigns) and their prizes, per account. */
-export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+export async function adminExperiencesRoutes(app: TypedApp, deps: ExperiencesContext): Promise<void> {
   app.get(
     '/admin/experiences',
     {
@@ -44,7 +35,13 @@ export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Prom
         response: { 200: ListOrPage(ExperienceSchema) },
       },
     },
-    async (request) => answerList(request.query, (page) => listExperiences(deps.db, request.auth.accountId, page), (experience) => experience.id, experienceToJson),
+    async (request) =>
+      answerList(
+        request.query,
+        (page) => listExperiences(deps.db, request.auth.accountId, page),
+        (experience) => experience.id,
+        experienceToJson,
+      ),
   );
 
   app.post(
@@ -73,9 +70,7 @@ export async function adminExperiencesRoutes(app: TypedApp, deps: AppDeps): Prom
       schema: { ...ADMIN, operationId: 'getExperience', summary: 'One experience', description: ACCOUNT_NOTE, params: ExperienceParamsSchema, response: { 200: ExperienceSchema } },
     },
     async (request) => {
-      const experience = await findExperienceById(deps.db, request.auth.accountId, request.params.id);
-      if (!experience) throw notFound('experience');
-      return experienceToJson(experience);
+      return experienceToJson(await getExperience(deps.db, request.auth.accountId, request.params.id));
     },
   );
 

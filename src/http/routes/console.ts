@@ -3,8 +3,8 @@ import { stat } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TypedApp } from '../typed-app.js';
-import { HttpProblem } from '../problem.js';
-import { sendProblem } from '../plugins/errors.js';
+import { DomainError, unavailable } from '../../domain/errors.js';
+import { sendError } from '../plugins/errors.js';
 import { CONSOLE_SECURITY_HEADERS } from '../console/security-headers.js';
 
 /**
@@ -56,7 +56,7 @@ type Resolved = { kind: 'file'; path: string } | { kind: 'fallback' } | { kind: 
  * an encoded `..%2f`). Refused: anything that does not decode, a NUL or a backslash, any `.` or
  * `..` segment, dotfiles, and anything that resolves outside `dir`.
  */
-export function resolveConsolePath(dir: string, rawPath: string): Resolved {
+function resolveConsolePath(dir: string, rawPath: string): Resolved {
   let relative: string;
   try {
     relative = decodeURIComponent(rawPath);
@@ -99,7 +99,7 @@ export async function consoleRoutes(app: TypedApp, options: ConsoleRoutesOptions
     const sent = await sendFile(request, reply, indexPath, REVALIDATE);
     if (sent) return sent;
     const detail = options.notBuiltDetail?.() ?? 'the console is not built: run `npm run build:console`';
-    return sendProblem(reply, new HttpProblem(503, detail, undefined, { 'retry-after': '10', 'cache-control': 'no-store' }));
+    return sendError(reply.header('cache-control', 'no-store'), unavailable(detail, 10));
   }
 
   const serve = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
@@ -108,13 +108,13 @@ export async function consoleRoutes(app: TypedApp, options: ConsoleRoutesOptions
     // The router ignores trailing slashes; the console's relative URLs need the one after /console.
     if (path === '/console') return reply.redirect(`/console/${query}`, 301);
     const resolved = resolveConsolePath(dir, path.slice('/console/'.length));
-    if (resolved.kind === 'not-found') return sendProblem(reply, new HttpProblem(404, 'not found'));
+    if (resolved.kind === 'not-found') return sendError(reply, new DomainError('not_found', 'not found'));
     if (resolved.kind === 'file') {
       const isAsset = resolved.path.startsWith(join(dir, 'assets') + sep);
       const sent = await sendFile(request, reply, resolved.path, isAsset ? IMMUTABLE : REVALIDATE);
       if (sent) return sent;
       // A missing asset is a 404, never index.html: a script tag must not get a page.
-      if (isAsset) return sendProblem(reply, new HttpProblem(404, 'not found'));
+      if (isAsset) return sendError(reply, new DomainError('not_found', 'not found'));
     }
     // Every other path is a page of the console (client-side routing): each has a shareable URL.
     return sendIndex(request, reply);

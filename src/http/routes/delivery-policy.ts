@@ -1,5 +1,4 @@
 import type { TypedApp } from '../typed-app.js';
-import type { AppDeps } from '../../deps.js';
 import type { Config } from '../../config.js';
 import { MAX_RETRY_AFTER_MS, RETRY_AFTER_STATUSES, RETRY_JITTER } from '../../domain/notifications/retry-policy.js';
 import { TEST_SEND_WINDOW_MS, TEST_SENDS_PER_WINDOW } from '../../services/test-sends.js';
@@ -10,7 +9,7 @@ import { DeliveryPolicySchema, type DeliveryPolicy } from '../schemas/delivery-p
  * constants the worker applies (retry-policy.ts, test-sends.ts). The API and worker processes of a
  * deployment read the same settings (docs/deployment.md), so this is what the worker does.
  */
-export function deliveryPolicyOf(config: Config): DeliveryPolicy {
+function deliveryPolicyOf(config: Config): DeliveryPolicy {
   return {
     maxAttempts: config.retryMaxAttempts,
     retryIntervalMs: config.retryIntervalMs,
@@ -24,7 +23,7 @@ export function deliveryPolicyOf(config: Config): DeliveryPolicy {
 }
 
 /** GET /delivery-policy: retries, timeouts and auto-disable, which a hosted client cannot read from the configuration. */
-export async function deliveryPolicyRoute(app: TypedApp, deps: AppDeps): Promise<void> {
+export async function deliveryPolicyRoute(app: TypedApp, deps: { config: Config }): Promise<void> {
   // Computed once: the configuration is frozen for the life of the process.
   const policy = deliveryPolicyOf(deps.config);
   app.get(

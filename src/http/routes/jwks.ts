@@ -1,10 +1,10 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../deps.js';
+import type { KeyStore } from '../../services/key-store.js';
 import { IDS } from '../schemas/samples.js';
 
 /** The public keys that verify our access tokens (RFC 7517), including keys being rotated out. */
-export async function jwksRoute(app: TypedApp, deps: AppDeps): Promise<void> {
+export async function jwksRoute(app: TypedApp, deps: { keys: Pick<KeyStore, 'jwks'> }): Promise<void> {
   app.get(
     '/.well-known/jwks.json',
     {

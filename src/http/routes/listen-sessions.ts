@@ -1,8 +1,7 @@
 import { Type } from 'typebox';
 import type { TypedApp } from '../typed-app.js';
-import type { AppDeps } from '../../deps.js';
 import { iso } from '../../domain/time.js';
-import { createListenSession, endListenSessionNow, pollListenDeliveries, recordListenResult, LISTEN_EVENTS } from '../../services/listen-sessions.js';
+import { createListenSession, endListenSessionNow, pollListenDeliveries, recordListenResult, LISTEN_EVENTS, type ListenContext } from '../../services/listen-sessions.js';
 import {
   ListenDeliveriesSchema,
   ListenDeliveryParamsSchema,
@@ -24,7 +23,7 @@ const SECURITY = [{ bearerAuth: [] }];
  * URL with the headers given and reports the answer, which the delivery log shows. Webhook
  * management: `subscriptions:write` for all of it. Another account's session is a 404.
  */
-export async function listenSessionRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+export async function listenSessionRoutes(app: TypedApp, deps: ListenContext): Promise<void> {
   app.post(
     '/listen-sessions',
     {
@@ -70,7 +69,7 @@ export async function listenSessionRoutes(app: TypedApp, deps: AppDeps): Promise
         summary: 'Take the session’s next deliveries (long poll with `wait`)',
         description:
           'Takes up to `limit` copies waiting for the session, oldest first, each with the exact headers of the real call (signed now) and its body; with none waiting, waits up to `wait` seconds for one. ' +
-          'A delivery taken is this caller\'s for a minute: two pollers of one session never get the same one; one not reported by then is handed out again. ' +
+          "A delivery taken is this caller's for a minute: two pollers of one session never get the same one; one not reported by then is handed out again. " +
           'Each poll keeps the session alive for a minute. A session that ended (deleted, or a minute without a poll) is a 404.',
         params: ListenSessionParamsSchema,
         querystring: ListenPollQuerySchema,
@@ -123,7 +122,8 @@ export async function listenSessionRoutes(app: TypedApp, deps: AppDeps): Promise
         security: SECURITY,
         operationId: 'deleteListenSession',
         summary: 'End a listen session',
-        description: 'Ends the session now (`rewards listen` does on Ctrl-C): no more copies are written for it, and those not forwarded are removed from the delivery log. Ending an ended session again is a 204.',
+        description:
+          'Ends the session now (`rewards listen` does on Ctrl-C): no more copies are written for it, and those not forwarded are removed from the delivery log. Ending an ended session again is a 204.',
         params: ListenSessionParamsSchema,
         querystring: ListenQuerySchema,
         response: { 204: Type.Null() },

@@ -1,10 +1,9 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
 import { IDS } from '../schemas/samples.js';
-import type { AppDeps } from '../../deps.js';
 
 /** Who the token belongs to: lets a client check its credentials and scopes. */
-export async function meRoute(app: TypedApp, _deps: AppDeps): Promise<void> {
+export async function meRoute(app: TypedApp): Promise<void> {
   app.get(
     '/me',
     {
@@ -12,7 +11,8 @@ export async function meRoute(app: TypedApp, _deps: AppDeps): Promise<void> {
       schema: {
         tags: ['oauth'],
         operationId: 'getMe',
-        description: 'Who the bearer token speaks for: the client id, its account and the scopes the token carries (the `admin` scope marks the operator). The delivery rules in effect are at GET /delivery-policy.',
+        description:
+          'Who the bearer token speaks for: the client id, its account and the scopes the token carries (the `admin` scope marks the operator). The delivery rules in effect are at GET /delivery-policy.',
         summary: 'The authenticated client, its account and scopes',
         security: [{ bearerAuth: [] }],
         response: {

@@ -1,18 +1,8 @@
 import type { TypedApp } from '../typed-app.js';
-import type { AppDeps } from '../../deps.js';
 import { toAttemptResource, toNotificationResource } from '../../domain/notifications/notification-view.js';
-import { scheduleManualRetry } from '../../services/schedule-delivery.js';
-import { findNotification, listAttempts, listNotifications } from '../../storage/repositories/notifications.js';
-import { conflict, notFound } from '../../domain/errors.js';
-import { LISTEN_URL_PREFIX } from '../../storage/repositories/listen-sessions.js';
+import { getNotification, listNotifications, retryNotification, type NotificationsContext } from '../../services/notifications.js';
 import { createdRange } from '../schemas/paging.js';
-import {
-  NotificationDetailSchema,
-  NotificationListQuerySchema,
-  NotificationListSchema,
-  NotificationParamsSchema,
-  NotificationSchema,
-} from '../schemas/notification.js';
+import { NotificationDetailSchema, NotificationListQuerySchema, NotificationListSchema, NotificationParamsSchema, NotificationSchema } from '../schemas/notification.js';
 
 const TAGS = ['notifications'];
 const SECURITY = [{ bearerAuth: [] }];
@@ -21,7 +11,7 @@ const SECURITY = [{ bearerAuth: [] }];
  * The delivery log: every notification of the account with its attempts, and manual retry.
  * Reading needs `subscriptions:read`, retrying `subscriptions:write` (both are webhook management).
  */
-export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+export async function notificationRoutes(app: TypedApp, deps: NotificationsContext): Promise<void> {
   app.get(
     '/notifications',
     {
@@ -43,7 +33,7 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
     async (request) => {
       const { requestId, subscriptionId, status, event, cursor } = request.query;
       const limit = request.query.limit ?? 50;
-      const { rows, more } = await listNotifications(deps.db, {
+      const { notifications, nextCursor } = await listNotifications(deps.db, {
         accountId: request.auth.accountId,
         // An empty value filters nothing, as before these filters were written out exactly.
         requestId: requestId || undefined,
@@ -51,10 +41,10 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
         status,
         event,
         ...createdRange(request.query),
-        before: cursor,
+        cursor,
         limit,
       });
-      return { data: rows.map(toNotificationResource), nextCursor: more ? rows[rows.length - 1]!.id : null };
+      return { data: notifications.map(toNotificationResource), nextCursor };
     },
   );
 
@@ -62,12 +52,19 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/notifications/:notificationId',
     {
       config: { scope: 'subscriptions:read' },
-      schema: { tags: TAGS, security: SECURITY, operationId: 'getNotification', description: 'The notification, its payload and every delivery attempt with the receiver\'s answer.', summary: 'One notification with every attempt', params: NotificationParamsSchema, response: { 200: NotificationDetailSchema } },
+      schema: {
+        tags: TAGS,
+        security: SECURITY,
+        operationId: 'getNotification',
+        description: "The notification, its payload and every delivery attempt with the receiver's answer.",
+        summary: 'One notification with every attempt',
+        params: NotificationParamsSchema,
+        response: { 200: NotificationDetailSchema },
+      },
     },
     async (request) => {
-      const row = await findNotification(deps.db, request.params.notificationId, request.auth.accountId);
-      if (!row) throw notFound('notification');
-      return { ...toNotificationResource(row), attempts: (await listAttempts(deps.db, row.id)).map(toAttemptResource) };
+      const { notification, attempts } = await getNotification(deps.db, request.auth.accountId, request.params.notificationId);
+      return { ...toNotificationResource(notification), attempts: attempts.map(toAttemptResource) };
     },
   );
 
@@ -87,11 +84,7 @@ export async function notificationRoutes(app: TypedApp, deps: AppDeps): Promise<
       },
     },
     async (request, reply) => {
-      const row = await findNotification(deps.db, request.params.notificationId, request.auth.accountId);
-      if (!row) throw notFound('notification');
-      // A listen copy is forwarded by its CLI only (docs/delivery.md, "Listen copies"): the worker has no URL to send it to.
-      if (row.url.startsWith(LISTEN_URL_PREFIX)) throw conflict(`notification "${row.id}" is a copy forwarded by rewards listen; it cannot be retried: retry the notification sent to your receiver instead`);
-      const updated = await scheduleManualRetry(deps.db, deps.signals, row.id, deps.clock());
+      const updated = await retryNotification(deps, request.auth.accountId, request.params.notificationId);
       return reply.code(202).send(toNotificationResource(updated));
     },
   );

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { OAuthError } from '../../domain/tokens/oauth-errors.js';
-import { HttpProblem } from '../problem.js';
+import { DomainError } from '../../domain/errors.js';
 import { IDS } from '../schemas/samples.js';
 import type { ClientAddress } from '../client-address.js';
 import { JSON_CONTENT_TYPE, oauthErrorResponse, serverErrorResponse, TOKEN_BODY_LIMIT, type TokenEndpoint, type TokenEndpointVersion, type TokenHttpResponse } from '../token-endpoint.js';
@@ -49,7 +49,10 @@ const TokenErrorSchema = Type.Object(
   {
     title: 'TokenError',
     description: 'an RFC 6749 §5.2 error',
-    examples: [{ error: 'invalid_client', error_description: 'the client id or secret is wrong; check both, or ask the operator for a new secret' }, { error: 'invalid_scope', error_description: 'scope not allowed for this client: admin' }],
+    examples: [
+      { error: 'invalid_client', error_description: 'the client id or secret is wrong; check both, or ask the operator for a new secret' },
+      { error: 'invalid_scope', error_description: 'scope not allowed for this client: admin' },
+    ],
   },
 );
 
@@ -78,13 +81,21 @@ const tokenErrors = (version: TokenEndpointVersion) => ({
     'the client id or secret is wrong; check both, or ask the operator for a new secret',
   ),
   413: tokenError(`invalid_request: the body is larger than ${TOKEN_BODY_LIMIT / 1024} KiB`, 'invalid_request', 'request body too large'),
-  429: tokenError('temporarily_unavailable: too many failed authentication attempts from this address; retry after `Retry-After` seconds', 'temporarily_unavailable', 'too many failed authentication attempts; retry later'),
-  503: tokenError('temporarily_unavailable: the database is unavailable right now; nothing was issued, retry after `Retry-After` seconds', 'temporarily_unavailable', 'the service cannot reach its database right now; retry later'),
+  429: tokenError(
+    'temporarily_unavailable: too many failed authentication attempts from this address; retry after `Retry-After` seconds',
+    'temporarily_unavailable',
+    'too many failed authentication attempts; retry later',
+  ),
+  503: tokenError(
+    'temporarily_unavailable: the database is unavailable right now; nothing was issued, retry after `Retry-After` seconds',
+    'temporarily_unavailable',
+    'the service cannot reach its database right now; retry later',
+  ),
 });
 
 const FORM_BODY = Type.Object(
   {
-    grant_type: Type.Optional(Type.String({ description: '`client_credentials`, or `urn:rewards:params:oauth:grant-type:console-link` to exchange a console link\'s code' })),
+    grant_type: Type.Optional(Type.String({ description: "`client_credentials`, or `urn:rewards:params:oauth:grant-type:console-link` to exchange a console link's code" })),
     client_id: Type.Optional(Type.String()),
     client_secret: Type.Optional(Type.String()),
     scope: Type.Optional(Type.String({ description: 'client_credentials: required; console-link: optional, a subset of the scopes the link grants' })),
@@ -113,7 +124,7 @@ function send(reply: FastifyReply, response: TokenHttpResponse): FastifyReply {
 function toOAuthError(error: FastifyError): OAuthError | undefined {
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new OAuthError('invalid_request', 'request body too large', 413);
   // The app-wide request checks (a NUL in the URL) answer problems; here they are RFC 6749 errors.
-  if (error instanceof HttpProblem && error.status < 500) return new OAuthError('invalid_request', error.detail);
+  if (error instanceof DomainError && error.kind !== 'unavailable') return new OAuthError('invalid_request', error.message);
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) return new OAuthError('invalid_request', 'request body is malformed');
   return undefined;
 }
@@ -138,12 +149,12 @@ async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, address
           ? {
               tags: ['oauth'],
               operationId: 'createToken',
-              summary: 'Obtain an access token (client credentials, or a console link\'s code)',
+              summary: "Obtain an access token (client credentials, or a console link's code)",
               description:
                 '`grant_type=client_credentials`: the client authenticates with `client_secret_post` or `client_secret_basic` and names the `scope` it wants. ' +
                 '`grant_type=urn:rewards:params:oauth:grant-type:console-link&code=…`: exchanges the one-time code of a console link ' +
-                '(`POST /v2/admin/accounts/{id}/console-links`, `rewards console link`) once, with no client authentication, for a token of the link\'s account ' +
-                'with every scope except admin (or the `scope` asked, a subset), living the link\'s ttl; a used, expired or unknown code is `invalid_grant`.',
+                "(`POST /v2/admin/accounts/{id}/console-links`, `rewards console link`) once, with no client authentication, for a token of the link's account " +
+                "with every scope except admin (or the `scope` asked, a subset), living the link's ttl; a used, expired or unknown code is `invalid_grant`.",
               consumes: ['application/x-www-form-urlencoded'],
               body: FORM_BODY,
               response: { 200: TokenResponseSchema, ...tokenErrors(2) },
@@ -152,7 +163,8 @@ async function tokenRoute(app: FastifyInstance, endpoint: TokenEndpoint, address
               tags: ['oauth'],
               operationId: 'createToken',
               summary: 'Obtain an access token (v1, JSON body)',
-              description: 'Version 1 of the token endpoint: a JSON body `{client_id, client_secret}`, no grant_type or scope; the token carries every scope the client is allowed. Errors are RFC 6749 §5.2 bodies.',
+              description:
+                'Version 1 of the token endpoint: a JSON body `{client_id, client_secret}`, no grant_type or scope; the token carries every scope the client is allowed. Errors are RFC 6749 §5.2 bodies.',
               body: JSON_BODY,
               response: { 200: TokenResponseV1Schema, ...tokenErrors(1) },
             },

@@ -1,20 +1,14 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
-import type { AppDeps } from '../../deps.js';
+import type { Config } from '../../config.js';
+import type { SecretBox } from '../../domain/crypto/secret-box.js';
 import { toRotatedSecretResource, toSigningSecretResource, toSubscriptionResource } from '../../domain/subscriptions/mapping.js';
 import { loadSigningSecrets, parseRotationOverlap, rotateSigningSecret } from '../../services/signing-secrets.js';
 import { sendTestNotification, TEST_SENDS_PER_WINDOW } from '../../services/test-sends.js';
-import { RECOVER_SWITCHED_OFF, recoverNotifications } from '../../services/recover-notifications.js';
+import { RECOVER_SWITCHED_OFF, recoverNotifications, type RecoveryContext } from '../../services/recover-notifications.js';
 import { getEndpointStats } from '../../services/endpoint-health.js';
 import { isStatsWindow, STATS_WINDOWS } from '../../domain/notifications/endpoint-health.js';
-import {
-  createSubscription,
-  deleteSubscription,
-  getSubscription,
-  listSubscriptions,
-  updateSubscription,
-  type SubscriptionsContext,
-} from '../../services/subscriptions.js';
+import { createSubscription, deleteSubscription, getSubscription, listSubscriptions, updateSubscription, type SubscriptionsContext } from '../../services/subscriptions.js';
 import { ACCEPTED_EVENT_NAMES, normalizeEvent } from '../../domain/subscriptions/validation.js';
 import { invalid, notFound } from '../../domain/errors.js';
 import { SAMPLE_SUBSCRIPTION } from '../schemas/samples.js';
@@ -40,11 +34,16 @@ import {
 const TAGS = ['subscriptions'];
 const SECURITY = [{ bearerAuth: [] }];
 
-function context(deps: AppDeps): SubscriptionsContext {
+interface SubscriptionRouteDeps extends RecoveryContext {
+  box: SecretBox;
+  config: Pick<Config, 'callbackAllowPrivateNetworks'>;
+}
+
+function context(deps: SubscriptionRouteDeps): SubscriptionsContext {
   return { db: deps.db, box: deps.box, allowPrivateNetworks: deps.config.callbackAllowPrivateNetworks, now: deps.clock() };
 }
 
-export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<void> {
+export async function subscriptionRoutes(app: TypedApp, deps: SubscriptionRouteDeps): Promise<void> {
   const read = { scope: 'subscriptions:read' as const };
   const write = { scope: 'subscriptions:write' as const };
 
@@ -55,7 +54,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       schema: {
         tags: TAGS,
         operationId: 'listSubscriptions',
-        description: 'Filter by `event`, `experience` and `active`. Callback credentials are returned masked. Operators may list another account\'s with `?accountId=`.',
+        description: "Filter by `event`, `experience` and `active`. Callback credentials are returned masked. Operators may list another account's with `?accountId=`.",
         summary: 'The account’s subscriptions, oldest first',
         security: SECURITY,
         querystring: SubscriptionListQuerySchema,
@@ -81,7 +80,8 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       schema: {
         tags: TAGS,
         operationId: 'createSubscription',
-        description: 'Binds one event (`registered-request` or `processed-request`, or an operational event: `disabled-subscription`, `failed-notification`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience (an operational event takes none). The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown. The secret is the callback URL\'s: a subscription created at a URL where the account already has one gets the same secret.',
+        description:
+          "Binds one event (`registered-request` or `processed-request`, or an operational event: `disabled-subscription`, `failed-notification`) to one callback for the account. `event` and `callback` are required; `active` defaults to true; `experiences: []` means every experience (an operational event takes none). The response is the only place, with GET /subscriptions/{id}/secret, where the signing secret is shown. The secret is the callback URL's: a subscription created at a URL where the account already has one gets the same secret.",
         summary: 'Create a subscription; the response carries its signing secret',
         security: SECURITY,
         querystring: OperatorQuerySchema,
@@ -100,7 +100,16 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/subscriptions/:subscriptionId',
     {
       config: read,
-      schema: { tags: TAGS, operationId: 'getSubscription', description: 'Another account\'s subscription is a 404. Callback credentials are returned masked.', summary: 'One subscription', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 200: SubscriptionSchema } },
+      schema: {
+        tags: TAGS,
+        operationId: 'getSubscription',
+        description: "Another account's subscription is a 404. Callback credentials are returned masked.",
+        summary: 'One subscription',
+        security: SECURITY,
+        params: SubscriptionParamsSchema,
+        querystring: OperatorQuerySchema,
+        response: { 200: SubscriptionSchema },
+      },
     },
     async (request) => {
       const subscription = await getSubscription(deps.db, deps.box, request.auth.accountId, request.params.subscriptionId);
@@ -116,7 +125,8 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       schema: {
         tags: TAGS,
         operationId: 'updateSubscription',
-        description: 'Members given replace the stored ones, members omitted are kept (the seed\'s sample update omits `event`); `authorization: null` removes the callback\'s credentials. Read-only members (`_id`, `accountId`, timestamps) may be echoed back unchanged.',
+        description:
+          "Members given replace the stored ones, members omitted are kept (the seed's sample update omits `event`); `authorization: null` removes the callback's credentials. Read-only members (`_id`, `accountId`, timestamps) may be echoed back unchanged.",
         summary: 'Update a subscription: members given replace the stored ones, members omitted are kept',
         security: SECURITY,
         params: SubscriptionParamsSchema,
@@ -136,7 +146,16 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
     '/subscriptions/:subscriptionId',
     {
       config: write,
-      schema: { tags: TAGS, operationId: 'deleteSubscription', description: 'Deletes the subscription and its signing secrets. Another account\'s subscription is a 404.', summary: 'Delete a subscription and its signing secrets', security: SECURITY, params: SubscriptionParamsSchema, querystring: OperatorQuerySchema, response: { 204: Type.Null() } },
+      schema: {
+        tags: TAGS,
+        operationId: 'deleteSubscription',
+        description: "Deletes the subscription and its signing secrets. Another account's subscription is a 404.",
+        summary: 'Delete a subscription and its signing secrets',
+        security: SECURITY,
+        params: SubscriptionParamsSchema,
+        querystring: OperatorQuerySchema,
+        response: { 204: Type.Null() },
+      },
     },
     async (request, reply) => {
       if (!(await deleteSubscription(deps.db, request.auth.accountId, request.params.subscriptionId))) throw notFound('subscription');
@@ -183,7 +202,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
         tags: TAGS,
         operationId: 'getSubscriptionSecret',
         description:
-          'The Standard Webhooks secret (`whsec_…`) that signs this subscription\'s notifications and every other call of the account to its callback URL, shown again whenever asked (the console\'s Reveal), ' +
+          "The Standard Webhooks secret (`whsec_…`) that signs this subscription's notifications and every other call of the account to its callback URL, shown again whenever asked (the console's Reveal), " +
           'and, while a replaced secret still signs after a rotation, when it stops (`previousSecretExpiresAt`).',
         summary: 'The subscription’s current signing secret',
         security: SECURITY,
@@ -208,7 +227,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
       schema: {
         tags: TAGS,
         operationId: 'rotateSubscriptionSecret',
-        description: `A new signing secret for the subscription\'s callback URL: every subscription of the account at that URL gets it. ${ROTATION_OVERLAP_DOC}`,
+        description: `A new signing secret for the subscription's callback URL: every subscription of the account at that URL gets it. ${ROTATION_OVERLAP_DOC}`,
         summary: 'Replace the signing secret; the previous one keeps signing for the overlap chosen (default 24 h)',
         security: SECURITY,
         params: SubscriptionParamsSchema,
@@ -244,7 +263,12 @@ export async function subscriptionRoutes(app: TypedApp, deps: AppDeps): Promise<
         security: SECURITY,
         params: SubscriptionParamsSchema,
         querystring: OperatorQuerySchema,
-        response: { 202: Type.Object({ notificationId: Type.String({ description: 'the delivery log entry; also the webhook-id' }) }, { title: 'TestSendAccepted', examples: [{ notificationId: 'msg_01j9z3q7v2a1b2c3d4e5f6g7h8' }] }) },
+        response: {
+          202: Type.Object(
+            { notificationId: Type.String({ description: 'the delivery log entry; also the webhook-id' }) },
+            { title: 'TestSendAccepted', examples: [{ notificationId: 'msg_01j9z3q7v2a1b2c3d4e5f6g7h8' }] },
+          ),
+        },
       },
     },
     async (request, reply) => {

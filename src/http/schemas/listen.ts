@@ -110,7 +110,7 @@ export const ListenDeliveriesSchema = Type.Object(
         }),
         body: Type.String({ description: 'the exact body to POST (it is what is signed: send it byte for byte)', examples: [SAMPLE_BODY] }),
       }),
-      { description: 'the deliveries taken by this poll, oldest first: each is this caller\'s for a minute, then a later poll gets it again if no result came' },
+      { description: "the deliveries taken by this poll, oldest first: each is this caller's for a minute, then a later poll gets it again if no result came" },
     ),
   },
   { title: 'ListenDeliveries', examples: [{ data: [SAMPLE_DELIVERY] }, { data: [] }] },
@@ -123,12 +123,22 @@ export const ListenResultBodySchema = Type.Object(
     responseBody: Type.Optional(Type.String({ maxLength: 65536, description: "the local answer's body (its first 1 KiB is logged)", examples: [''] })),
     error: Type.Optional(Type.String({ maxLength: 1000, description: 'why there was no answer (connection refused, timeout)', examples: ['connect ECONNREFUSED 127.0.0.1:3000'] })),
   },
-  { title: 'ListenResultInput', additionalProperties: false, examples: [{ statusCode: 204, latencyMs: 12 }, { latencyMs: 3, error: 'connect ECONNREFUSED 127.0.0.1:3000' }] },
+  {
+    title: 'ListenResultInput',
+    additionalProperties: false,
+    examples: [
+      { statusCode: 204, latencyMs: 12 },
+      { latencyMs: 3, error: 'connect ECONNREFUSED 127.0.0.1:3000' },
+    ],
+  },
 );
 
 export const ListenResultSchema = Type.Object(
   {
-    status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')], { description: "the copy's status in the delivery log: succeeded on a 2xx, failed otherwise (one attempt)", examples: ['succeeded'] }),
+    status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')], {
+      description: "the copy's status in the delivery log: succeeded on a 2xx, failed otherwise (one attempt)",
+      examples: ['succeeded'],
+    }),
   },
   { title: 'ListenResult', examples: [{ status: 'succeeded' }] },
 );

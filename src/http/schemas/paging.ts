@@ -1,15 +1,12 @@
 import { Type, type TSchema } from 'typebox';
 import { invalid } from '../../domain/errors.js';
-import type { Page } from '../../storage/repositories/page.js';
 import { listExamples } from './samples.js';
 
 const DEFAULT_PAGE_SIZE = 50;
 
 /** `limit` and `cursor`, as the delivery log takes them. */
 export const PageQueryProperties = {
-  limit: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: 200, description: 'page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}`' }),
-  ),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, description: 'page size (default 50 once paging); with `limit` or `cursor` the answer is one page `{data, nextCursor}`' })),
   cursor: Type.Optional(Type.String({ maxLength: 64, description: 'nextCursor of the previous page' })),
 };
 
@@ -34,7 +31,7 @@ export const ListOrPage = <T extends TSchema>(item: T) => {
  */
 export async function answerList<Row, Json>(
   query: { limit?: number | undefined; cursor?: string | undefined },
-  load: (page: Page) => Promise<Row[]>,
+  load: (page: { after?: string | undefined; limit?: number | undefined }) => Promise<Row[]>,
   idOf: (row: Row) => string,
   toJson: (row: Row) => Json,
 ): Promise<Json[] | { data: Json[]; nextCursor: string | null }> {

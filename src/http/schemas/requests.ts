@@ -4,14 +4,12 @@ import { CreatedRangeQueryProperties } from './paging.js';
 import { PARTNER_EVENT_NAMES } from '../../domain/requests/events.js';
 import { CanceledItemSchema, DeliveredItemSchema } from '../../domain/notifications/payload-schemas.js';
 
-export { CanceledItemSchema, DeliveredItemSchema };
-
 /** JSON shapes of the request and request-event endpoints (seed tables, PRODUCT.md §6). */
 
 export const CreateRequestBody = Type.Object(
   {
-    experience: Type.String({ minLength: 1, maxLength: 200, description: 'name of one of the account\'s experiences' }),
-    event: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'campaign event; must be one of the experience\'s events when it lists any' })),
+    experience: Type.String({ minLength: 1, maxLength: 200, description: "name of one of the account's experiences" }),
+    event: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "campaign event; must be one of the experience's events when it lists any" })),
     data: Type.Optional(Type.Unknown({ description: 'order data: a JSON object (anything else is rejected at registration with INVALID_DATA)' })),
     registeredCallbackUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'notified with registered-requests for this request only' })),
     processedCallbackUrl: Type.Optional(Type.String({ maxLength: 2048, description: 'notified with processed-requests for this request only' })),
@@ -36,26 +34,29 @@ export const RequestAccepted = Type.Object({ id: Type.String(), status: Type.Lit
 export const RequestIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
 /** A request's statuses (docs/requests.md, "States"). */
-export const REQUEST_STATUSES = ['received', 'registered', 'rejected', 'processed', 'failed'] as const;
+const REQUEST_STATUSES = ['received', 'registered', 'rejected', 'processed', 'failed'] as const;
 
-export const RequestView = Type.Object({
-  id: Type.String(),
-  status: Type.String({ enum: [...REQUEST_STATUSES] }),
-  experience: Type.String(),
-  event: Type.Optional(Type.String()),
-  data: Type.Optional(Type.Unknown()),
-  registeredCallbackUrl: Type.Optional(Type.String()),
-  processedCallbackUrl: Type.Optional(Type.String()),
-  rewardValue: Type.Optional(Type.Integer()),
-  errorCode: Type.Optional(Type.String()),
-  message: Type.Optional(Type.String()),
-  createdAt: Type.String({ format: 'date-time' }),
-  updatedAt: Type.String({ format: 'date-time' }),
-  registeredAt: Type.Optional(Type.String({ format: 'date-time', description: 'when registration decided (registered or rejected)' })),
-  concluded: Type.Optional(Type.String({ format: 'date-time' })),
-  delivered: Type.Optional(Type.Array(DeliveredItemSchema)),
-  canceled: Type.Optional(Type.Array(CanceledItemSchema)),
-}, { title: 'RewardRequest', examples: [SAMPLE_REQUEST] });
+export const RequestView = Type.Object(
+  {
+    id: Type.String(),
+    status: Type.String({ enum: [...REQUEST_STATUSES] }),
+    experience: Type.String(),
+    event: Type.Optional(Type.String()),
+    data: Type.Optional(Type.Unknown()),
+    registeredCallbackUrl: Type.Optional(Type.String()),
+    processedCallbackUrl: Type.Optional(Type.String()),
+    rewardValue: Type.Optional(Type.Integer()),
+    errorCode: Type.Optional(Type.String()),
+    message: Type.Optional(Type.String()),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+    registeredAt: Type.Optional(Type.String({ format: 'date-time', description: 'when registration decided (registered or rejected)' })),
+    concluded: Type.Optional(Type.String({ format: 'date-time' })),
+    delivered: Type.Optional(Type.Array(DeliveredItemSchema)),
+    canceled: Type.Optional(Type.Array(CanceledItemSchema)),
+  },
+  { title: 'RewardRequest', examples: [SAMPLE_REQUEST] },
+);
 
 export const RequestListQuery = Type.Object({
   status: Type.Optional(Type.String({ enum: [...REQUEST_STATUSES], description: 'only the requests in this status' })),
@@ -92,19 +93,22 @@ export const RequestList = Type.Object(
   },
 );
 
-export const RequestEventSchema = Type.Object({
-  name: Type.String(),
-  title: Type.String(),
-  date: Type.String({ format: 'date-time' }),
-  refId: Type.String(),
-  experience: Type.String(),
-  data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-}, { title: 'RequestEvent', examples: [SAMPLE_EVENTS[0]] });
+export const RequestEventSchema = Type.Object(
+  {
+    name: Type.String(),
+    title: Type.String(),
+    date: Type.String({ format: 'date-time' }),
+    refId: Type.String(),
+    experience: Type.String(),
+    data: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { title: 'RequestEvent', examples: [SAMPLE_EVENTS[0]] },
+);
 
 export const CreateRequestEventBody = Type.Object(
   {
     name: Type.String({ enum: [...PARTNER_EVENT_NAMES] }),
-    refId: Type.String({ minLength: 1, maxLength: 200, description: 'the partner\'s transaction id; (request, name, refId) makes the post idempotent' }),
+    refId: Type.String({ minLength: 1, maxLength: 200, description: "the partner's transaction id; (request, name, refId) makes the post idempotent" }),
     title: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     data: Type.Optional(
       Type.Object(

@@ -1,5 +1,5 @@
 import { buildProcessingResult } from '../../domain/requests/items.js';
-import type { Prize } from '../../storage/repositories/experiences.js';
+import type { Prize } from '../../domain/experiences/experience.js';
 
 /**
  * The OpenAPI document's examples: one story told the same way by every operation — the account
@@ -64,7 +64,6 @@ export const SAMPLE_EXPERIENCE = {
   createdAt: at(1),
   updatedAt: at(1),
 };
-
 
 const processing = buildProcessingResult({
   requestId: IDS.request,
@@ -189,7 +188,14 @@ export const SAMPLE_RETRYING_NOTIFICATION = {
 };
 
 export const SAMPLE_EVENTS = [
-  { name: 'em-rota-de-entrega', title: 'Em rota de entrega', date: at(30), refId: 'trx-7781', experience: 'summer-campaign', data: { trackingCode: 'BR123456789', trackingLink: 'https://tracking.example.com/BR123456789' } },
+  {
+    name: 'em-rota-de-entrega',
+    title: 'Em rota de entrega',
+    date: at(30),
+    refId: 'trx-7781',
+    experience: 'summer-campaign',
+    data: { trackingCode: 'BR123456789', trackingLink: 'https://tracking.example.com/BR123456789' },
+  },
   { name: 'pedido-entregue', title: 'Pedido entregue', date: '2024-07-03T15:10:00.000Z', refId: 'trx-7781', experience: 'summer-campaign' },
 ];
 

@@ -17,7 +17,7 @@ const OAuth2 = Type.Object(
   { additionalProperties: false, title: 'OAuth2Credentials' },
 );
 
-export const AuthorizationSchema = Type.Object(
+const AuthorizationSchema = Type.Object(
   {
     Basic: Type.Optional(Type.String({ maxLength: 8192, description: 'base64 of "user:password", optionally prefixed with "Basic "; returned masked' })),
     Bearer: Type.Optional(Type.String({ maxLength: 8192, description: 'the token, optionally prefixed with "Bearer "; returned masked' })),
@@ -89,32 +89,40 @@ export const SubscriptionBodySchema = Type.Object(
 
 const SAMPLE_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
-export const SubscriptionSchema = Type.Object({
-  _id: Type.String(),
-  accountId: Type.String(),
-  event: Type.String(),
-  description: Type.String(),
-  active: Type.Boolean(),
-  experiences: Type.Array(Type.String()),
-  callback: Type.Object(
-    {
-      url: Type.String(),
-      authorization: Type.Optional(AuthorizationSchema),
-      customHeaders: CustomHeaders,
-    },
-    { title: 'Callback' },
-  ),
-  createdAt: Type.String({ format: 'date-time' }),
-  updatedAt: Type.String({ format: 'date-time' }),
-  rateLimit: Type.Optional(Type.Integer({ minimum: 1, description: 'deliveries per second at most; absent = no limit' })),
-  disabledReason: Type.Optional(Type.String({ description: 'present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it' })),
-  disabledAt: Type.Optional(Type.String({ format: 'date-time' })),
-}, { title: 'Subscription', examples: [SAMPLE_SUBSCRIPTION] });
+export const SubscriptionSchema = Type.Object(
+  {
+    _id: Type.String(),
+    accountId: Type.String(),
+    event: Type.String(),
+    description: Type.String(),
+    active: Type.Boolean(),
+    experiences: Type.Array(Type.String()),
+    callback: Type.Object(
+      {
+        url: Type.String(),
+        authorization: Type.Optional(AuthorizationSchema),
+        customHeaders: CustomHeaders,
+      },
+      { title: 'Callback' },
+    ),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+    rateLimit: Type.Optional(Type.Integer({ minimum: 1, description: 'deliveries per second at most; absent = no limit' })),
+    disabledReason: Type.Optional(
+      Type.String({ description: 'present when the service switched the subscription off (all attempts failed for SUBSCRIPTION_DISABLE_AFTER); a PUT with active: true clears it' }),
+    ),
+    disabledAt: Type.Optional(Type.String({ format: 'date-time' })),
+  },
+  { title: 'Subscription', examples: [SAMPLE_SUBSCRIPTION] },
+);
 
-export const CreatedSubscriptionSchema = Type.Object({
-  ...SubscriptionSchema.properties,
-  secret: Type.String({ description: 'the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret' }),
-}, { title: 'CreatedSubscription', description: 'a subscription as created: with its signing secret', examples: [{ ...SAMPLE_SUBSCRIPTION, secret: SAMPLE_SECRET }] });
+export const CreatedSubscriptionSchema = Type.Object(
+  {
+    ...SubscriptionSchema.properties,
+    secret: Type.String({ description: 'the Standard Webhooks signing secret (whsec_…); also at GET /subscriptions/{id}/secret' }),
+  },
+  { title: 'CreatedSubscription', description: 'a subscription as created: with its signing secret', examples: [{ ...SAMPLE_SUBSCRIPTION, secret: SAMPLE_SECRET }] },
+);
 
 export const SubscriptionParamsSchema = Type.Object({ subscriptionId: Type.String({ maxLength: 128 }) });
 
@@ -129,19 +137,28 @@ export const OperatorQuerySchema = Type.Object({
   accountId: Type.Optional(Type.String({ description: 'operators: act for this account' })),
 });
 
-export const SigningSecretSchema = Type.Object({
-  secret: Type.String({ description: 'whsec_ + base64 of 32 random bytes (Standard Webhooks)' }),
-  createdAt: Type.String({ format: 'date-time' }),
-  previousSecretExpiresAt: Type.Optional(
-    Type.String({
-      format: 'date-time',
-      description:
-        'when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it ' +
-        '(its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. ' +
-        'Absent when there is none',
-    }),
-  ),
-}, { title: 'SigningSecret', examples: [{ secret: SAMPLE_SECRET, createdAt: '2024-07-01T12:00:00.000Z' }, { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', createdAt: '2024-08-01T09:00:00.000Z', previousSecretExpiresAt: '2024-08-02T09:00:00.000Z' }] });
+export const SigningSecretSchema = Type.Object(
+  {
+    secret: Type.String({ description: 'whsec_ + base64 of 32 random bytes (Standard Webhooks)' }),
+    createdAt: Type.String({ format: 'date-time' }),
+    previousSecretExpiresAt: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description:
+          'when the replaced secret stops signing: until then every notification carries a signature with each secret. A rotation answers it ' +
+          '(its `overlap` after `createdAt`; equal to `createdAt` with `overlap: "0m"`); a read shows it while the replaced secret still signs. ' +
+          'Absent when there is none',
+      }),
+    ),
+  },
+  {
+    title: 'SigningSecret',
+    examples: [
+      { secret: SAMPLE_SECRET, createdAt: '2024-07-01T12:00:00.000Z' },
+      { secret: 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', createdAt: '2024-08-01T09:00:00.000Z', previousSecretExpiresAt: '2024-08-02T09:00:00.000Z' },
+    ],
+  },
+);
 
 /** What a rotation does with the replaced secret, for both rotation routes' descriptions. */
 export const ROTATION_OVERLAP_DOC =
@@ -189,7 +206,7 @@ const LatencyPercentiles = Type.Object(
   { title: 'LatencyPercentiles', description: 'of the attempts, estimated from a histogram (1-2-5 steps from 1 ms to 30 s; exact to the step); null without attempts' },
 );
 
-export const StatsBucketSchema = Type.Object(
+const StatsBucketSchema = Type.Object(
   {
     start: Type.String({ format: 'date-time', description: 'start of the bucket; it ends where the next one starts, the last one at the end of the five-minute bucket in progress' }),
     attempts: attemptCounts(`${ATTEMPTS_NOTE}, in this bucket`),
@@ -201,70 +218,80 @@ export const StatsBucketSchema = Type.Object(
 
 /** An example window of `1h` at 12:07: per five-minute bucket [succeeded, retry, failed, p50, p95]; the totals are their sums. */
 const SAMPLE_SERIES: Array<[number, number, number, number, number]> = [
-  [130, 0, 0, 41.2, 160], [142, 1, 0, 43, 175], [138, 0, 0, 40.8, 150], [151, 0, 0, 42.1, 170],
-  [149, 3, 0, 44.6, 190], [97, 12, 1, 55.3, 2400], [160, 2, 0, 42.7, 180], [155, 0, 0, 41.9, 165],
-  [147, 0, 0, 42.3, 172], [158, 1, 0, 43.4, 178], [162, 0, 0, 42, 168], [58, 0, 0, 41.5, 158],
+  [130, 0, 0, 41.2, 160],
+  [142, 1, 0, 43, 175],
+  [138, 0, 0, 40.8, 150],
+  [151, 0, 0, 42.1, 170],
+  [149, 3, 0, 44.6, 190],
+  [97, 12, 1, 55.3, 2400],
+  [160, 2, 0, 42.7, 180],
+  [155, 0, 0, 41.9, 165],
+  [147, 0, 0, 42.3, 172],
+  [158, 1, 0, 43.4, 178],
+  [162, 0, 0, 42, 168],
+  [58, 0, 0, 41.5, 158],
 ];
 const rate = (succeeded: number, all: number) => (all === 0 ? null : Math.round((succeeded / all) * 10_000) / 10_000);
 const SAMPLE_SINCE = Date.parse('2024-07-02T11:10:00.000Z');
 const sampleTotal = (i: 0 | 1 | 2) => SAMPLE_SERIES.reduce((sum, bucket) => sum + bucket[i], 0);
 
-export const EndpointStatsSchema = Type.Object({
-  window: Type.String({ description: '1h | 24h | 7d' }),
-  since: Type.String({
-    format: 'date-time',
-    description:
-      'start of the window and of its first bucket: the window ends with the five-minute bucket in progress and is exactly as long as its name, ' +
-      'so `1h` covers the last 55 to 60 minutes',
-  }),
-  attempts: attemptCounts(`${ATTEMPTS_NOTE}, in the window: the sums of \`series\``),
-  successRate: SuccessRate,
-  latencyMs: LatencyPercentiles,
-  series: Type.Array(StatsBucketSchema, {
-    description:
-      'the window in equal buckets, oldest first, every bucket present (no attempt: zeros, null rate and latency): `1h` 12 × 5 minutes, ' +
-      '`24h` 24 × 1 hour, `7d` 28 × 6 hours. Read from the same rollup as the window\'s figures: the buckets\' attempts add up to `attempts`',
-  }),
-  lastSuccess: nullable(
-    Type.Object({ at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()) }, { description: 'the last successful attempt, whenever it was (not limited to the window)' }),
-  ),
-  lastFailure: nullable(
-    Type.Object(
-      { at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()), error: nullable(Type.String()) },
-      { description: 'the last failed attempt, whenever it was (not limited to the window)' },
+export const EndpointStatsSchema = Type.Object(
+  {
+    window: Type.String({ description: '1h | 24h | 7d' }),
+    since: Type.String({
+      format: 'date-time',
+      description:
+        'start of the window and of its first bucket: the window ends with the five-minute bucket in progress and is exactly as long as its name, ' + 'so `1h` covers the last 55 to 60 minutes',
+    }),
+    attempts: attemptCounts(`${ATTEMPTS_NOTE}, in the window: the sums of \`series\``),
+    successRate: SuccessRate,
+    latencyMs: LatencyPercentiles,
+    series: Type.Array(StatsBucketSchema, {
+      description:
+        'the window in equal buckets, oldest first, every bucket present (no attempt: zeros, null rate and latency): `1h` 12 × 5 minutes, ' +
+        "`24h` 24 × 1 hour, `7d` 28 × 6 hours. Read from the same rollup as the window's figures: the buckets' attempts add up to `attempts`",
+    }),
+    lastSuccess: nullable(
+      Type.Object({ at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()) }, { description: 'the last successful attempt, whenever it was (not limited to the window)' }),
     ),
-  ),
-  consecutiveFailures: Type.Integer({ description: 'failed attempts (not notifications) since the last successful one, not limited to the window' }),
-  pending: Type.Integer({
-    description:
-      'notifications (not attempts) of this subscription waiting for an attempt now, test sends included: exactly those that ' +
-      'GET /notifications?subscriptionId={id}&status=pending lists',
-  }),
-  failed: Type.Integer({
-    description:
-      'notifications (not attempts) of this subscription whose status is failed now, test sends included: exactly those that ' +
-      'GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again',
-  }),
-}, {
-  title: 'EndpointStats',
-  examples: [
-    {
-      window: '1h',
-      since: new Date(SAMPLE_SINCE).toISOString(),
-      attempts: { succeeded: sampleTotal(0), retry: sampleTotal(1), failed: sampleTotal(2) },
-      successRate: rate(sampleTotal(0), sampleTotal(0) + sampleTotal(1) + sampleTotal(2)),
-      latencyMs: { p50: 42.4, p95: 185 },
-      series: SAMPLE_SERIES.map(([succeeded, retry, failed, p50, p95], i) => ({
-        start: new Date(SAMPLE_SINCE + i * 5 * 60_000).toISOString(),
-        attempts: { succeeded, retry, failed },
-        successRate: rate(succeeded, succeeded + retry + failed),
-        latencyMs: { p50, p95 },
-      })),
-      lastSuccess: { at: '2024-07-02T12:06:58.000Z', statusCode: 200 },
-      lastFailure: { at: '2024-07-02T11:38:12.000Z', statusCode: 503, error: null },
-      consecutiveFailures: 0,
-      pending: 3,
-      failed: 1,
-    },
-  ],
-});
+    lastFailure: nullable(
+      Type.Object(
+        { at: Type.String({ format: 'date-time' }), statusCode: nullable(Type.Integer()), error: nullable(Type.String()) },
+        { description: 'the last failed attempt, whenever it was (not limited to the window)' },
+      ),
+    ),
+    consecutiveFailures: Type.Integer({ description: 'failed attempts (not notifications) since the last successful one, not limited to the window' }),
+    pending: Type.Integer({
+      description:
+        'notifications (not attempts) of this subscription waiting for an attempt now, test sends included: exactly those that ' + 'GET /notifications?subscriptionId={id}&status=pending lists',
+    }),
+    failed: Type.Integer({
+      description:
+        'notifications (not attempts) of this subscription whose status is failed now, test sends included: exactly those that ' +
+        'GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again',
+    }),
+  },
+  {
+    title: 'EndpointStats',
+    examples: [
+      {
+        window: '1h',
+        since: new Date(SAMPLE_SINCE).toISOString(),
+        attempts: { succeeded: sampleTotal(0), retry: sampleTotal(1), failed: sampleTotal(2) },
+        successRate: rate(sampleTotal(0), sampleTotal(0) + sampleTotal(1) + sampleTotal(2)),
+        latencyMs: { p50: 42.4, p95: 185 },
+        series: SAMPLE_SERIES.map(([succeeded, retry, failed, p50, p95], i) => ({
+          start: new Date(SAMPLE_SINCE + i * 5 * 60_000).toISOString(),
+          attempts: { succeeded, retry, failed },
+          successRate: rate(succeeded, succeeded + retry + failed),
+          latencyMs: { p50, p95 },
+        })),
+        lastSuccess: { at: '2024-07-02T12:06:58.000Z', statusCode: 200 },
+        lastFailure: { at: '2024-07-02T11:38:12.000Z', statusCode: 503, error: null },
+        consecutiveFailures: 0,
+        pending: 3,
+        failed: 1,
+      },
+    ],
+  },
+);

@@ -1,9 +1,4 @@
-import {
-  DisabledSubscriptionsPayloadSchema,
-  FailedNotificationsPayloadSchema,
-  ProcessedRequestsPayloadSchema,
-  RegisteredRequestsPayloadSchema,
-} from '../../domain/notifications/payload-schemas.js';
+import { DisabledSubscriptionsPayloadSchema, FailedNotificationsPayloadSchema, ProcessedRequestsPayloadSchema, RegisteredRequestsPayloadSchema } from '../../domain/notifications/payload-schemas.js';
 import { IDS, SAMPLE_PROCESSED_PAYLOAD, SAMPLE_REGISTERED_PAYLOAD, SAMPLE_REJECTED_PAYLOAD } from './samples.js';
 
 /**
@@ -54,21 +49,21 @@ export const WEBHOOKS = {
   'registered-requests': webhook(
     'registeredRequests',
     'A request was registered or rejected',
-    'Registered: `{id, rewardValue?}`. Rejected: `{id, errorCode, message}`. Sent to the subscriptions of the event, or to the request\'s own `registeredCallbackUrl`.',
+    "Registered: `{id, rewardValue?}`. Rejected: `{id, errorCode, message}`. Sent to the subscriptions of the event, or to the request's own `registeredCallbackUrl`.",
     RegisteredRequestsPayloadSchema,
     { registered: SAMPLE_REGISTERED_PAYLOAD, rejected: SAMPLE_REJECTED_PAYLOAD },
   ),
   'processed-requests': webhook(
     'processedRequests',
     'A request was processed into delivered and canceled prizes',
-    'Sent to the subscriptions of the event, or to the request\'s own `processedCallbackUrl`.',
+    "Sent to the subscriptions of the event, or to the request's own `processedCallbackUrl`.",
     ProcessedRequestsPayloadSchema,
     { processed: SAMPLE_PROCESSED_PAYLOAD },
   ),
   'failed-notifications': webhook(
     'failedNotifications',
     'A notification failed after its last attempt (operational)',
-    'Sent to the account\'s `failed-notification` subscriptions, in the transaction that ends a request notification `failed` (its last attempt failed, or its delivery could not be run). Not for test sends, not for operational notifications, and not for the pending notifications failed by a switch-off (`disabled-subscriptions` counts them). `notificationId` is what POST /notifications/{id}/retry takes.',
+    "Sent to the account's `failed-notification` subscriptions, in the transaction that ends a request notification `failed` (its last attempt failed, or its delivery could not be run). Not for test sends, not for operational notifications, and not for the pending notifications failed by a switch-off (`disabled-subscriptions` counts them). `notificationId` is what POST /notifications/{id}/retry takes.",
     FailedNotificationsPayloadSchema,
     {
       failed: {
@@ -86,7 +81,7 @@ export const WEBHOOKS = {
   'disabled-subscriptions': webhook(
     'disabledSubscriptions',
     'A subscription was switched off (operational)',
-    'Sent to the account\'s `disabled-subscription` subscriptions, in the transaction that switches a subscription off because every attempt to its URL failed for SUBSCRIPTION_DISABLE_AFTER. `failedPending` counts its pending notifications ended `failed` by the switch-off.',
+    "Sent to the account's `disabled-subscription` subscriptions, in the transaction that switches a subscription off because every attempt to its URL failed for SUBSCRIPTION_DISABLE_AFTER. `failedPending` counts its pending notifications ended `failed` by the switch-off.",
     DisabledSubscriptionsPayloadSchema,
     {
       disabled: {

@@ -35,11 +35,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', epochMs(db), (c) => c.notNull())
     .addColumn('expires_at', epochMs(db))
     .execute();
-  await db.schema
-    .createIndex('webhook_signing_secrets_owner_idx')
-    .on('webhook_signing_secrets')
-    .columns(['account_id', 'subscription_id'])
-    .execute();
+  await db.schema.createIndex('webhook_signing_secrets_owner_idx').on('webhook_signing_secrets').columns(['account_id', 'subscription_id']).execute();
   await db.schema.createIndex('webhook_signing_secrets_subscription_idx').on('webhook_signing_secrets').column('subscription_id').execute();
   // At most one current secret per owner, even when two requests race to create or rotate one.
   await db.schema

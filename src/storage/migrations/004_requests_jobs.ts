@@ -74,12 +74,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute();
   // Claiming scans due pending jobs in run_at order; the partial index keeps that O(batch)
   // however many jobs wait in the future or lie dead in state 'failed'.
-  await db.schema
-    .createIndex('jobs_pending_run_at_idx')
-    .on('jobs')
-    .column('run_at')
-    .where(sql.ref('state'), '=', sql.lit('pending'))
-    .execute();
+  await db.schema.createIndex('jobs_pending_run_at_idx').on('jobs').column('run_at').where(sql.ref('state'), '=', sql.lit('pending')).execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

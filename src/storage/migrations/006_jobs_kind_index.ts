@@ -11,12 +11,7 @@ import { sql, type Kysely } from 'kysely';
  * one-kind claim, expecting to meet that kind's rows early.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema
-    .createIndex('jobs_pending_kind_run_at_idx')
-    .on('jobs')
-    .columns(['kind', 'run_at'])
-    .where(sql.ref('state'), '=', sql.lit('pending'))
-    .execute();
+  await db.schema.createIndex('jobs_pending_kind_run_at_idx').on('jobs').columns(['kind', 'run_at']).where(sql.ref('state'), '=', sql.lit('pending')).execute();
   await db.schema.dropIndex('jobs_pending_run_at_idx').execute();
 }
 

@@ -16,29 +16,10 @@ import { epochMs } from './types.js';
  *   (stats count them from the index alone; auto-disable), and the failed ones by completion time
  *   (recovery). They hold only the rows in those states.
  */
-export const HISTOGRAM_COLUMNS = [
-  'le_1',
-  'le_2',
-  'le_5',
-  'le_10',
-  'le_20',
-  'le_50',
-  'le_100',
-  'le_200',
-  'le_500',
-  'le_1000',
-  'le_2000',
-  'le_5000',
-  'le_10000',
-  'le_30000',
-  'le_inf',
-] as const;
+export const HISTOGRAM_COLUMNS = ['le_1', 'le_2', 'le_5', 'le_10', 'le_20', 'le_50', 'le_100', 'le_200', 'le_500', 'le_1000', 'le_2000', 'le_5000', 'le_10000', 'le_30000', 'le_inf'] as const;
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema
-    .alterTable('subscriptions')
-    .addColumn('disabled_reason', 'text')
-    .execute();
+  await db.schema.alterTable('subscriptions').addColumn('disabled_reason', 'text').execute();
   await db.schema.alterTable('subscriptions').addColumn('disabled_at', epochMs(db)).execute();
   await db.schema.alterTable('subscriptions').addColumn('rate_limit', 'integer').execute();
 
@@ -77,12 +58,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .column('subscription_id')
     .where((eb) => eb.and([eb(sql.ref('status'), '=', 'pending'), eb(sql.ref('test'), '=', 0)]))
     .execute();
-  await db.schema
-    .createIndex('notifications_subscription_failed_idx')
-    .on('notifications')
-    .columns(['subscription_id', 'completed_at', 'id'])
-    .where(sql.ref('status'), '=', 'failed')
-    .execute();
+  await db.schema.createIndex('notifications_subscription_failed_idx').on('notifications').columns(['subscription_id', 'completed_at', 'id']).where(sql.ref('status'), '=', 'failed').execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

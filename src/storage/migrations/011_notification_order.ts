@@ -9,12 +9,7 @@ import { sql, type Kysely } from 'kysely';
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable('notifications').addColumn('waits_for', 'text').execute();
-  await db.schema
-    .createIndex('notifications_waits_for_idx')
-    .on('notifications')
-    .column('waits_for')
-    .where(sql.ref('waits_for'), 'is not', null)
-    .execute();
+  await db.schema.createIndex('notifications_waits_for_idx').on('notifications').column('waits_for').where(sql.ref('waits_for'), 'is not', null).execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

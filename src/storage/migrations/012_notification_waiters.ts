@@ -8,7 +8,10 @@ import type { Kysely } from 'kysely';
  * nearly always.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema.alterTable('notifications').addColumn('has_waiters', 'integer', (column) => column.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('notifications')
+    .addColumn('has_waiters', 'integer', (column) => column.notNull().defaultTo(0))
+    .execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

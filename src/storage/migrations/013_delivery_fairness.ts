@@ -18,12 +18,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
             where kind = 'deliver-notification'`.execute(db);
   // Byte order, the order the claim computes its ranges in, whatever the database's collation.
   await sql`create index jobs_pending_group_run_at_idx on jobs (kind, ${dialect.byteOrder('group_key')}, run_at) where state = 'pending' and group_key is not null`.execute(db);
-  await db.schema
-    .createIndex('notifications_test_sends_idx')
-    .on('notifications')
-    .columns(['subscription_id', 'created_at'])
-    .where(sql.ref('test'), '=', sql.lit(1))
-    .execute();
+  await db.schema.createIndex('notifications_test_sends_idx').on('notifications').columns(['subscription_id', 'created_at']).where(sql.ref('test'), '=', sql.lit(1)).execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

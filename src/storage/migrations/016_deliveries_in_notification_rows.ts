@@ -25,14 +25,17 @@ const WAITING_FOR_RATE_LIMIT = 'waiting for its turn under the subscription rate
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const dialect = dialectOf(db);
-  await db.schema
-    .alterTable('notifications')
-    .addColumn('run_at', epochMs(db))
-    .execute();
+  await db.schema.alterTable('notifications').addColumn('run_at', epochMs(db)).execute();
   await db.schema.alterTable('notifications').addColumn('lease', 'text').execute();
   await db.schema.alterTable('notifications').addColumn('lease_until', epochMs(db)).execute();
-  await db.schema.alterTable('notifications').addColumn('runs', 'integer', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.alterTable('notifications').addColumn('postponed', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema
+    .alterTable('notifications')
+    .addColumn('runs', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .alterTable('notifications')
+    .addColumn('postponed', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
   const job = (column: string) => sql`(select j.${sql.raw(column)} from jobs j where j.dedupe_key = 'deliver:' || notifications.id and j.state = 'pending')`;
   await sql`update notifications set run_at = ${job('run_at')}, runs = coalesce(${job('attempts')}, 0),
               postponed = case when ${job('last_error')} = ${WAITING_FOR_RATE_LIMIT} then 1 else 0 end

@@ -17,12 +17,7 @@ import { sql, type Kysely } from 'kysely';
  * partitioned table, migration 017, and on the partitions made later).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema
-    .createIndex('notifications_account_failed_idx')
-    .on('notifications')
-    .columns(['account_id', 'id'])
-    .where(sql.ref('status'), '=', sql.lit('failed'))
-    .execute();
+  await db.schema.createIndex('notifications_account_failed_idx').on('notifications').columns(['account_id', 'id']).where(sql.ref('status'), '=', sql.lit('failed')).execute();
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -61,21 +61,22 @@ export interface MigrationReport {
 }
 
 /** Brings the schema up to date. Safe to run concurrently from several processes (Kysely locks). */
-export async function migrateToLatest(db: Kysely<any>): Promise<MigrationReport> {
+export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationReport> {
   return migrate(db, (migrator) => migrator.migrateToLatest());
 }
 
 /** Brings the schema to `name` exactly (tests of upgrades in place start from an older schema). */
-export async function migrateTo(db: Kysely<any>, name: keyof typeof MIGRATIONS & string): Promise<MigrationReport> {
+export async function migrateTo<DB>(db: Kysely<DB>, name: string): Promise<MigrationReport> {
   return migrate(db, (migrator) => migrator.migrateTo(name));
 }
 
-async function migrate(db: Kysely<any>, run: (migrator: Migrator) => ReturnType<Migrator['migrateToLatest']>): Promise<MigrationReport> {
+async function migrate<DB>(db: Kysely<DB>, run: (migrator: Migrator) => ReturnType<Migrator['migrateToLatest']>): Promise<MigrationReport> {
   // Kysely looks for its bookkeeping tables in every schema unless told which one: on a shared
   // PostgreSQL database another schema's tables would make it skip creating this schema's.
   const migrationTableSchema = await dialectOf(db).currentSchema(db);
   const migrator = new Migrator({ db, provider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error, results } = await run(migrator);
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a migration may throw anything; its own text is the message.
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };
 }

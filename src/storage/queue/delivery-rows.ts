@@ -132,12 +132,7 @@ export async function endHeldDeliveries(db: Executor, jobs: readonly ClaimedJob[
 export async function failDeliveryRun(db: Executor, job: ClaimedJob, options: { now: number; retryAt?: number }): Promise<'retrying' | 'failed' | 'lost'> {
   const exhausted = job.attempts >= job.maxAttempts;
   const runAt = exhausted ? null : (options.retryAt ?? options.now + retryDelayMs(job.attempts));
-  const result = await db
-    .updateTable('notifications')
-    .set({ run_at: runAt, lease: null, lease_until: null })
-    .where('id', '=', job.id)
-    .where('lease', '=', job.lease)
-    .executeTakeFirst();
+  const result = await db.updateTable('notifications').set({ run_at: runAt, lease: null, lease_until: null }).where('id', '=', job.id).where('lease', '=', job.lease).executeTakeFirst();
   if (Number(result.numUpdatedRows) !== 1) return 'lost';
   return exhausted ? 'failed' : 'retrying';
 }
@@ -162,11 +157,7 @@ const postponeHeld = precompiled<[postponed: string, now: number], { id: string 
 
 export async function postponeDeliveries(db: Executor, postponements: ReadonlyArray<{ job: ClaimedJob; runAt: number; limit: number }>, now: number): Promise<Set<string>> {
   if (postponements.length === 0) return new Set();
-  const rows = await postponeHeld(
-    db,
-    JSON.stringify(postponements.map(({ job, runAt, limit }) => ({ held_id: job.id, held_lease: job.lease, due_at: Math.round(runAt), rate_limit: limit }))),
-    now,
-  );
+  const rows = await postponeHeld(db, JSON.stringify(postponements.map(({ job, runAt, limit }) => ({ held_id: job.id, held_lease: job.lease, due_at: Math.round(runAt), rate_limit: limit }))), now);
   return new Set(rows.map((row) => row.id));
 }
 

@@ -87,18 +87,11 @@ function groupRanges(excluded: readonly string[]): GroupRange[] {
   return [...ranges, { all: false, above: sorted.at(-1)! }];
 }
 
-function duePart(
-  source: DueSource & { limit: number; now: number; dialect: StorageDialect },
-  predicate: RawBuilder<boolean>,
-  range: GroupRange,
-  notIds: RawBuilder<unknown>,
-): RawBuilder<unknown> {
+function duePart(source: DueSource & { limit: number; now: number; dialect: StorageDialect }, predicate: RawBuilder<boolean>, range: GroupRange, notIds: RawBuilder<unknown>): RawBuilder<unknown> {
   const { dialect, limit, now } = source;
   // Byte order, as groupRanges sorts (and the index is built).
   const key = dialect.byteOrder(source.groupColumn);
-  const groups = range.all
-    ? sql``
-    : sql`${range.above !== undefined ? sql` and ${key} > ${range.above}` : sql``}${range.below !== undefined ? sql` and ${key} < ${range.below}` : sql``}`;
+  const groups = range.all ? sql`` : sql`${range.above !== undefined ? sql` and ${key} > ${range.above}` : sql``}${range.below !== undefined ? sql` and ${key} < ${range.below}` : sql``}`;
   // SQLite would rather walk the run_at index (no sort) and step over the excluded groups' rows: told which index to use.
   const table = range.all ? sql.table(source.table) : dialect.tableUsingIndex(source.table, source.groupIndex);
   return sql`select id, run_at from ${table} where ${predicate} and run_at <= cast(${now} as bigint)${groups}${notIds}

@@ -7,13 +7,13 @@
  * and says what happened when it was not.
  */
 export { enqueueJobs, leaseOffer, type EnqueueOptions, type LeaseOffer, type NewJob } from './enqueue-jobs.js';
-export { claimDueJobs, newLease, type ClaimOptions } from './claim-due-jobs.js';
+export { claimDueJobs, newLease } from './claim-due-jobs.js';
 export { takeDueJobs } from './take-due-jobs.js';
 export { completeHeldJobs } from './complete-held-jobs.js';
-export { failHeldJob, type FailOptions } from './fail-held-job.js';
+export { failHeldJob } from './fail-held-job.js';
 export { extendHeldLeases } from './extend-held-leases.js';
-export { LeaseLostError, retryDelayMs, TRANSACTION_LEASE, type ClaimedJob, type Job, type Lease } from './job.js';
-export { JobSignals, type JobsEnqueuedListener } from './job-signals.js';
-export { DELIVERY_ROWS_QUEUE, DELIVERY_RUNS_WITHOUT_OUTCOME, JOBS_TABLE_QUEUE, type StandaloneClaim, type StandaloneQueue } from './standalone-queue.js';
-export { claimDueDeliveries, DELIVERY_KIND, endHeldDeliveries, failDeliveryRun, handedOff, leasedRow, postponeDeliveries, renewDeliveryLeases, type DeliveryClaim, type DeliveryPayload } from './delivery-rows.js';
+export { LeaseLostError, retryDelayMs, TRANSACTION_LEASE, type ClaimedJob } from './job.js';
+export { JobSignals } from './job-signals.js';
+export { DELIVERY_ROWS_QUEUE, DELIVERY_RUNS_WITHOUT_OUTCOME, JOBS_TABLE_QUEUE, type StandaloneQueue } from './standalone-queue.js';
+export { claimDueDeliveries, DELIVERY_KIND, endHeldDeliveries, handedOff, leasedRow, postponeDeliveries, type DeliveryPayload } from './delivery-rows.js';
 export { JOBS_CHANNEL, listenForJobs, notifyOtherProcesses } from './notify.js';

@@ -17,7 +17,7 @@ export async function notifyOtherProcesses(db: Executor, kinds: readonly string[
 }
 
 /** The kinds a notification names; undefined (every kind) for an empty payload, as older processes send. */
-export function kindsOfNotification(payload: string | undefined): string[] | undefined {
+function kindsOfNotification(payload: string | undefined): string[] | undefined {
   return payload ? payload.split(',') : undefined;
 }
 
@@ -39,16 +39,16 @@ export function listenForJobs(pool: pg.Pool, fn: (kinds: string[] | undefined) =
       });
       // A dropped connection reports twice (PostgreSQL's FATAL message, then the socket's end):
       // release the client and reconnect once.
-      c.once('error', (error) => {
+      c.once('error', (error: Error) => {
         onError(error);
         c.release(error);
         client = undefined;
-        if (!stopped) retry = setTimeout(connect, 1000);
+        if (!stopped) retry = setTimeout(() => void connect(), 1000);
       });
       await c.query(`LISTEN ${JOBS_CHANNEL}`);
     } catch (error) {
       onError(error);
-      if (!stopped) retry = setTimeout(connect, 1000);
+      if (!stopped) retry = setTimeout(() => void connect(), 1000);
     }
   };
   void connect();

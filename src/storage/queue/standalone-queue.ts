@@ -7,7 +7,7 @@ import { failHeldJob } from './fail-held-job.js';
 import type { ClaimedJob } from './job.js';
 
 /** What a claim for a standalone loop asks for. */
-export interface StandaloneClaim {
+interface StandaloneClaim {
   workerId: string;
   kinds: readonly string[];
   limit: number;

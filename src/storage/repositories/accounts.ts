@@ -2,14 +2,7 @@ import type { Page } from './page.js';
 import type { Executor } from '../database.js';
 import type { AccountsTable } from '../tables/index.js';
 import { newId } from '../../domain/ids.js';
-
-export interface Account {
-  id: string;
-  name: string;
-  isOperator: boolean;
-  active: boolean;
-  createdAt: number;
-}
+import type { Account } from '../../domain/accounts/account.js';
 
 function toAccount(row: AccountsTable): Account {
   return { id: row.id, name: row.name, isOperator: Boolean(row.is_operator), active: Boolean(row.active), createdAt: row.created_at };

@@ -1,16 +1,7 @@
 import type { Executor } from '../database.js';
 import type { ConsoleLinksTable } from '../tables/index.js';
 import type { Page } from './page.js';
-
-export interface ConsoleLink {
-  id: string;
-  accountId: string;
-  createdAt: number;
-  expiresAt: number;
-  tokenTtlMs: number;
-  usedAt: number | null;
-  revokedAt: number | null;
-}
+import type { ConsoleLink } from '../../domain/tokens/console-link.js';
 
 function toConsoleLink(row: ConsoleLinksTable): ConsoleLink {
   return {

@@ -1,33 +1,9 @@
+import type { Experience, Prize } from '../../domain/experiences/experience.js';
 import type { Page } from './page.js';
 import type { Executor } from '../database.js';
 import type { ExperiencesTable, PrizesTable } from '../tables/index.js';
 
-export type PrizeKind = PrizesTable['kind'];
-
-export interface Prize {
-  id: string;
-  bucket: string;
-  title: string;
-  description: string;
-  value: number;
-  quantity: number;
-  kind: PrizeKind;
-  stock: number | null;
-}
-
-export interface Experience {
-  id: string;
-  accountId: string;
-  name: string;
-  title: string;
-  active: boolean;
-  events: string[];
-  prizes: Prize[];
-  createdAt: number;
-  updatedAt: number;
-}
-
-export function toPrize(row: PrizesTable): Prize {
+function toPrize(row: PrizesTable): Prize {
   return {
     id: row.id,
     bucket: row.bucket,
@@ -40,7 +16,7 @@ export function toPrize(row: PrizesTable): Prize {
   };
 }
 
-export function toExperience(row: ExperiencesTable, prizes: PrizesTable[]): Experience {
+function toExperience(row: ExperiencesTable, prizes: PrizesTable[]): Experience {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -85,13 +61,7 @@ export async function takePrizeStock(db: Executor, experienceId: string, prizeId
     .where('stock', '>', 0)
     .executeTakeFirst();
   if (Number(limited.numUpdatedRows) > 0) return true;
-  const unlimited = await db
-    .selectFrom('prizes')
-    .select('id')
-    .where('experience_id', '=', experienceId)
-    .where('id', '=', prizeId)
-    .where('stock', 'is', null)
-    .executeTakeFirst();
+  const unlimited = await db.selectFrom('prizes').select('id').where('experience_id', '=', experienceId).where('id', '=', prizeId).where('stock', 'is', null).executeTakeFirst();
   return unlimited !== undefined;
 }
 
@@ -111,7 +81,11 @@ export async function listExperiences(db: Executor, accountId: string, page: Pag
   const prizes = await db
     .selectFrom('prizes')
     .selectAll()
-    .where('experience_id', 'in', rows.map((row) => row.id))
+    .where(
+      'experience_id',
+      'in',
+      rows.map((row) => row.id),
+    )
     .execute();
   const byExperience = new Map<string, PrizesTable[]>();
   for (const prize of prizes) byExperience.set(prize.experience_id, [...(byExperience.get(prize.experience_id) ?? []), prize]);
@@ -120,14 +94,14 @@ export async function listExperiences(db: Executor, accountId: string, page: Pag
 
 export async function insertExperience(db: Executor, row: ExperiencesTable, prizes: PrizeWrite[]): Promise<void> {
   await db.insertInto('experiences').values(row).execute();
-  await insertPrizes(db, row.id, prizes.map((prize, position) => ({ prize, position })));
+  await insertPrizes(
+    db,
+    row.id,
+    prizes.map((prize, position) => ({ prize, position })),
+  );
 }
 
-export async function updateExperienceRow(
-  db: Executor,
-  id: string,
-  values: Partial<Pick<ExperiencesTable, 'name' | 'title' | 'active' | 'events' | 'updated_at'>>,
-): Promise<void> {
+export async function updateExperienceRow(db: Executor, id: string, values: Partial<Pick<ExperiencesTable, 'name' | 'title' | 'active' | 'events' | 'updated_at'>>): Promise<void> {
   if (Object.keys(values).length > 0) await db.updateTable('experiences').set(values).where('id', '=', id).execute();
 }
 
@@ -149,9 +123,7 @@ function prizeColumns(prize: PrizeWrite) {
  * not written at all, so a unit taken concurrently by `takePrizeStock` is never given back.
  */
 export async function replacePrizes(db: Executor, experienceId: string, prizes: PrizeWrite[]): Promise<void> {
-  const existing = new Set(
-    (await db.selectFrom('prizes').select('id').where('experience_id', '=', experienceId).execute()).map((row) => row.id),
-  );
+  const existing = new Set((await db.selectFrom('prizes').select('id').where('experience_id', '=', experienceId).execute()).map((row) => row.id));
   const keep = prizes.map((prize) => prize.id).filter((id) => existing.has(id));
   let removal = db.deleteFrom('prizes').where('experience_id', '=', experienceId);
   if (keep.length > 0) removal = removal.where('id', 'not in', keep);

@@ -10,13 +10,7 @@ export interface StoredResponse {
 
 /** The first response stored under (account, key), if it has not expired. */
 export async function findIdempotentResponse(db: Executor, accountId: string, key: string, now: number): Promise<StoredResponse | undefined> {
-  const row = await db
-    .selectFrom('idempotency_keys')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('key', '=', key)
-    .where('expires_at', '>', now)
-    .executeTakeFirst();
+  const row = await db.selectFrom('idempotency_keys').selectAll().where('account_id', '=', accountId).where('key', '=', key).where('expires_at', '>', now).executeTakeFirst();
   return row && { bodyHash: row.body_hash, status: row.response_status, body: JSON.parse(row.response_body), location: row.response_location };
 }
 
@@ -51,12 +45,7 @@ export async function claimIdempotencyKeys(db: Executor, rows: IdempotencyKeysTa
 export async function deleteExpiredIdempotencyKeys(db: Executor, now: number, limit = 1000): Promise<number> {
   const result = await db
     .deleteFrom('idempotency_keys')
-    .where((eb) =>
-      eb.and([
-        eb('expires_at', '<=', now),
-        eb('key', 'in', eb.selectFrom('idempotency_keys as k').select('k.key').where('k.expires_at', '<=', now).limit(limit)),
-      ]),
-    )
+    .where((eb) => eb.and([eb('expires_at', '<=', now), eb('key', 'in', eb.selectFrom('idempotency_keys as k').select('k.key').where('k.expires_at', '<=', now).limit(limit))]))
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -95,7 +95,11 @@ export async function leaseListenCopies(db: Executor, session: ListenSession, le
   const taken = await db
     .updateTable('notifications')
     .set({ lease, lease_until: leaseUntil })
-    .where('id', 'in', candidates.map((row) => row.id))
+    .where(
+      'id',
+      'in',
+      candidates.map((row) => row.id),
+    )
     .where('status', '=', 'pending')
     .where(free)
     .returningAll()
@@ -105,13 +109,7 @@ export async function leaseListenCopies(db: Executor, session: ListenSession, le
 
 /** One copy of the session (its account's), as stored. */
 export async function findListenCopy(db: Executor, session: ListenSession, notificationId: string): Promise<NotificationsTable | undefined> {
-  return db
-    .selectFrom('notifications')
-    .selectAll()
-    .where('id', '=', notificationId)
-    .where('account_id', '=', session.accountId)
-    .where('url', '=', listenUrl(session.id))
-    .executeTakeFirst();
+  return db.selectFrom('notifications').selectAll().where('id', '=', notificationId).where('account_id', '=', session.accountId).where('url', '=', listenUrl(session.id)).executeTakeFirst();
 }
 
 /**

@@ -30,10 +30,7 @@ const selectFailedPage = precompiled<[string, number, string, number, number], F
           order by completed_at, id limit cast(${limit} as int)`,
 );
 
-export function findFailedPage(
-  db: Executor,
-  page: { subscriptionId: string; after: { at: number; id: string }; until: number; limit: number },
-): Promise<FailedNotificationKey[]> {
+export function findFailedPage(db: Executor, page: { subscriptionId: string; after: { at: number; id: string }; until: number; limit: number }): Promise<FailedNotificationKey[]> {
   return selectFailedPage(db, page.subscriptionId, page.after.at, page.after.id, page.until, page.limit);
 }
 

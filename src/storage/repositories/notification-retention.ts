@@ -23,7 +23,10 @@ export async function deleteEndedNotifications(db: Executor, beforeId: string, l
     // Their attempts: SQLite's foreign key has deleted them already; the partitioned log has none.
     if (ids.length > 0) {
       const dialect = dialectOf(tx);
-      await tx.deleteFrom('notification_attempts').where(dialect.inList(sql.ref('notification_id'), dialect.list(ids))).execute();
+      await tx
+        .deleteFrom('notification_attempts')
+        .where(dialect.inList(sql.ref('notification_id'), dialect.list(ids)))
+        .execute();
     }
     return ids.length;
   });

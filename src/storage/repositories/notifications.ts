@@ -4,18 +4,62 @@ import { firstIdAt, newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
 import { dialectOf, type RecordColumnType } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
-import type { Database, NotificationAttemptsTable, NotificationsTable, NotificationStatus } from '../tables/index.js';
+import type { DeliveryAttempt, Notification, NotificationStatus } from '../../domain/notifications/notification.js';
+import type { Database, NotificationAttemptsTable, NotificationsTable } from '../tables/index.js';
 
 /** A notification with when its next attempt is due (null: none scheduled, or one in flight). */
 export type NotificationRow = NotificationsTable & { next_attempt_at: number | null };
 export type NotificationAttemptRow = NotificationAttemptsTable;
+
+/** The domain's notification of a row: request_id '' (an operational notification about no request) is null. */
+export function toNotification(row: NotificationRow): Notification {
+  return {
+    id: row.id,
+    requestId: row.request_id === '' ? null : row.request_id,
+    subscriptionId: row.subscription_id,
+    event: row.event,
+    url: row.url,
+    payload: row.payload,
+    status: row.status,
+    attemptCount: row.attempt_count,
+    nextAttemptAt: row.next_attempt_at,
+    lastStatusCode: row.last_status_code,
+    lastError: row.last_error,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    completedAt: row.completed_at,
+    test: row.test === 1,
+    waitsFor: row.waits_for,
+  };
+}
+
+/** The domain's attempt of a row: its headers are stored as compact JSON. */
+export function toDeliveryAttempt(row: NotificationAttemptRow): DeliveryAttempt {
+  return {
+    notificationId: row.notification_id,
+    attempt: row.attempt,
+    startedAt: row.started_at,
+    url: row.url,
+    statusCode: row.status_code,
+    latencyMs: row.latency_ms,
+    responseBody: row.response_body,
+    error: row.error,
+    outcome: row.outcome,
+    requestHeaders: row.request_headers === null ? null : (JSON.parse(row.request_headers) as Record<string, string>),
+    retryAfter: row.retry_after,
+  };
+}
 
 /** Rows per multi-row insert: well under SQLite's and PostgreSQL's bound-parameter limits. */
 const INSERT_CHUNK = 500;
 
 /** Multi-row inserts of INSERT_CHUNK rows at most: one statement for the usual batch. */
 export async function insertNotifications(db: Executor, rows: NotificationsTable[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK) await db.insertInto('notifications').values(rows.slice(i, i + INSERT_CHUNK)).execute();
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK)
+    await db
+      .insertInto('notifications')
+      .values(rows.slice(i, i + INSERT_CHUNK))
+      .execute();
 }
 
 /** A notification's next attempt's time: the row's schedule while no attempt holds it. */
@@ -118,7 +162,10 @@ export async function listNotifications(db: Executor, page: NotificationPage): P
     const ids = (test?: 0 | 1) => whereFilter(db.selectFrom('notifications').select('notifications.id'), page, test);
     const candidates = inTwoHalves(page) ? ids(0).unionAll(ids(1)) : ids();
     rows = await db
-      .with((cte) => cte('candidates').materialized(), () => candidates)
+      .with(
+        (cte) => cte('candidates').materialized(),
+        () => candidates,
+      )
       .selectFrom('notifications')
       .selectAll('notifications')
       .select(nextAttemptAt())
@@ -133,7 +180,12 @@ export async function listNotifications(db: Executor, page: NotificationPage): P
 
 /** How many notifications the filter names: the rows listNotifications pages through, read from the same indexes. */
 export async function countNotifications(db: Executor, filter: NotificationFilter): Promise<number> {
-  const count = (test?: 0 | 1) => whereFilter(db.selectFrom('notifications').select((eb) => eb.fn.countAll<string | number>().as('n')), filter, test);
+  const count = (test?: 0 | 1) =>
+    whereFilter(
+      db.selectFrom('notifications').select((eb) => eb.fn.countAll<string | number>().as('n')),
+      filter,
+      test,
+    );
   if (!inTwoHalves(filter)) return Number((await count().executeTakeFirstOrThrow()).n);
   const { rows } = await sql<{ n: string | number }>`select (${count(0)}) + (${count(1)}) as n`.execute(db);
   return Number(rows[0]!.n);
@@ -169,9 +221,7 @@ const ATTEMPT_COLUMNS = {
 } as const satisfies Record<keyof NotificationAttemptsTable, RecordColumnType>;
 const attemptColumns = sql.raw(Object.keys(ATTEMPT_COLUMNS).join(', '));
 
-const insertAttempts = precompiled(
-  (db, rows: string) => sql`insert into notification_attempts (${attemptColumns}) select ${attemptColumns} from ${dialectOf(db).records(rows, 'a', ATTEMPT_COLUMNS)}`,
-);
+const insertAttempts = precompiled((db, rows: string) => sql`insert into notification_attempts (${attemptColumns}) select ${attemptColumns} from ${dialectOf(db).records(rows, 'a', ATTEMPT_COLUMNS)}`);
 
 /**
  * The settle of a delivery: its outcome, its next attempt's time, and the lease let go; only where
@@ -234,7 +284,12 @@ export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): 
 
 /** Notification order: the registered notifications that processed ones are being held behind (their rows are locked by the caller on PostgreSQL). */
 export async function markHasWaiters(db: Executor, ids: readonly string[]): Promise<void> {
-  if (ids.length > 0) await db.updateTable('notifications').set({ has_waiters: 1 }).where('id', 'in', [...ids]).execute();
+  if (ids.length > 0)
+    await db
+      .updateTable('notifications')
+      .set({ has_waiters: 1 })
+      .where('id', 'in', [...ids])
+      .execute();
 }
 
 export type NotificationForDelivery = NotificationsTable & { subscription_updated_at: number | null; account_active: number | null };

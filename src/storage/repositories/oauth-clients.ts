@@ -4,20 +4,9 @@ import type { OAuthClientsTable } from '../tables/index.js';
 import { precompiled } from '../precompiled.js';
 import { newId } from '../../domain/ids.js';
 import { hashClientSecret } from '../../domain/tokens/client-secret.js';
+import type { OAuthClient } from '../../domain/accounts/oauth-client.js';
 
-export interface OAuthClient {
-  clientId: string;
-  accountId: string;
-  scopes: string[];
-  secretHash: string;
-  previousSecretHash: string | null;
-  previousSecretExpiresAt: number | null;
-  active: boolean;
-  createdAt: number;
-  updatedAt: number;
-}
-
-export function toOAuthClient(row: OAuthClientsTable): OAuthClient {
+function toOAuthClient(row: OAuthClientsTable): OAuthClient {
   return {
     clientId: row.client_id,
     accountId: row.account_id,
@@ -31,11 +20,7 @@ export function toOAuthClient(row: OAuthClientsTable): OAuthClient {
   };
 }
 
-export async function insertOAuthClient(
-  db: Executor,
-  input: { accountId: string; scopes: string[]; secret: string },
-  now = Date.now(),
-): Promise<OAuthClient> {
+export async function insertOAuthClient(db: Executor, input: { accountId: string; scopes: string[]; secret: string }, now = Date.now()): Promise<OAuthClient> {
   const row: OAuthClientsTable = {
     client_id: newId('cli', now),
     account_id: input.accountId,
@@ -82,13 +67,7 @@ export async function listOAuthClients(db: Executor, accountId: string, page: Pa
 }
 
 /** New secret becomes current; the old one stays valid until `previousValidUntil`. */
-export async function rotateOAuthClientSecret(
-  db: Executor,
-  clientId: string,
-  newSecret: string,
-  previousValidUntil: number,
-  now = Date.now(),
-): Promise<OAuthClient | undefined> {
+export async function rotateOAuthClientSecret(db: Executor, clientId: string, newSecret: string, previousValidUntil: number, now = Date.now()): Promise<OAuthClient | undefined> {
   const current = await findOAuthClient(db, clientId);
   if (!current) return undefined;
   await db
@@ -104,12 +83,7 @@ export async function rotateOAuthClientSecret(
   return findOAuthClient(db, clientId);
 }
 
-export async function updateOAuthClient(
-  db: Executor,
-  clientId: string,
-  patch: { active?: boolean; scopes?: string[] },
-  now = Date.now(),
-): Promise<OAuthClient | undefined> {
+export async function updateOAuthClient(db: Executor, clientId: string, patch: { active?: boolean; scopes?: string[] }, now = Date.now()): Promise<OAuthClient | undefined> {
   const values: Partial<OAuthClientsTable> = { updated_at: now };
   if (patch.active !== undefined) values.active = patch.active ? 1 : 0;
   if (patch.scopes !== undefined) values.scopes = patch.scopes.join(' ');

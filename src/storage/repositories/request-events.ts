@@ -26,7 +26,7 @@ function toRow(event: NewRequestEvent, now: number): EventRow {
   };
 }
 
-export function toRequestEventView(row: Pick<RequestEventsTable, 'name' | 'title' | 'created_at' | 'ref_id' | 'experience' | 'data'>): RequestEventView {
+function toRequestEventView(row: Pick<RequestEventsTable, 'name' | 'title' | 'created_at' | 'ref_id' | 'experience' | 'data'>): RequestEventView {
   return {
     name: row.name,
     title: row.title,

@@ -78,7 +78,7 @@ export async function findRequest(db: Executor, accountId: string, id: string): 
 }
 
 /** What GET /requests filters an account's requests by. */
-export interface RequestFilter {
+interface RequestFilter {
   accountId: string;
   status?: RequestsTable['status'] | undefined;
   /** The experience's name, as the request named it. */
@@ -113,7 +113,10 @@ export function listRequestsQuery(db: Executor, page: RequestPage) {
     // (created_at, id) < (after.createdAt, after.id), with a bound the index can use on its own.
     query = query.where('created_at', '<=', after.createdAt).where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb('id', '<', after.id)]));
   }
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit + 1);
+  return query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit + 1);
 }
 
 /** A page of the account's requests (listRequestsQuery); `more` when another page follows. */
@@ -144,12 +147,7 @@ type StatusChange = Partial<Omit<RequestsTable, 'id' | 'account_id' | 'created_a
  * Moves a request from `from` to a new status; undefined when it was not in `from` any more
  * (a duplicate or stale job), so each transition happens once.
  */
-export async function changeRequestStatus(
-  db: Executor,
-  id: string,
-  from: RequestsTable['status'][],
-  change: StatusChange,
-): Promise<RewardRequest | undefined> {
+export async function changeRequestStatus(db: Executor, id: string, from: RequestsTable['status'][], change: StatusChange): Promise<RewardRequest | undefined> {
   const row = await db.updateTable('requests').set(change).where('id', '=', id).where('status', 'in', from).returningAll().executeTakeFirst();
   return row && toRewardRequest(row);
 }
@@ -193,9 +191,7 @@ export interface ProcessedRequestUpdate {
  */
 export async function markRequestsProcessed(db: Executor, updates: ProcessedRequestUpdate[], now: number): Promise<Set<string>> {
   if (updates.length === 0) return new Set();
-  const values = sql.join(
-    updates.map((u) => sql`(${u.id}, ${JSON.stringify(u.delivered)}, ${JSON.stringify(u.canceled)}, cast(${u.rewardValue ?? null} as integer))`),
-  );
+  const values = sql.join(updates.map((u) => sql`(${u.id}, ${JSON.stringify(u.delivered)}, ${JSON.stringify(u.canceled)}, cast(${u.rewardValue ?? null} as integer))`));
   const result = await sql<{ id: string }>`
     with v(rid, delivered, canceled, reward_value) as (values ${values})
     update requests

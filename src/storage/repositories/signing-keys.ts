@@ -1,8 +1,6 @@
 import type { Executor } from '../database.js';
 import type { SigningKeysTable } from '../tables/index.js';
 
-export type SigningKeyRow = SigningKeysTable;
-
 export async function insertSigningKey(db: Executor, row: SigningKeysTable): Promise<void> {
   await db.insertInto('signing_keys').values(row).execute();
 }
@@ -20,10 +18,5 @@ export async function listUsableSigningKeys(db: Executor, now = Date.now()): Pro
 
 /** Retires every current signer except `keepKid`; their tokens stay verifiable until `expiresAt`. */
 export async function retireSigningKeys(db: Executor, keepKid: string, now: number, expiresAt: number): Promise<void> {
-  await db
-    .updateTable('signing_keys')
-    .set({ retired_at: now, expires_at: expiresAt })
-    .where('retired_at', 'is', null)
-    .where('kid', '!=', keepKid)
-    .execute();
+  await db.updateTable('signing_keys').set({ retired_at: now, expires_at: expiresAt }).where('retired_at', 'is', null).where('kid', '!=', keepKid).execute();
 }

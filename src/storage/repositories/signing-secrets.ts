@@ -7,7 +7,12 @@ export type SigningSecretRow = WebhookSigningSecretsTable;
 /** Whose secret: one subscription's, or the account default used for per-request callback URLs. */
 export type SigningSecretOwner = { subscriptionId: string } | { accountId: string };
 
-function whereOwner<Q extends { where: (...args: any[]) => any }>(query: Q, owner: SigningSecretOwner): Q {
+/** A select, update or delete of webhook_signing_secrets: each builder's `where` returns its own kind. */
+interface OwnerFilterable<Q> {
+  where(column: 'subscription_id' | 'account_id', operator: '=' | 'is', value: string | null): Q;
+}
+
+function whereOwner<Q extends OwnerFilterable<Q>>(query: Q, owner: SigningSecretOwner): Q {
   if ('subscriptionId' in owner) return query.where('subscription_id', '=', owner.subscriptionId);
   return query.where('account_id', '=', owner.accountId).where('subscription_id', 'is', null);
 }
@@ -18,7 +23,11 @@ export async function insertSigningSecret(db: Executor, row: WebhookSigningSecre
 
 /** Inserts unless the owner already has a current secret (a concurrent first use); true if inserted. */
 export async function insertSigningSecretIfNone(db: Executor, row: WebhookSigningSecretsTable): Promise<boolean> {
-  const result = await db.insertInto('webhook_signing_secrets').values(row).onConflict((oc) => oc.doNothing()).executeTakeFirst();
+  const result = await db
+    .insertInto('webhook_signing_secrets')
+    .values(row)
+    .onConflict((oc) => oc.doNothing())
+    .executeTakeFirst();
   return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
 }
 

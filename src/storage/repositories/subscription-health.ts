@@ -28,8 +28,7 @@ const upsertStats = precompiled(
 );
 
 /** The batch's success is newer than the stored one (or the batch's failure, for `f`). */
-const newer = (prefix: 'last_success' | 'last_failure') =>
-  sql.raw(`excluded.${prefix}_at is not null and (h.${prefix}_at is null or excluded.${prefix}_at >= h.${prefix}_at)`);
+const newer = (prefix: 'last_success' | 'last_failure') => sql.raw(`excluded.${prefix}_at is not null and (h.${prefix}_at is null or excluded.${prefix}_at >= h.${prefix}_at)`);
 const mergeHealth = sql`
   last_success_status = case when ${newer('last_success')} then excluded.last_success_status else h.last_success_status end,
   last_success_at = case when ${newer('last_success')} then excluded.last_success_at else h.last_success_at end,

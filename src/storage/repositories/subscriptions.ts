@@ -1,3 +1,5 @@
+import type { SecretBox } from '../../domain/crypto/secret-box.js';
+import type { CallbackAuthorization, Subscription, SubscriptionEvent } from '../../domain/subscriptions/types.js';
 import type { Db, Executor } from '../database.js';
 import { precompiled } from '../precompiled.js';
 import { dialectOf } from '../dialect.js';
@@ -5,6 +7,53 @@ import type { SubscriptionsTable } from '../tables/index.js';
 
 export type SubscriptionRow = SubscriptionsTable;
 export type SubscriptionRowChanges = Partial<Omit<SubscriptionsTable, 'id' | 'account_id' | 'created_at'>>;
+
+/** Associated data of the encrypted authorization: a ciphertext only opens in its own row. */
+export const authorizationPurpose = (subscriptionId: string) => `subscription-authorization:${subscriptionId}`;
+
+export function encryptAuthorization(box: SecretBox, subscriptionId: string, auth: CallbackAuthorization | null): string | null {
+  return auth === null ? null : box.encrypt(JSON.stringify(auth), authorizationPurpose(subscriptionId));
+}
+
+/** A stored row with its authorization decrypted (secrets in plain text: never return it as is). */
+export function rowToSubscription(row: SubscriptionsTable, box: SecretBox): Subscription {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    event: row.event as SubscriptionEvent,
+    description: row.description,
+    active: row.active === 1,
+    experiences: JSON.parse(row.experiences) as string[],
+    callback: {
+      url: row.callback_url,
+      authorization: row.callback_authorization_encrypted ? (JSON.parse(box.decrypt(row.callback_authorization_encrypted, authorizationPurpose(row.id))) as CallbackAuthorization) : null,
+      customHeaders: JSON.parse(row.callback_custom_headers) as Record<string, string>,
+    },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    disabled: row.disabled_reason !== null ? { reason: row.disabled_reason, at: row.disabled_at ?? row.updated_at } : null,
+    rateLimit: row.rate_limit,
+  };
+}
+
+export function subscriptionToRow(subscription: Subscription, box: SecretBox): SubscriptionsTable {
+  return {
+    id: subscription.id,
+    account_id: subscription.accountId,
+    event: subscription.event,
+    description: subscription.description,
+    active: subscription.active ? 1 : 0,
+    experiences: JSON.stringify(subscription.experiences),
+    callback_url: subscription.callback.url,
+    callback_authorization_encrypted: encryptAuthorization(box, subscription.id, subscription.callback.authorization),
+    callback_custom_headers: JSON.stringify(subscription.callback.customHeaders),
+    created_at: subscription.createdAt,
+    updated_at: subscription.updatedAt,
+    disabled_reason: subscription.disabled?.reason ?? null,
+    disabled_at: subscription.disabled?.at ?? null,
+    rate_limit: subscription.rateLimit,
+  };
+}
 
 export interface SubscriptionRowFilter {
   event?: string;
@@ -32,9 +81,7 @@ function listQuery(db: Db, accountId: string, active: boolean | undefined) {
 }
 const ACTIVE_FILTERS = [undefined, true, false] as const;
 const listAll = new Map(ACTIVE_FILTERS.map((active) => [active, precompiled((db, accountId: string) => listQuery(db, accountId, active))]));
-const listForEvent = new Map(
-  ACTIVE_FILTERS.map((active) => [active, precompiled((db, accountId: string, event: string) => listQuery(db, accountId, active).where('event', '=', event))]),
-);
+const listForEvent = new Map(ACTIVE_FILTERS.map((active) => [active, precompiled((db, accountId: string, event: string) => listQuery(db, accountId, active).where('event', '=', event))]));
 
 /** The account's subscriptions, oldest first (ids sort by creation time); precompiled, a hot read. */
 export async function listSubscriptionRows(db: Executor, accountId: string, filter: SubscriptionRowFilter = {}): Promise<SubscriptionRow[]> {
@@ -66,7 +113,9 @@ export async function deleteSubscriptionRow(db: Executor, accountId: string, id:
  * secret rotation). PostgreSQL locks the account row; SQLite already runs one writer at a time.
  */
 export async function lockAccountSubscriptions(db: Executor, accountId: string): Promise<void> {
-  await dialectOf(db).lockRows(db.selectFrom('accounts').select('id').where('id', '=', accountId)).execute();
+  await dialectOf(db)
+    .lockRows(db.selectFrom('accounts').select('id').where('id', '=', accountId))
+    .execute();
 }
 
 /**

@@ -14,9 +14,7 @@ export async function saveTokenRevocation(db: Executor, row: TokenRevocationRow)
   await db
     .insertInto('token_revocations')
     .values(row)
-    .onConflict((oc) =>
-      oc.columns(['kind', 'subject_id']).doUpdateSet({ refused: row.refused, issued_before: row.issued_before, changed_at: row.changed_at, expires_at: row.expires_at }),
-    )
+    .onConflict((oc) => oc.columns(['kind', 'subject_id']).doUpdateSet({ refused: row.refused, issued_before: row.issued_before, changed_at: row.changed_at, expires_at: row.expires_at }))
     .execute();
   await db.deleteFrom('token_revocations').where('expires_at', '<', row.changed_at).execute();
 }

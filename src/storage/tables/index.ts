@@ -3,6 +3,8 @@
  * times are epoch milliseconds (bigint on PostgreSQL, integer on SQLite), booleans are 0/1
  * integers and structured values are JSON text, so that one repository serves both databases.
  */
+import type { PrizeKind } from '../../domain/experiences/experience.js';
+
 export interface AccountsTable {
   id: string;
   name: string;
@@ -62,7 +64,7 @@ export interface PrizesTable {
   description: string;
   value: number;
   quantity: number;
-  kind: 'coupon' | 'payment' | 'physical';
+  kind: PrizeKind;
   /** Requests that can still receive this prize; null = unlimited. One request takes one unit. */
   stock: number | null;
 }
@@ -108,10 +110,10 @@ import type { IdempotencyKeysTable, JobsTable, RequestEventsTable, RequestsTable
 export type { IdempotencyKeysTable, JobsTable, RequestEventsTable, RequestsTable } from './requests-jobs.js';
 import type { NotificationAttemptsTable, NotificationsTable } from './notifications.js';
 
-export type { NotificationAttemptsTable, NotificationsTable, NotificationStatus } from './notifications.js';
+export type { NotificationAttemptsTable, NotificationsTable } from './notifications.js';
 
 /** Attempts of one subscription in one five-minute bucket (its start, epoch ms); `le_N`: latency histogram (ms). */
-export type SubscriptionStatsTable = {
+type SubscriptionStatsTable = {
   subscription_id: string;
   bucket_start: number;
   succeeded: number;
@@ -133,7 +135,7 @@ export interface SubscriptionHealthTable {
 }
 
 /** A rate-limited subscription's current one-second window and the deliveries it granted. */
-export interface SubscriptionRateWindowsTable {
+interface SubscriptionRateWindowsTable {
   subscription_id: string;
   window_start: number;
   granted: number;
@@ -182,7 +184,7 @@ export interface ListenSessionsTable {
 }
 
 /** The one row readiness writes to learn the database takes writes (id 1). */
-export interface ReadinessProbeTable {
+interface ReadinessProbeTable {
   id: number;
   written_at: number;
 }

@@ -1,5 +1,8 @@
+import type { AttemptOutcomeKind } from '../../domain/notifications/endpoint-health.js';
+import type { NotificationStatus } from '../../domain/notifications/notification.js';
+import type { AnyNotificationEvent } from '../../domain/notifications/routing.js';
+
 /** One notification: a payload bound for one callback URL; its id is the Standard Webhooks `webhook-id`. */
-export type NotificationStatus = 'pending' | 'succeeded' | 'failed';
 
 export interface NotificationsTable {
   id: string;
@@ -8,7 +11,7 @@ export interface NotificationsTable {
   /** The subscription that routed it; null for a request's own callback URL. */
   subscription_id: string | null;
   /** A request event, or an operational one (`disabled-subscriptions`, `failed-notifications`: request_id '' for the first). */
-  event: 'registered-requests' | 'processed-requests' | 'disabled-subscriptions' | 'failed-notifications';
+  event: AnyNotificationEvent;
   /** The callback URL when the notification was written (a subscription's current URL is used at send time). */
   url: string;
   /** The exact body sent, JSON text. */
@@ -58,7 +61,7 @@ export interface NotificationAttemptsTable {
   response_body: string | null;
   error: string | null;
   /** 'succeeded', 'retry' (another attempt is scheduled) or 'failed' (no more attempts). */
-  outcome: 'succeeded' | 'retry' | 'failed';
+  outcome: AttemptOutcomeKind;
   /**
    * The headers of the call the attempt made, as compact JSON (lower-case name → value), secrets
    * masked before they are stored (domain/notifications/request-headers.ts); null when it made no

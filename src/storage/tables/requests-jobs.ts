@@ -1,7 +1,5 @@
 import type { Generated } from 'kysely';
-
-/** Status of a reward request; see docs/requests.md for the transitions. */
-export type RequestStatus = 'received' | 'registered' | 'rejected' | 'processed' | 'failed';
+import type { RequestStatus } from '../../domain/requests/request.js';
 
 export interface RequestsTable {
   id: string;

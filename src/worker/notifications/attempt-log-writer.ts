@@ -3,7 +3,8 @@ import type { Db } from '../../storage/database.js';
 import { lightTransaction } from '../../storage/light-transaction.js';
 import type { ClaimedJob } from '../../storage/queue/index.js';
 import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
-import type { NotificationsTable, NotificationStatus } from '../../storage/tables/index.js';
+import type { NotificationStatus } from '../../domain/notifications/notification.js';
+import type { NotificationsTable } from '../../storage/tables/index.js';
 import { releaseHeld } from '../../services/schedule-delivery.js';
 import { recordEndpointHealth, type DisabledSubscription } from '../../services/endpoint-health.js';
 import { reportsFailure, writeOperationalNotifications, type FailedNotification } from '../../services/operational-notifications.js';
@@ -82,7 +83,9 @@ export class AttemptLogWriter {
       if (settlements.length > 1) throw error;
       const [settlement] = settlements as [AttemptSettlement];
       const withoutAnswer = { ...settlement, attempt: { ...settlement.attempt, response_body: null, retry_after: null, error: ANSWER_NOT_STORED } };
-      written = await this.#write([withoutAnswer]).catch(() => Promise.reject(error));
+      written = await this.#write([withoutAnswer]).catch(() => {
+        throw error;
+      });
     }
     for (const disabled of written.disabled) this.options.onDisabled?.(disabled);
     if (written.enqueued > 0) this.options.onEnqueued?.();
@@ -124,7 +127,19 @@ export class AttemptLogWriter {
       // Not the pending notifications a switch-off failed: its disabled-subscriptions notification counts them.
       const failed = recorded.flatMap(({ status, accountId, attempt, notification }): FailedNotification[] =>
         status === 'failed' && reportsFailure(notification)
-          ? [{ accountId, notificationId: attempt.notification_id, requestId: notification.requestId, event: notification.event, url: attempt.url, attempts: attempt.attempt, lastStatusCode: attempt.status_code, lastError: attempt.error, at: now }]
+          ? [
+              {
+                accountId,
+                notificationId: attempt.notification_id,
+                requestId: notification.requestId,
+                event: notification.event,
+                url: attempt.url,
+                attempts: attempt.attempt,
+                lastStatusCode: attempt.status_code,
+                lastError: attempt.error,
+                at: now,
+              },
+            ]
           : [],
       );
       const enqueued = await writeOperationalNotifications(tx, { failed, disabled }, now);

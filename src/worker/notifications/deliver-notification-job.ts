@@ -1,16 +1,35 @@
 import { Batcher } from '../../batcher.js';
-import type { Deps } from '../../deps.js';
+import type { Config } from '../../config.js';
+import type { SecretBox } from '../../domain/crypto/secret-box.js';
+import type { Logger } from '../../logger.js';
+import type { Metrics } from '../../metrics.js';
+import type { Db } from '../../storage/database.js';
 import { decideAfterAttempt } from '../../domain/notifications/retry-policy.js';
 import { loadDeliveryTarget, type DeliveryTarget } from '../../services/delivery-targets.js';
 import { loadSigningSecrets, loadSigningSecretsForUrl, type SigningSecret } from '../../services/signing-secrets.js';
-import { DELIVERY_ROWS_QUEUE, endHeldDeliveries, type ClaimedJob } from '../../storage/queue/index.js';
+import { DELIVERY_ROWS_QUEUE, endHeldDeliveries, type ClaimedJob, type JobSignals } from '../../storage/queue/index.js';
 import { findNotificationsForDelivery, markNotificationFailed, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
 import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
+import type { OutboundDelivery } from '../outbound/outbound-config.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
 import { reportsFailure, writeOperationalNotifications } from '../../services/operational-notifications.js';
 import { RateLimiter } from './rate-limiter.js';
 import { DELIVER_NOTIFICATION, releaseHeld, type DeliverNotificationPayload } from '../../services/schedule-delivery.js';
+
+/** What delivering notifications uses; the composition root (deps.ts) builds it. */
+export interface NotificationDeliveryDeps {
+  db: Db;
+  /** Opens the stored callback credentials and signing secrets. */
+  box: SecretBox;
+  clock: () => number;
+  log: Logger;
+  config: Pick<Config, 'retryMaxAttempts' | 'retryIntervalMs' | 'subscriptionDisableAfterMs'>;
+  metrics: Pick<Metrics, 'deliveryAttempts' | 'deliveryLatency' | 'queue'>;
+  /** Wakes this process's worker after a commit that wrote operational notifications (new delivery jobs). */
+  signals: JobSignals;
+  outbound: Pick<OutboundDelivery, 'deliverAttempt'>;
+}
 
 type Prepared = { input: DeliveryAttemptInput; rateLimit: number | null } | { refused: string; url: string };
 
@@ -47,7 +66,7 @@ class TargetCache {
 class NotificationLoader {
   readonly #batcher: Batcher<string, NotificationForDelivery | undefined>;
 
-  constructor(db: Deps['db']) {
+  constructor(db: Db) {
     this.#batcher = new Batcher({
       gather: 'microtask',
       maxBatch: 1000,
@@ -64,7 +83,7 @@ class NotificationLoader {
 }
 
 interface DeliveryContext {
-  deps: Deps;
+  deps: NotificationDeliveryDeps;
   notifications: NotificationLoader;
   cache: TargetCache;
   log: AttemptLogWriter;
@@ -86,9 +105,7 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
   }
   const subscriptionId = row.subscription_id;
   if (row.subscription_updated_at === null) return { refused: 'the subscription was deleted', url: row.url };
-  const target = await cache.get<DeliveryTarget | undefined>(`target:${subscriptionId}:${row.subscription_updated_at}`, () =>
-    loadDeliveryTarget(deps.db, deps.box, subscriptionId),
-  );
+  const target = await cache.get<DeliveryTarget | undefined>(`target:${subscriptionId}:${row.subscription_updated_at}`, () => loadDeliveryTarget(deps.db, deps.box, subscriptionId));
   if (!target) return { refused: 'the subscription was deleted', url: row.url };
   // A test send goes to an inactive subscription too: that is when people test.
   if (!target.active && row.test !== 1) return { refused: 'the subscription is inactive', url: target.url };
@@ -111,7 +128,7 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
  * between repeats the attempt with the same webhook-id, which receivers use to drop duplicates
  * (at-least-once delivery).
  */
-export async function deliverNotification(context: DeliveryContext, job: ClaimedJob<DeliverNotificationPayload>, control?: StandaloneJobControl): Promise<'settled'> {
+async function deliverNotification(context: DeliveryContext, job: ClaimedJob<DeliverNotificationPayload>, control?: StandaloneJobControl): Promise<'settled'> {
   const { deps } = context;
   const row = await context.notifications.load(job.payload.notificationId);
   if (!row || row.status !== 'pending') {
@@ -177,8 +194,13 @@ export async function deliverNotification(context: DeliveryContext, job: Claimed
   return 'settled';
 }
 
-export function notificationJobHandlers(deps: Deps): JobHandlers {
-  const context: DeliveryContext = { deps, notifications: new NotificationLoader(deps.db), cache: new TargetCache(deps.clock), limiter: new RateLimiter(deps.db, deps.clock), log: new AttemptLogWriter(deps.db, {
+export function notificationJobHandlers(deps: NotificationDeliveryDeps): JobHandlers {
+  const context: DeliveryContext = {
+    deps,
+    notifications: new NotificationLoader(deps.db),
+    cache: new TargetCache(deps.clock),
+    limiter: new RateLimiter(deps.db, deps.clock),
+    log: new AttemptLogWriter(deps.db, {
       onLeaseLost: () => deps.metrics.queue.leasesLost.inc(),
       disableAfterMs: deps.config.subscriptionDisableAfterMs,
       onDisabled: (disabled) => deps.log.warn(disabled, 'subscription switched off: every attempt failed for SUBSCRIPTION_DISABLE_AFTER'),
@@ -200,7 +222,17 @@ export function notificationJobHandlers(deps: Deps): JobHandlers {
         // Told to the account like a failed last attempt (other processes are woken by the write; this one polls).
         const notification = ended ? { event: ended.event, requestId: ended.request_id, test: Number(ended.test) === 1 } : undefined;
         if (ended && notification && reportsFailure(notification)) {
-          const failed = { accountId: ended.account_id, notificationId, requestId: ended.request_id, event: notification.event, url: ended.url, attempts: Number(ended.attempt_count), lastStatusCode: ended.last_status_code, lastError: reason, at: now };
+          const failed = {
+            accountId: ended.account_id,
+            notificationId,
+            requestId: ended.request_id,
+            event: notification.event,
+            url: ended.url,
+            attempts: Number(ended.attempt_count),
+            lastStatusCode: ended.last_status_code,
+            lastError: reason,
+            at: now,
+          };
           await writeOperationalNotifications(tx, { failed: [failed], disabled: [] }, now);
         }
       },

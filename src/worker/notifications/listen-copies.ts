@@ -1,9 +1,8 @@
-import type { Deps } from '../../deps.js';
-import type { OutcomeRecorder } from '../../domain/requests/outcomes.js';
+import type { OutcomeRecorder } from '../outcome-recorder.js';
 import type { Tx } from '../../storage/database.js';
 import { listenUrl, listLiveListenSessions, type ListenSession } from '../../storage/repositories/listen-sessions.js';
 import { insertNotifications, newNotificationRow } from '../../storage/repositories/notifications.js';
-import { notificationEventOf } from './record-notifications.js';
+import { notificationEventOf, type OutcomeRecorderDeps } from './record-notifications.js';
 import { LISTEN_SESSIONS_REFRESH_MS } from '../../services/listen-sessions.js';
 
 /**
@@ -18,7 +17,7 @@ import { LISTEN_SESSIONS_REFRESH_MS } from '../../services/listen-sessions.js';
  * sessions and ended ones not yet swept) at most once per LISTEN_SESSIONS_REFRESH_MS, in the
  * transaction of the batch that finds its read stale; batches in between run no statement at all.
  */
-export function listenCopyRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder {
+export function listenCopyRecorder(deps: OutcomeRecorderDeps): OutcomeRecorder {
   let read: { at: number; byAccount: Map<string, ListenSession[]> } | undefined;
   const sessionsFor = async (tx: Tx): Promise<Map<string, ListenSession[]>> => {
     const at = performance.now();

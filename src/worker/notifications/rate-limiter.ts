@@ -5,7 +5,7 @@ import { postponeDeliveries, type ClaimedJob } from '../../storage/queue/index.j
 import { countRateWindowTurns } from '../../storage/repositories/rate-windows.js';
 
 /** The rate limit's window: `rateLimit` deliveries per calendar second of the worker's clock. */
-export const RATE_WINDOW_MS = 1000;
+const RATE_WINDOW_MS = 1000;
 /** Postponed deliveries sharing a window are due over its first 100 ms, in the order of their turns. */
 const SPREAD_MS = 100;
 

@@ -1,12 +1,17 @@
 import { orderKey } from '../../domain/notifications/order.js';
-import type { Deps } from '../../deps.js';
-import type { OutcomeRecorder, RequestOutcome } from '../../domain/requests/outcomes.js';
+import type { RequestOutcome } from '../../domain/requests/outcomes.js';
+import type { OutcomeRecorder } from '../outcome-recorder.js';
 import { routeNotification, SUBSCRIPTION_EVENT_OF, type NotificationEvent } from '../../domain/notifications/routing.js';
 import type { Tx } from '../../storage/database.js';
 import type { NotificationsTable } from '../../storage/tables/index.js';
 import { findPendingRegistered, insertNotifications, markHasWaiters, newNotificationRow } from '../../storage/repositories/notifications.js';
 import { listSubscriptionsForEvent, type SubscriptionRoute } from '../../storage/repositories/subscriptions.js';
 import { offerDeliveries } from '../../services/schedule-delivery.js';
+
+/** What the outcome recorders (this one and listen-copies.ts) use. */
+export interface OutcomeRecorderDeps {
+  clock: () => number;
+}
 
 export function notificationEventOf(outcome: RequestOutcome): NotificationEvent {
   return outcome.kind === 'processed' ? 'processed-requests' : 'registered-requests';
@@ -35,7 +40,7 @@ function subscriptionReader(tx: Tx): (accountId: string, event: NotificationEven
  * not at all (the transactional outbox). The deliveries go to the batch's lease offer: this worker
  * starts what it took right after the commit, and wakes the others for the rest.
  */
-export function notificationRecorder(deps: Pick<Deps, 'clock'>): OutcomeRecorder {
+export function notificationRecorder(deps: OutcomeRecorderDeps): OutcomeRecorder {
   return async (tx: Tx, outcomes: RequestOutcome[], batch) => {
     const now = deps.clock();
     const subscriptionsFor = subscriptionReader(tx);
@@ -87,7 +92,10 @@ async function holdBehindRegistered(tx: Tx, rows: NotificationsTable[]): Promise
   const key = (row: NotificationsTable) => orderKey(row.request_id, row.url);
   const inBatch = new Map<string, string>();
   for (const row of rows) if (row.event === 'registered-requests' && !inBatch.has(key(row))) inBatch.set(key(row), row.id);
-  const pending = await findPendingRegistered(tx, processed.map((row) => ({ requestId: row.request_id, url: row.url })));
+  const pending = await findPendingRegistered(
+    tx,
+    processed.map((row) => ({ requestId: row.request_id, url: row.url })),
+  );
   for (const row of processed) {
     row.waits_for = pending.get(key(row)) ?? inBatch.get(key(row)) ?? null;
     // Held: not due until the notification it waits for ends.

@@ -1,5 +1,6 @@
 // The subscription's own type: the outbound side takes exactly what subscriptions store.
 import type { CallbackAuthorization, OAuth2Credentials as OAuth2ClientCredentials } from '../../domain/subscriptions/types.js';
+import { DeliveryFailure } from './delivery-failure.js';
 
 /**
  * The authorization forms of a subscription's callback (seed "Authentication", PRODUCT.md §5),
@@ -23,13 +24,6 @@ export interface CallbackAuthPlan {
   credential: CallbackCredential;
 }
 
-export class CallbackAuthError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'CallbackAuthError';
-  }
-}
-
 function withoutScheme(value: string, scheme: string): string {
   return value.trim().replace(new RegExp(`^${scheme}(?:\\s+|$)`, 'i'), '');
 }
@@ -38,14 +32,14 @@ function headerValue(scheme: 'Basic' | 'Bearer', raw: string): string {
   const credential = withoutScheme(raw, scheme);
   // Validation refuses these at save time; checked again because a header injection here would
   // smuggle extra headers to the client's server.
-  if (credential.length === 0) throw new CallbackAuthError(`${scheme} credential is empty`);
-  if (/[\r\n\0]/.test(credential)) throw new CallbackAuthError(`${scheme} credential contains a control character`);
+  if (credential.length === 0) throw new DeliveryFailure(`${scheme} credential is empty`, 'BAD_CREDENTIAL');
+  if (/[\r\n\0]/.test(credential)) throw new DeliveryFailure(`${scheme} credential contains a control character`, 'BAD_CREDENTIAL');
   return `${scheme} ${credential}`;
 }
 
 function checkOAuth2(client: OAuth2ClientCredentials, where: string): OAuth2ClientCredentials {
   for (const field of ['client_id', 'client_secret', 'url'] as const) {
-    if (typeof client[field] !== 'string' || client[field].length === 0) throw new CallbackAuthError(`${where}.${field} is missing`);
+    if (typeof client[field] !== 'string' || client[field].length === 0) throw new DeliveryFailure(`${where}.${field} is missing`, 'BAD_CREDENTIAL');
   }
   return client;
 }

@@ -25,7 +25,7 @@ export interface ConcurrencyLimits {
 export const DEFAULT_CONCURRENCY_LIMITS: ConcurrencyLimits = { overall: 64, perAddress: 8, reserve: 16, lightBelow: LIGHT_ACCOUNT_SLOTS };
 
 /** Who a call is for and where it goes: the account, and the address its host resolved to (or the host, when it did not resolve). */
-export interface CallKey {
+interface CallKey {
   account: string;
   address: string;
 }
@@ -61,7 +61,7 @@ export function createConcurrencyLimiter(limits: ConcurrencyLimits = DEFAULT_CON
 
   const queueOf = ({ account, address }: CallKey): AddressQueue => {
     let addresses = accounts.get(account);
-    if (!addresses) accounts.set(account, (addresses = new Map()));
+    if (!addresses) accounts.set(account, (addresses = new Map<string, AddressQueue>()));
     let queue = addresses.get(address);
     if (!queue) addresses.set(address, (queue = { active: 0, waiters: [] }));
     return queue;

@@ -4,7 +4,7 @@ import { createOutboundHttpClient, type OutboundHttpClient } from './http-client
 import { OAuth2TokenCache } from './oauth2-token-cache.js';
 import { loadTlsMaterial, type OutboundConfig, type OutboundDelivery, type TlsMaterial } from './outbound-config.js';
 
-export { loadTlsMaterial, OutboundConfigError, type OutboundConfig, type OutboundDelivery, type TlsMaterial } from './outbound-config.js';
+export { OutboundConfigError, type OutboundConfig } from './outbound-config.js';
 
 /** Composition of the outbound pieces for the job worker: one HTTP client, one token cache, one limiter. */
 

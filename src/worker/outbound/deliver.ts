@@ -7,15 +7,15 @@ import type { OAuth2TokenCache } from './oauth2-token-cache.js';
 
 /**
  * One notification attempt: sign the body, authenticate, POST it to the callback URL, and report
- * what happened. Never throws: every failure becomes `{ ok: false, error }` for the delivery log;
- * what to do next is retry-policy.ts's decision.
+ * what happened. Never throws: every failure (a DeliveryFailure of the call, its credential or its
+ * token request; a signing error) becomes `{ ok: false, error }` with its message, for the delivery
+ * log; what to do next is retry-policy.ts's decision.
  */
 
-export type NotificationEventType = 'registered-requests' | 'processed-requests' | 'disabled-subscriptions' | 'failed-notifications';
+type NotificationEventType = 'registered-requests' | 'processed-requests' | 'disabled-subscriptions' | 'failed-notifications';
 
 /** `x-webhook-event`, and the first 1 KiB of each answer the delivery log keeps (PRODUCT.md §7). */
 import { EVENT_TYPE_HEADER, MAX_LOGGED_RESPONSE_BYTES } from '../../domain/notifications/webhook-headers.js';
-export { EVENT_TYPE_HEADER, MAX_LOGGED_RESPONSE_BYTES };
 
 /** Headers a subscription may not set; checked at save time, and here again because it is cheap. */
 const RESERVED_HEADER = /^(host|content-length|content-type|transfer-encoding|connection|authorization|user-agent|x-webhook-event|x-webhook-test|webhook-.*)$/i;
@@ -74,14 +74,14 @@ function headerText(value: string | string[] | undefined): string | undefined {
  * HTTP-date): the delivery log records the header (`notification_attempts.retry_after`), and no
  * valid value is cut, so the retry policy reads the same.
  */
-export const MAX_RETRY_AFTER_CHARS = 256;
+const MAX_RETRY_AFTER_CHARS = 256;
 
 /**
  * Text kept in the attempt log (the answer's first KiB, an error message): as received, except
  * NUL characters, which PostgreSQL's text columns refuse (a binary answer made the whole attempt
  * unrecordable there). SQLite stores the same, so both databases log the same text.
  */
-export function loggableText(text: string): string {
+function loggableText(text: string): string {
   return text.includes('\u0000') ? text.replaceAll('\u0000', '\uFFFD') : text;
 }
 
@@ -153,11 +153,7 @@ export async function deliverAttempt(input: Omit<DeliveryAttemptInput, 'accountI
  * Sends with the credential; for OAuth2, a 401 means the cached token may have been revoked or
  * expired early, so it is dropped and the call is made once more with a fresh token.
  */
-async function sendAuthenticated(
-  credential: CallbackCredential,
-  send: (authorization: string | undefined) => Promise<OutboundResponse>,
-  tokens: OAuth2TokenCache,
-): Promise<OutboundResponse> {
+async function sendAuthenticated(credential: CallbackCredential, send: (authorization: string | undefined) => Promise<OutboundResponse>, tokens: OAuth2TokenCache): Promise<OutboundResponse> {
   if (credential.kind === 'none') return send(undefined);
   if (credential.kind === 'static') return send(credential.authorization);
   const options = { useClientCertificate: credential.tokenRequestUsesClientCertificate };

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
 import { ForbiddenAddressError, GuardedResolver, hostForLookup, isPublicAddress } from '../../net/address-policy.js';
+import { DeliveryFailure } from './delivery-failure.js';
 
 /** Sent on every outbound call: notifications and the OAuth2 token requests made for them. */
 export { USER_AGENT } from '../../domain/notifications/webhook-headers.js';
@@ -35,7 +36,7 @@ export interface OutboundHttpClientOptions {
   resolver?: GuardedResolver;
 }
 
-export interface OutboundRequest {
+interface OutboundRequest {
   url: string;
   method?: 'POST' | 'GET';
   headers: Record<string, string>;
@@ -60,14 +61,6 @@ export interface OutboundHttpClient {
   close(): Promise<void>;
 }
 
-/** A failed call with a message fit for the delivery log (no secrets, no stack). */
-export class OutboundRequestError extends Error {
-  constructor(message: string, readonly code: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'OutboundRequestError';
-  }
-}
-
 const TLS_ERROR = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_MISMATCH|ERR_OSSL)/;
 
 function errorCode(error: unknown): string | undefined {
@@ -79,31 +72,38 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
-function describeFailure(error: unknown, url: URL, timedOut: boolean, timeoutMs: number): OutboundRequestError {
+/** The whole call took longer than `timeoutMs`: dispatchCall's timer, or one of undici's backstops. */
+function timedOut(url: URL, timeoutMs: number, cause?: unknown): DeliveryFailure {
+  return new DeliveryFailure(`timed out after ${timeoutMs} ms calling ${url.host}`, 'TIMEOUT', cause === undefined ? undefined : { cause });
+}
+
+/** A failed call as a DeliveryFailure, its message fit for the delivery log (no secrets, no stack). */
+function describeFailure(error: unknown, url: URL, timeoutMs: number): DeliveryFailure {
   const target = url.host;
-  if (timedOut) return new OutboundRequestError(`timed out after ${timeoutMs} ms calling ${target}`, 'TIMEOUT', { cause: error });
+  // dispatchCall's timer: already described.
+  if (error instanceof DeliveryFailure) return error;
   const forbidden = error instanceof ForbiddenAddressError ? error : (error as { cause?: unknown })?.cause;
   if (forbidden instanceof ForbiddenAddressError) {
-    return new OutboundRequestError(`refused to connect: ${forbidden.message}`, forbidden.code, { cause: error });
+    return new DeliveryFailure(`refused to connect: ${forbidden.message}`, forbidden.code, { cause: error });
   }
   const code = errorCode(error) ?? 'UNKNOWN';
   const message = (error as Error)?.message ?? String(error);
   switch (code) {
     case 'ECONNREFUSED':
-      return new OutboundRequestError(`connection refused by ${target}`, code, { cause: error });
+      return new DeliveryFailure(`connection refused by ${target}`, code, { cause: error });
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-      return new OutboundRequestError(`host ${url.hostname} could not be resolved`, code, { cause: error });
+      return new DeliveryFailure(`host ${url.hostname} could not be resolved`, code, { cause: error });
     case 'ECONNRESET':
     case 'UND_ERR_SOCKET':
-      return new OutboundRequestError(`connection to ${target} was closed unexpectedly (${message})`, code, { cause: error });
+      return new DeliveryFailure(`connection to ${target} was closed unexpectedly (${message})`, code, { cause: error });
     case 'UND_ERR_CONNECT_TIMEOUT':
     case 'UND_ERR_HEADERS_TIMEOUT':
     case 'UND_ERR_BODY_TIMEOUT':
-      return new OutboundRequestError(`timed out after ${timeoutMs} ms calling ${target}`, 'TIMEOUT', { cause: error });
+      return timedOut(url, timeoutMs, error);
   }
-  if (TLS_ERROR.test(code)) return new OutboundRequestError(`TLS handshake with ${target} failed: ${code}: ${message}`, code, { cause: error });
-  return new OutboundRequestError(`calling ${target} failed: ${code}: ${message}`, code, { cause: error });
+  if (TLS_ERROR.test(code)) return new DeliveryFailure(`TLS handshake with ${target} failed: ${code}: ${message}`, code, { cause: error });
+  return new DeliveryFailure(`calling ${target} failed: ${code}: ${message}`, code, { cause: error });
 }
 
 /** IP literals never reach `lookup`, so the address policy is applied to them here. */
@@ -123,8 +123,6 @@ function parseRawHeaders(raw: Buffer[]): Record<string, string | string[]> {
   }
   return headers;
 }
-
-class CallTimeoutError extends Error {}
 
 /**
  * One call through undici's dispatcher API with a handler that keeps the first `maxBodyBytes` of
@@ -153,14 +151,14 @@ function dispatchCall(dispatcher: Dispatcher, url: URL, outbound: OutboundReques
       finish(() => resolve({ statusCode, headers, body: truncated ? body.subarray(0, outbound.maxBodyBytes) : body, truncated }));
     };
     const timer = setTimeout(() => {
-      const error = new CallTimeoutError('timed out');
+      const error = timedOut(url, timeoutMs);
       finish(() => reject(error));
       abort?.(error);
     }, timeoutMs);
     const handler: Dispatcher.DispatchHandler = {
       onConnect(abortCall: (reason: Error) => void) {
         abort = abortCall;
-        if (settled) abortCall(new CallTimeoutError('timed out'));
+        if (settled) abortCall(timedOut(url, timeoutMs));
       },
       onHeaders(status: number, rawHeaders: Buffer[]) {
         // 1xx interim answers are not the response.
@@ -186,13 +184,11 @@ function dispatchCall(dispatcher: Dispatcher, url: URL, outbound: OutboundReques
       onError(error: Error) {
         finish(() => reject(error));
       },
-    } as Dispatcher.DispatchHandler;
+    };
     try {
-      dispatcher.dispatch(
-        { origin: url.origin, path: `${url.pathname}${url.search}`, method: outbound.method ?? 'POST', headers: outbound.headers, body: outbound.body ?? null },
-        handler,
-      );
+      dispatcher.dispatch({ origin: url.origin, path: `${url.pathname}${url.search}`, method: outbound.method ?? 'POST', headers: outbound.headers, body: outbound.body ?? null }, handler);
     } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what dispatch threw, passed on as it is (undici throws Errors).
       finish(() => reject(error));
     }
   });
@@ -223,16 +219,16 @@ export function createOutboundHttpClient(options: OutboundHttpClientOptions): Ou
 
   async function send(outbound: OutboundRequest): Promise<OutboundResponse> {
     const url = new URL(outbound.url);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundRequestError(`unsupported URL scheme ${url.protocol}`, 'BAD_URL');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new DeliveryFailure(`unsupported URL scheme ${url.protocol}`, 'BAD_URL');
     if (outbound.useClientCertificate && !withCertificate) {
-      throw new OutboundRequestError('mTLS is required but MTLS_CERT_FILE and MTLS_KEY_FILE are not configured', 'MTLS_NOT_CONFIGURED');
+      throw new DeliveryFailure('mTLS is required but MTLS_CERT_FILE and MTLS_KEY_FILE are not configured', 'MTLS_NOT_CONFIGURED');
     }
     const dispatcher = outbound.useClientCertificate ? withCertificate! : plain;
     try {
       refuseForbiddenLiteral(url, allowPrivateNetworks);
       return await dispatchCall(dispatcher, url, outbound, timeoutMs);
     } catch (error) {
-      throw describeFailure(error, url, error instanceof CallTimeoutError, timeoutMs);
+      throw describeFailure(error, url, timeoutMs);
     }
   }
 

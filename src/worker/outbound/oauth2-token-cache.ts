@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { OAuth2ClientCredentials } from './callback-auth.js';
-import { OutboundRequestError, USER_AGENT, type OutboundHttpClient } from './http-client.js';
+import { DeliveryFailure } from './delivery-failure.js';
+import { USER_AGENT, type OutboundHttpClient } from './http-client.js';
 
 /**
  * Access tokens for callbacks protected by OAuth2 client credentials (RFC 6749 §4.4), fetched
@@ -15,13 +16,6 @@ import { OutboundRequestError, USER_AGENT, type OutboundHttpClient } from './htt
 export interface TokenRequestOptions {
   /** Present the service certificate to the token endpoint (mtls.twoFactor.oauth2). */
   useClientCertificate: boolean;
-}
-
-export class TokenRequestError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'TokenRequestError';
-  }
 }
 
 /** Token responses are small JSON; anything larger is not a token response. */
@@ -100,22 +94,22 @@ export class OAuth2TokenCache {
         maxBodyBytes: MAX_TOKEN_RESPONSE_BYTES,
       });
     } catch (error) {
-      const reason = error instanceof OutboundRequestError ? error.message : String(error);
-      throw new TokenRequestError(`OAuth2 token request to ${safeUrl(client.url)} failed: ${reason}`, { cause: error });
+      const reason = error instanceof DeliveryFailure ? error.message : String(error);
+      throw new DeliveryFailure(`OAuth2 token request to ${safeUrl(client.url)} failed: ${reason}`, 'TOKEN_REQUEST', { cause: error });
     }
     const parsed = parseJson(response.body.toString('utf8'));
     if (response.statusCode !== 200) {
       const oauthError = typeof parsed?.error === 'string' ? ` ${parsed.error}` : '';
       const description = typeof parsed?.error_description === 'string' ? ` (${parsed.error_description.slice(0, 200)})` : '';
-      throw new TokenRequestError(`OAuth2 token request to ${safeUrl(client.url)} failed: HTTP ${response.statusCode}${oauthError}${description}`);
+      throw new DeliveryFailure(`OAuth2 token request to ${safeUrl(client.url)} failed: HTTP ${response.statusCode}${oauthError}${description}`, 'TOKEN_REQUEST');
     }
     const accessToken = parsed?.access_token;
     if (typeof accessToken !== 'string' || accessToken.length === 0 || /[\r\n\0]/.test(accessToken)) {
-      throw new TokenRequestError(`OAuth2 token response from ${safeUrl(client.url)} has no usable access_token`);
+      throw new DeliveryFailure(`OAuth2 token response from ${safeUrl(client.url)} has no usable access_token`, 'TOKEN_REQUEST');
     }
     const tokenType = parsed?.token_type;
     if (typeof tokenType === 'string' && tokenType.toLowerCase() !== 'bearer') {
-      throw new TokenRequestError(`OAuth2 token response from ${safeUrl(client.url)} has token_type ${tokenType.slice(0, 40)}; only Bearer is supported`);
+      throw new DeliveryFailure(`OAuth2 token response from ${safeUrl(client.url)} has token_type ${tokenType.slice(0, 40)}; only Bearer is supported`, 'TOKEN_REQUEST');
     }
     const expiresIn = Number(parsed?.expires_in);
     const lifetimeMs = Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn * 1000 : DEFAULT_LIFETIME_MS;

@@ -10,10 +10,7 @@ import type { ClientCertificate } from './http-client.js';
  * not load the HTTP client (undici) itself.
  */
 
-export type OutboundConfig = Pick<
-  Config,
-  'callbackTimeoutMs' | 'callbackAllowPrivateNetworks' | 'mtlsCertFile' | 'mtlsKeyFile' | 'mtlsCaFile'
->;
+export type OutboundConfig = Pick<Config, 'callbackTimeoutMs' | 'callbackAllowPrivateNetworks' | 'mtlsCertFile' | 'mtlsKeyFile' | 'mtlsCaFile'>;
 
 export type TlsMaterial = { clientCertificate?: ClientCertificate; extraCa?: string };
 
@@ -25,6 +22,7 @@ export interface OutboundDelivery {
   close(): Promise<void>;
 }
 
+/** An mTLS file that cannot be read: the service refuses to start (loadTlsMaterial). */
 export class OutboundConfigError extends Error {
   constructor(message: string) {
     super(message);
@@ -42,10 +40,7 @@ function readPem(variable: string, path: string): string {
 
 /** Reads the mTLS files once at start, so a bad path stops the service instead of every delivery. */
 export function loadTlsMaterial(config: OutboundConfig): TlsMaterial {
-  const clientCertificate =
-    config.mtlsCertFile && config.mtlsKeyFile
-      ? { cert: readPem('MTLS_CERT_FILE', config.mtlsCertFile), key: readPem('MTLS_KEY_FILE', config.mtlsKeyFile) }
-      : undefined;
+  const clientCertificate = config.mtlsCertFile && config.mtlsKeyFile ? { cert: readPem('MTLS_CERT_FILE', config.mtlsCertFile), key: readPem('MTLS_KEY_FILE', config.mtlsKeyFile) } : undefined;
   const extraCa = config.mtlsCaFile ? readPem('MTLS_CA_FILE', config.mtlsCaFile) : undefined;
   return { ...(clientCertificate ? { clientCertificate } : {}), ...(extraCa ? { extraCa } : {}) };
 }

@@ -1,0 +1,45 @@
+import { conflict, notFound } from '../domain/errors.js';
+import type { Db, Executor } from '../storage/database.js';
+import type { JobSignals } from '../storage/queue/index.js';
+import { LISTEN_URL_PREFIX } from '../storage/repositories/listen-sessions.js';
+import { findNotification, listAttempts, listNotifications as listNotificationRows, toDeliveryAttempt, toNotification, type NotificationPage } from '../storage/repositories/notifications.js';
+import { scheduleManualRetry } from './schedule-delivery.js';
+
+/** The use cases behind the delivery log (`/notifications`): read it, and retry one notification by hand. */
+
+export interface NotificationsContext {
+  db: Db;
+  /** Wakes this process's worker after the retry is committed. */
+  signals: JobSignals;
+  clock: () => number;
+}
+
+/** The cursor of the next page: `before` is the last id of the previous one. */
+type NotificationListQuery = Omit<NotificationPage, 'before'> & { cursor?: string | undefined };
+
+/** One page of the account's delivery log, newest first, and the cursor of the next (null on the last). */
+export async function listNotifications(db: Executor, query: NotificationListQuery) {
+  const { cursor, ...filter } = query;
+  const { rows, more } = await listNotificationRows(db, { ...filter, before: cursor });
+  return { notifications: rows.map(toNotification), nextCursor: more ? rows[rows.length - 1]!.id : null };
+}
+
+/** The account's notification with every attempt, oldest first; another account's is not found. */
+export async function getNotification(db: Executor, accountId: string, id: string) {
+  const row = await findNotification(db, id, accountId);
+  if (!row) throw notFound('notification');
+  return { notification: toNotification(row), attempts: (await listAttempts(db, row.id)).map(toDeliveryAttempt) };
+}
+
+/**
+ * One extra attempt now (`scheduleManualRetry`) for the account's notification. A copy forwarded
+ * by `rewards listen` is a conflict: only its CLI forwards it (docs/delivery.md, "Listen copies"),
+ * the worker has no URL to send it to.
+ */
+export async function retryNotification(ctx: NotificationsContext, accountId: string, id: string) {
+  const row = await findNotification(ctx.db, id, accountId);
+  if (!row) throw notFound('notification');
+  if (row.url.startsWith(LISTEN_URL_PREFIX))
+    throw conflict(`notification "${row.id}" is a copy forwarded by rewards listen; it cannot be retried: retry the notification sent to your receiver instead`);
+  return scheduleManualRetry(ctx.db, ctx.signals, row.id, ctx.clock());
+}
