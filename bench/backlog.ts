@@ -75,7 +75,7 @@ function sqliteBackend(): Backend {
           const db = openSqliteDatabase(file);
           db.pragma('busy_timeout = 5000');
           db.pragma('synchronous = OFF');
-          const columns = "(id, account_id, request_id, event, url, payload, status, attempt_count, created_at, updated_at, test, has_waiters, run_at, runs, postponed)";
+          const columns = '(id, account_id, request_id, event, url, payload, status, attempt_count, created_at, updated_at, test, has_waiters, run_at, runs, postponed)';
           const row = "(?, 'acc_backlog', ?, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 0, ?, ?, 0, 0, ?, 0, 0)";
           const CHUNK = 500;
           const statement = (n: number) => db.prepare(`insert into notifications ${columns} values ${Array(n).fill(row).join(', ')}`);
@@ -147,7 +147,11 @@ async function releaseJobs(db: Executor, jobs: ClaimedJob[]): Promise<void> {
   await db
     .updateTable('notifications')
     .set((eb) => ({ lease: null, lease_until: null, runs: eb('runs', '-', 1) }))
-    .where('id', 'in', jobs.map((job) => job.id))
+    .where(
+      'id',
+      'in',
+      jobs.map((job) => job.id),
+    )
     .execute();
 }
 
@@ -281,7 +285,9 @@ export async function benchBacklog(options: BenchOptions): Promise<BenchRow[]> {
         {
           entry: `backlog: worker peak RSS delivering ${fmt(work)} notifications, ${fmt(large)} pending${quickNote} [${backend.name}]`,
           figure: `${big.peakRssMiB.toFixed(0)} MiB (${(big.workMs / 1000).toFixed(1)} s from start to last delivery)`,
-          baseline: options.quick ? `${fmt(SMALL)} pending: not measured with --quick (ratio: to the 256 MiB goal)` : `${fmt(SMALL)} pending: ${small.peakRssMiB.toFixed(0)} MiB (${(small.workMs / 1000).toFixed(1)} s)`,
+          baseline: options.quick
+            ? `${fmt(SMALL)} pending: not measured with --quick (ratio: to the 256 MiB goal)`
+            : `${fmt(SMALL)} pending: ${small.peakRssMiB.toFixed(0)} MiB (${(small.workMs / 1000).toFixed(1)} s)`,
           ratio: big.peakRssMiB / (options.quick ? 256 : small.peakRssMiB),
           goal: '≤ 256 MiB',
           met: big.peakRssMiB <= 256,

@@ -16,10 +16,10 @@ export interface PgSchema {
   schema: string;
   /** DATABASE_URL for child processes: the schema travels in `options`. */
   databaseUrl: string;
-  open(poolSize?: number): Storage;
+  open: (poolSize?: number) => Storage;
   /** Runs one statement on a fresh connection (search_path = the schema). */
-  query(statement: string, values?: unknown[]): Promise<pg.QueryResult>;
-  drop(): Promise<void>;
+  query: <Row extends pg.QueryResultRow = pg.QueryResultRow>(statement: string, values?: unknown[]) => Promise<pg.QueryResult<Row>>;
+  drop: () => Promise<void>;
 }
 
 export async function createPgSchema(url: string): Promise<PgSchema> {
@@ -65,8 +65,8 @@ export async function startWorkerProcess(env: Record<string, string>): Promise<W
   let output = '';
   // Keep only the tail: a long run must not grow this process's memory.
   const append = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000));
-  child.stdout!.on('data', append);
-  child.stderr!.on('data', append);
+  child.stdout.on('data', append);
+  child.stderr.on('data', append);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   for (let i = 0; i < 600 && !output.includes('job worker started'); i++) {
     if (child.exitCode !== null) throw new Error(`worker exited: ${output}`);
@@ -122,8 +122,8 @@ export async function waitForReceiverCount(receiverUrl: string, count: number, w
   }
 }
 
-/** One JSON call to the service with a bearer token; throws on a non-2xx answer. */
-export async function call(url: string, method: string, path: string, bearer: string, body?: unknown): Promise<any> {
+/** One JSON call to the service with a bearer token, its body read as `T`; throws on a non-2xx answer. */
+export async function call<T = unknown>(url: string, method: string, path: string, bearer: string, body?: unknown): Promise<T> {
   const response = await fetch(`${url}${path}`, {
     method,
     headers: { authorization: `Bearer ${bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -131,7 +131,20 @@ export async function call(url: string, method: string, path: string, bearer: st
   });
   const text = await response.text();
   if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+/** The parts of the API's answers the benchmarks read. */
+export interface Created {
+  id: string;
+}
+export interface ClientCredentials {
+  client_id: string;
+  client_secret: string;
+  scopes: string;
+}
+export interface Subscription {
+  _id: string;
 }
 
 export interface Tenant {
@@ -143,10 +156,10 @@ export interface Tenant {
 /** Through a running API: an account, a client and a registered-request subscription to `receiverUrl`/hook. */
 export async function setUpTenant(serviceUrl: string, operator: { client_id: string; client_secret: string }, receiverUrl: string): Promise<Tenant> {
   const admin = await token(serviceUrl, operator.client_id, operator.client_secret, 'admin');
-  const account = await call(serviceUrl, 'POST', '/v2/admin/accounts', admin, { name: `bench-${randomBytes(3).toString('hex')}` });
-  const client = await call(serviceUrl, 'POST', `/v2/admin/accounts/${account.id}/clients`, admin, {});
+  const account = await call<Created>(serviceUrl, 'POST', '/v2/admin/accounts', admin, { name: `bench-${randomBytes(3).toString('hex')}` });
+  const client = await call<ClientCredentials>(serviceUrl, 'POST', `/v2/admin/accounts/${account.id}/clients`, admin, {});
   const bearer = await token(serviceUrl, client.client_id, client.client_secret, client.scopes);
-  const subscription = await call(serviceUrl, 'POST', '/v2/subscriptions', bearer, { event: 'registered-request', callback: { url: `${receiverUrl}/hook` } });
+  const subscription = await call<Subscription>(serviceUrl, 'POST', '/v2/subscriptions', bearer, { event: 'registered-request', callback: { url: `${receiverUrl}/hook` } });
   return { accountId: account.id, subscriptionId: subscription._id, callbackUrl: `${receiverUrl}/hook` };
 }
 
@@ -157,7 +170,19 @@ export async function preloadNotifications(storage: Storage, tenant: Tenant, cou
     for (let start = 0; start < count; start += 500) {
       const rows: NotificationsTable[] = [];
       for (let i = start; i < Math.min(count, start + 500); i++) {
-        rows.push(newNotificationRow({ accountId: tenant.accountId, requestId: `req_${tag}_${i}`, subscriptionId: tenant.subscriptionId, event: 'registered-requests', url: tenant.callbackUrl, payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }) }, now));
+        rows.push(
+          newNotificationRow(
+            {
+              accountId: tenant.accountId,
+              requestId: `req_${tag}_${i}`,
+              subscriptionId: tenant.subscriptionId,
+              event: 'registered-requests',
+              url: tenant.callbackUrl,
+              payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }),
+            },
+            now,
+          ),
+        );
       }
       await insertNotifications(tx, rows);
     }
@@ -166,8 +191,16 @@ export async function preloadNotifications(storage: Storage, tenant: Tenant, cou
 
 /** Work not finished: pending jobs (request registration and processing) and pending notifications (each its own delivery job). */
 export async function unfinishedWork(storage: Storage): Promise<number> {
-  const jobs = await storage.db.selectFrom('jobs').select((eb) => eb.fn.countAll<string>().as('n')).where('state', '=', 'pending').executeTakeFirstOrThrow();
-  const notifications = await storage.db.selectFrom('notifications').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+  const jobs = await storage.db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('state', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  const notifications = await storage.db
+    .selectFrom('notifications')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
   return Number(jobs.n) + Number(notifications.n);
 }
 

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
-import { call, createPgSchema, unfinishedWork } from './cluster.js';
+import { call, createPgSchema, unfinishedWork, type ClientCredentials, type Created, type Subscription } from './cluster.js';
 import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 
 /**
@@ -138,26 +138,37 @@ const sqliteBackend: Backend = {
   cleanup: async () => {},
 };
 
-
 /** An account with a client, an unlimited experience (`bench`) and a subscription per event (registered-request alone unless told) to the receiver's /hook. */
 export async function setUpTenant(service: Awaited<ReturnType<typeof startRewards>>, receiverUrl: string, events = ['registered-request']) {
   const admin = await token(service.url, service.operator.client_id, service.operator.client_secret, 'admin');
-  const account = await call(service.url, 'POST', '/v2/admin/accounts', admin, { name: `bench-${randomBytes(3).toString('hex')}` });
-  const client = await call(service.url, 'POST', `/v2/admin/accounts/${account.id}/clients`, admin, {});
+  const account = await call<Created>(service.url, 'POST', '/v2/admin/accounts', admin, { name: `bench-${randomBytes(3).toString('hex')}` });
+  const client = await call<ClientCredentials>(service.url, 'POST', `/v2/admin/accounts/${account.id}/clients`, admin, {});
   await call(service.url, 'POST', `/v2/admin/experiences?accountId=${account.id}`, admin, {
     name: 'bench',
     title: 'Benchmark',
     prizes: [{ id: 'cpn', bucket: 'coupons', title: '10 off', value: 10, kind: 'coupon' }],
   });
   const bearer = await token(service.url, client.client_id, client.client_secret, client.scopes);
-  const [subscription] = await Promise.all(events.map((event) => call(service.url, 'POST', '/v2/subscriptions', bearer, { event, callback: { url: `${receiverUrl}/hook` } })));
-  return { accountId: account.id as string, bearer, subscriptionId: subscription._id as string, callbackUrl: `${receiverUrl}/hook` };
+  const [subscription] = await Promise.all(events.map((event) => call<Subscription>(service.url, 'POST', '/v2/subscriptions', bearer, { event, callback: { url: `${receiverUrl}/hook` } })));
+  return { accountId: account.id, bearer, subscriptionId: subscription!._id, callbackUrl: `${receiverUrl}/hook` };
 }
 
 /** Commits `count` pending notifications (each its own delivery job), as the request pipeline would. */
 export async function preload(storage: Storage, tenant: { accountId: string; subscriptionId: string; callbackUrl: string }, count: number, tag = 'bench'): Promise<void> {
   const now = Date.now();
-  const rows = Array.from({ length: count }, (_, i) => newNotificationRow({ accountId: tenant.accountId, requestId: `req_${tag}_${i}`, subscriptionId: tenant.subscriptionId, event: 'registered-requests', url: tenant.callbackUrl, payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }) }, now));
+  const rows = Array.from({ length: count }, (_, i) =>
+    newNotificationRow(
+      {
+        accountId: tenant.accountId,
+        requestId: `req_${tag}_${i}`,
+        subscriptionId: tenant.subscriptionId,
+        event: 'registered-requests',
+        url: tenant.callbackUrl,
+        payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }),
+      },
+      now,
+    ),
+  );
   await storage.db.transaction().execute(async (tx) => {
     for (let i = 0; i < rows.length; i += 500) {
       const batch = rows.slice(i, i + 500);

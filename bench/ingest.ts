@@ -26,7 +26,11 @@ async function insertBenchExperience(storage: Storage): Promise<{ accountId: str
 }
 
 async function countByStatus(storage: Storage): Promise<{ total: number; processed: number }> {
-  const rows = await storage.db.selectFrom('requests').select(['status', (eb) => eb.fn.countAll().as('n')]).groupBy('status').execute();
+  const rows = await storage.db
+    .selectFrom('requests')
+    .select(['status', (eb) => eb.fn.countAll().as('n')])
+    .groupBy('status')
+    .execute();
   const total = rows.reduce((sum, row) => sum + Number(row.n), 0);
   return { total, processed: Number(rows.find((row) => row.status === 'processed')?.n ?? 0) };
 }
@@ -45,7 +49,14 @@ async function benchOneDatabase(label: string, env: Record<string, string>, stor
     const me = await load({ url: `${service.url}/v2/me`, headers, duration });
 
     const started = Date.now();
-    const ingest = await load({ url: `${service.url}/v2/requests`, method: 'POST', headers, body: JSON.stringify({ experience: experience.name, event: 'purchase', data: { orderId: 'o-1' } }), duration, connections: 64 });
+    const ingest = await load({
+      url: `${service.url}/v2/requests`,
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ experience: experience.name, event: 'purchase', data: { orderId: 'o-1' } }),
+      duration,
+      connections: 64,
+    });
     const ingestEnded = Date.now();
     let counts = await countByStatus(storage);
     const processedAtLoadEnd = counts.processed;

@@ -64,7 +64,7 @@ function canPin(): boolean {
   }
 }
 export const PINNING = canPin();
-export const LOAD_CORE = 0;
+const LOAD_CORE = 0;
 export const SERVER_CORE = 1;
 
 /**
@@ -164,7 +164,7 @@ export async function startProcess(args: string[], env: Record<string, string>, 
   const [command, commandArgs] = onCore(core, process.execPath, args);
   const child = spawn(command, commandArgs, { env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`process exited: ${stderr}`);
@@ -187,8 +187,14 @@ export async function startProcess(args: string[], env: Record<string, string>, 
   };
 }
 
+/** The operator's client, as the service writes it to operator-credentials.json on first start. */
+interface OperatorCredentials {
+  client_id: string;
+  client_secret: string;
+}
+
 /** A fresh rewards service (SQLite unless DATABASE_URL is given) in its own process (on `core` when pinning). */
-export async function startRewards(extraEnv: Record<string, string> = {}, args: string[] = [], core?: number): Promise<Child & { dataDir: string; operator: { client_id: string; client_secret: string } }> {
+export async function startRewards(extraEnv: Record<string, string> = {}, args: string[] = [], core?: number): Promise<Child & { dataDir: string; operator: OperatorCredentials }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'rewards-bench-'));
   const port = await freePort();
   const env = {
@@ -201,7 +207,7 @@ export async function startRewards(extraEnv: Record<string, string> = {}, args: 
   // BENCH_CPU_PROF=DIR: every service process writes a V8 CPU profile per thread into DIR on exit.
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const child = await startProcess([...profile, REWARDS_BIN, 'serve', ...args], env, '/health/ready', port, core);
-  const operator = JSON.parse(readFileSync(join(dataDir, 'operator-credentials.json'), 'utf8'));
+  const operator = JSON.parse(readFileSync(join(dataDir, 'operator-credentials.json'), 'utf8')) as OperatorCredentials;
   return { ...child, dataDir, operator };
 }
 
@@ -254,7 +260,15 @@ export async function interleavedLoads<K extends string>(targets: Record<K, auto
  * (autocannon's `overallRate` sends each second's quota back to back at the start of the second:
  * bursts of `rate` requests, which measures burst queueing, not latency at that rate.)
  */
-export async function pacedLoad(options: { url: string; method: 'POST' | 'GET'; headers: Record<string, string>; body?: string; rate: number; seconds: number; connections?: number }): Promise<{ sent: number; ok: number; failed: number }> {
+export async function pacedLoad(options: {
+  url: string;
+  method: 'POST' | 'GET';
+  headers: Record<string, string>;
+  body?: string;
+  rate: number;
+  seconds: number;
+  connections?: number;
+}): Promise<{ sent: number; ok: number; failed: number }> {
   const target = new URL(options.url);
   const pool = new Pool(target.origin, { connections: options.connections ?? 64, pipelining: 1, keepAliveTimeout: 10_000 });
   const total = Math.round(options.rate * options.seconds);
@@ -262,7 +276,7 @@ export async function pacedLoad(options: { url: string; method: 'POST' | 'GET'; 
   let ok = 0;
   let failed = 0;
   const started = performance.now();
-  for (let sent = 0; sent < total; ) {
+  for (let sent = 0; sent < total;) {
     const due = Math.min(total, Math.floor(((performance.now() - started) * options.rate) / 1000) + 1);
     for (; sent < due; sent++) {
       calls.push(

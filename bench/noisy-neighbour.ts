@@ -85,7 +85,17 @@ async function measureB(service: Child, receiverUrl: string, storage: Storage, b
   // Where the slowest 1 % spent it: before their (last) attempt started (queue, claim, loading), or after (call slots, the call).
   const tail = created.filter((row) => arrivals.has(row.id) && arrivals.get(row.id)! - Number(row.created_at) >= p99);
   const started = new Map(
-    (await storage.db.selectFrom('notification_attempts').select(['notification_id', 'started_at']).where('notification_id', 'in', tail.map((row) => row.id)).execute()).map((a) => [a.notification_id, Number(a.started_at)]),
+    (
+      await storage.db
+        .selectFrom('notification_attempts')
+        .select(['notification_id', 'started_at'])
+        .where(
+          'notification_id',
+          'in',
+          tail.map((row) => row.id),
+        )
+        .execute()
+    ).map((a) => [a.notification_id, Number(a.started_at)]),
   );
   const split = tail.map((row) => ({ toStart: (started.get(row.id) ?? NaN) - Number(row.created_at), toArrival: arrivals.get(row.id)! - (started.get(row.id) ?? NaN) }));
   const tailSplit = { toStart: Math.max(...split.map((x) => x.toStart)), toArrival: Math.max(...split.map((x) => x.toArrival)) };

@@ -127,7 +127,12 @@ async function costSince(client: pg.Client, before: Awaited<ReturnType<typeof co
 }
 
 async function startPeerWorker(peer: SystemName, url: string, schema: string, receiverUrl: string, secret: string): Promise<Child> {
-  return startProcess(['--import', 'tsx', join(ROOT_DIR, 'bench/peers/worker.ts')], { PEER: peer, DATABASE_URL: url, PEER_SCHEMA: schema, RECEIVER_URL: receiverUrl, SIGNING_SECRET: secret }, '/ready', await freePort());
+  return startProcess(
+    ['--import', 'tsx', join(ROOT_DIR, 'bench/peers/worker.ts')],
+    { PEER: peer, DATABASE_URL: url, PEER_SCHEMA: schema, RECEIVER_URL: receiverUrl, SIGNING_SECRET: secret },
+    '/ready',
+    await freePort(),
+  );
 }
 
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
@@ -138,7 +143,10 @@ async function graphileWorker(url: string, receiverUrl: string, withLog: boolean
   const utils = await makeWorkerUtils({ connectionString: url, schema });
   await utils.migrate();
   const pool = new pg.Pool({ connectionString: url, max: 8 });
-  if (withLog) await pool.query(`create table ${schema}.attempts (id bigserial primary key, job_id bigint not null, webhook_id text not null, status_code int not null, latency_ms int not null, at timestamptz not null)`);
+  if (withLog)
+    await pool.query(
+      `create table ${schema}.attempts (id bigserial primary key, job_id bigint not null, webhook_id text not null, status_code int not null, latency_ms int not null, at timestamptz not null)`,
+    );
   const worker = await startPeerWorker(withLog ? 'graphile-worker+log' : 'graphile-worker', url, schema, receiverUrl, SECRET);
   return {
     name: withLog ? 'graphile-worker+log' : 'graphile-worker',
@@ -177,7 +185,10 @@ async function pgBoss(url: string, receiverUrl: string): Promise<System> {
     name: 'pg-boss',
     workerPid: worker.process.pid!,
     async enqueueMany(count, tag) {
-      await boss.insert('deliver', Array.from({ length: count }, (_, n) => ({ data: job(tag, n) })));
+      await boss.insert(
+        'deliver',
+        Array.from({ length: count }, (_, n) => ({ data: job(tag, n) })),
+      );
     },
     async enqueueOne(tag, n) {
       const spec = job(tag, n);
@@ -209,7 +220,14 @@ async function service(url: string, receiverUrl: string): Promise<System> {
     },
     async enqueueOne(tag, n) {
       const row = newNotificationRow(
-        { accountId: tenant.accountId, requestId: `req_${tag}_${n}`, subscriptionId: tenant.subscriptionId, event: 'registered-requests', url: tenant.callbackUrl, payload: JSON.stringify({ id: `req_${tag}_${n}`, rewardValue: 10 }) },
+        {
+          accountId: tenant.accountId,
+          requestId: `req_${tag}_${n}`,
+          subscriptionId: tenant.subscriptionId,
+          event: 'registered-requests',
+          url: tenant.callbackUrl,
+          payload: JSON.stringify({ id: `req_${tag}_${n}`, rewardValue: 10 }),
+        },
         Date.now(),
       );
       await storage.db.transaction().execute(async (tx) => {
@@ -290,8 +308,23 @@ const spread = (values: number[], show: (n: number) => string) => `${show(Math.m
 function describe(list: RoundResult[], count: number): string {
   const costs = list.map((r) => r.costs);
   return (
-    `${spread(list.map((r) => r.throughput), fmt)} deliveries/s (min / median / max, ${fmt(count)} preloaded); ` +
-    `at ${RATE}/s (enqueued at ${spread(list.map((r) => r.enqueued), fmt)}/s) p50 ${spread(list.map((r) => r.p50), ms)} ms, p99 ${spread(list.map((r) => r.p99), ms)} ms; at ${LIGHT_RATE}/s p50 ${spread(list.map((r) => r.lightP50), ms)} ms; ` +
+    `${spread(
+      list.map((r) => r.throughput),
+      fmt,
+    )} deliveries/s (min / median / max, ${fmt(count)} preloaded); ` +
+    `at ${RATE}/s (enqueued at ${spread(
+      list.map((r) => r.enqueued),
+      fmt,
+    )}/s) p50 ${spread(
+      list.map((r) => r.p50),
+      ms,
+    )} ms, p99 ${spread(
+      list.map((r) => r.p99),
+      ms,
+    )} ms; at ${LIGHT_RATE}/s p50 ${spread(
+      list.map((r) => r.lightP50),
+      ms,
+    )} ms; ` +
     `${costs[0]!.statements === undefined ? 'statements n/a (no pg_stat_statements)' : `${median(costs.map((x) => x.statements!)).toFixed(2)} statements`}, ` +
     `${(median(costs.map((x) => x.cpuMs)) * 1000).toFixed(0)} µs postgres CPU, ${(median(costs.map((x) => x.workerCpuMs)) * 1000).toFixed(0)} µs worker CPU, ${fmt(median(costs.map((x) => x.walBytes)))} B WAL per notification`
   );
@@ -319,7 +352,12 @@ export async function benchPeers(options: BenchOptions): Promise<BenchRow[]> {
     // BENCH_PEERS=name,… runs only those systems (while working on one; the ratio rows need the bare peers).
     const chosen = (process.env.BENCH_PEERS?.split(',') ?? Object.keys(makers)) as SystemName[];
     const unknown = chosen.filter((name) => !(name in makers));
-    if (unknown.length > 0) throw new Error(`BENCH_PEERS: no system ${unknown.map((name) => `"${name}"`).join(', ')}; the systems are ${Object.keys(makers).map((name) => `"${name}"`).join(', ')}`);
+    if (unknown.length > 0)
+      throw new Error(
+        `BENCH_PEERS: no system ${unknown.map((name) => `"${name}"`).join(', ')}; the systems are ${Object.keys(makers)
+          .map((name) => `"${name}"`)
+          .join(', ')}`,
+      );
     for (let index = 0; index < rounds; index++) {
       for (const name of chosen) {
         process.stderr.write(`  peers round ${index + 1}/${rounds}: ${name}\n`);

@@ -100,7 +100,21 @@ function sqliteBackend(): Backend {
             };
             for (const [id, subscriptionId, status, completedAt, test] of planRows(plan)) {
               const requestId = `req_${id.slice(4)}`;
-              values.push(id, plan.accountId, requestId, subscriptionId, 'registered-requests', 'http://127.0.0.1:9/hook', JSON.stringify({ id: requestId, rewardValue: 10 }), status, status === 'failed' ? 'HTTP 500' : null, completedAt - 60_000, completedAt, completedAt, test);
+              values.push(
+                id,
+                plan.accountId,
+                requestId,
+                subscriptionId,
+                'registered-requests',
+                'http://127.0.0.1:9/hook',
+                JSON.stringify({ id: requestId, rewardValue: 10 }),
+                status,
+                status === 'failed' ? 'HTTP 500' : null,
+                completedAt - 60_000,
+                completedAt,
+                completedAt,
+                test,
+              );
               n += 1;
               if (n === CHUNK) flush();
             }
@@ -195,7 +209,10 @@ async function measure(backend: Backend, failed: number): Promise<Measured> {
       disabled_at: null,
       rate_limit: null,
     });
-    await db.insertInto('subscriptions').values([subscription('sub_recovery_target'), subscription('sub_recovery_other')]).execute();
+    await db
+      .insertInto('subscriptions')
+      .values([subscription('sub_recovery_target'), subscription('sub_recovery_other')])
+      .execute();
     process.stderr.write(`  ${backend.name}: loading ${fmt(failed)} failed notifications and ${fmt(Object.values(NOISE).reduce((a, b) => a + b, 0))} of noise…\n`);
     const loadStarted = performance.now();
     await database.load({ accountId: account.id, target: 'sub_recovery_target', other: 'sub_recovery_other', failed, now });

@@ -63,7 +63,7 @@ async function measure(url: string, count: number, start: number, periods: boole
     await waitForQuietMachine({ postgresUrl: url });
     const retention = PERIOD;
     const now = start + PERIODS * PERIOD + retention;
-    const lsn = async () => (await schema.query('select pg_current_wal_lsn()::text as lsn')).rows[0].lsn as string;
+    const lsn = async () => (await schema.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn')).rows[0]!.lsn;
     const before = await lsn();
     const probe = startProbe(schema);
     const began = performance.now();
@@ -71,8 +71,10 @@ async function measure(url: string, count: number, start: number, periods: boole
     const ms = performance.now() - began;
     const stallMs = await probe.stop();
     const after = await lsn();
-    const walBytes = Number((await schema.query('select pg_wal_lsn_diff($1, $2) as bytes', [after, before])).rows[0].bytes);
-    const left = Number((await schema.query('select count(*) as n from notifications')).rows[0].n) + Number((await schema.query('select count(*) as n from notification_attempts')).rows[0].n);
+    const walBytes = Number((await schema.query<{ bytes: string }>('select pg_wal_lsn_diff($1, $2) as bytes', [after, before])).rows[0]!.bytes);
+    const left =
+      Number((await schema.query<{ n: string }>('select count(*) as n from notifications')).rows[0]!.n) +
+      Number((await schema.query<{ n: string }>('select count(*) as n from notification_attempts')).rows[0]!.n);
     if (left !== 0) throw new Error(`retention left ${left} rows`);
     process.stderr.write(
       `  retention ${periods ? 'drop' : 'delete'}: ${(ms / 1000).toFixed(1)} s, ${(walBytes / 1_048_576).toFixed(0)} MiB WAL, a reader waited ${stallMs.toFixed(0)} ms at most (${result.dropped.length} partitions dropped, ${fmt(result.deleted)} rows deleted; partitions now ${(await listLogPartitions(storage.db)).length})\n`,

@@ -43,7 +43,13 @@ const ENTRIES: Entry[] = [
 const args = process.argv.slice(2);
 const flagValue = (flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
 const nodeLines = flagValue('--node')?.split(',');
-if (nodeLines) process.exit(compareNodeLines(nodeLines, args.filter((arg, i) => arg !== '--node' && args[i - 1] !== '--node')));
+if (nodeLines)
+  process.exit(
+    compareNodeLines(
+      nodeLines,
+      args.filter((arg, i) => arg !== '--node' && args[i - 1] !== '--node'),
+    ),
+  );
 
 /** Runs this suite once per Node.js line, each in its own process, then prints their rows side by side; returns the exit code. */
 function compareNodeLines(lines: string[], suiteArgs: string[]): number {

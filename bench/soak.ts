@@ -52,7 +52,7 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
   const rows: Minute[] = [];
   let totalAccepted = 0;
   let totalDelivered = 0;
-  let notDelivered = 0;
+  let notDelivered: number;
   try {
     const { bearer } = await setUpTenant(service, receiver.url, ['registered-request', 'processed-request']);
 
@@ -129,9 +129,14 @@ export async function benchSoak(options: BenchOptions): Promise<BenchRow[]> {
   const last = rows.slice(-Math.min(5, rows.length));
   const mean = (list: Minute[], pick: (m: Minute) => number) => list.reduce((sum, m) => sum + pick(m), 0) / list.length;
   const table = rows
-    .map((m) => `| ${m.minute} | ${m.accepted} | ${m.delivered} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.rssMiB.toFixed(0)} | ${m.pendingJobs} | ${m.tables.jobs?.dead ?? 0} | ${m.tables.notifications?.live ?? 0} / ${m.tables.notifications?.dead ?? 0} |`)
+    .map(
+      (m) =>
+        `| ${m.minute} | ${m.accepted} | ${m.delivered} | ${m.p50.toFixed(1)} | ${m.p99.toFixed(1)} | ${m.rssMiB.toFixed(0)} | ${m.pendingJobs} | ${m.tables.jobs?.dead ?? 0} | ${m.tables.notifications?.live ?? 0} / ${m.tables.notifications?.dead ?? 0} |`,
+    )
     .join('\n');
-  process.stderr.write(`\n| minute | requests accepted | notifications delivered | p50 ms | p99 ms | RSS MiB | pending jobs and notifications | dead job rows | notifications live / dead |\n|---|---|---|---|---|---|---|---|---|\n${table}\n\n`);
+  process.stderr.write(
+    `\n| minute | requests accepted | notifications delivered | p50 ms | p99 ms | RSS MiB | pending jobs and notifications | dead job rows | notifications live / dead |\n|---|---|---|---|---|---|---|---|---|\n${table}\n\n`,
+  );
   const refused = rows.reduce((sum, m) => sum + m.refused, 0);
   return [
     {

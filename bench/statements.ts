@@ -96,7 +96,9 @@ async function measureWal(url: string): Promise<WalBytes> {
       const before = await lsn();
       await work();
       const after = await lsn();
-      const { rows: [diff] } = await sql<{ bytes: string }>`select pg_wal_lsn_diff(${after}::pg_lsn, ${before}::pg_lsn)::text as bytes`.execute(storage.db);
+      const {
+        rows: [diff],
+      } = await sql<{ bytes: string }>`select pg_wal_lsn_diff(${after}::pg_lsn, ${before}::pg_lsn)::text as bytes`.execute(storage.db);
       bytes[name] = Number(diff!.bytes) / WAL_ROWS;
     };
     // A checkpoint first: the pages the steps write are then new since it, and no step pays for
@@ -153,7 +155,11 @@ async function measure(url: string, preparedStatements: boolean, rounds: number)
   try {
     await migrateToLatest(storage.db);
     await ensureLogPartitions(storage.db, { now: Date.now(), periodMs: 22.5 * DAY });
-    const row = (n: string, at: number) => newNotificationRow({ accountId: 'acc_bench', requestId: `req_${n}`, subscriptionId: null, event: 'registered-requests', url: 'https://receiver.example/hook', payload: '{"id":"req_bench"}' }, at);
+    const row = (n: string, at: number) =>
+      newNotificationRow(
+        { accountId: 'acc_bench', requestId: `req_${n}`, subscriptionId: null, event: 'registered-requests', url: 'https://receiver.example/hook', payload: '{"id":"req_bench"}' },
+        at,
+      );
     const history = Array.from({ length: HISTORY }, (_, i) => ({ ...row(`h${i}`, Date.now()), status: 'succeeded' as const, run_at: null }));
     for (let i = 0; i < history.length; i += 1000) await insertNotifications(storage.db, history.slice(i, i + 1000));
     await sql`vacuum analyze notifications`.execute(storage.db);
@@ -171,7 +177,19 @@ async function measure(url: string, preparedStatements: boolean, rounds: number)
       if (!job) throw new Error('the claim found nothing');
       await timed('load', () => findNotificationsForDelivery(storage.db, [job.id]));
       const requestHeaders = loggedHeaders(job.id, 'registered-requests');
-      const attempt = { notification_id: job.id, attempt: 1, started_at: Date.now(), url: 'https://receiver.example/hook', status_code: 204, latency_ms: 1, response_body: null, error: null, outcome: 'succeeded' as const, request_headers: requestHeaders, retry_after: null };
+      const attempt = {
+        notification_id: job.id,
+        attempt: 1,
+        started_at: Date.now(),
+        url: 'https://receiver.example/hook',
+        status_code: 204,
+        latency_ms: 1,
+        response_body: null,
+        error: null,
+        outcome: 'succeeded' as const,
+        request_headers: requestHeaders,
+        retry_after: null,
+      };
       await timed('settle', () => recordAttempts(storage.db, [{ attempt, lease: job.lease, status: 'succeeded', nextAttemptAt: null, now: Date.now() }]));
     }
     const partitions = (await listLogPartitions(storage.db)).length;

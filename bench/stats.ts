@@ -114,7 +114,7 @@ async function measure(name: string, storage: Storage, total: number): Promise<B
   for (const window of Object.keys(STATS_WINDOWS) as StatsWindow[]) {
     for (let i = 0; i < 20; i++) await getEndpointStats(storage.db, ACCOUNT, subscription, window, Date.now()); // warm-up
     const times: number[] = [];
-    let answer;
+    let answer: Awaited<ReturnType<typeof getEndpointStats>> | undefined;
     for (let i = 0; i < 200; i++) {
       const t0 = performance.now();
       answer = await getEndpointStats(storage.db, ACCOUNT, subscription, window, Date.now());

@@ -82,8 +82,8 @@ export async function startService(environment: Environment, args: string[] = []
   const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { PATH: process.env.PATH ?? '', ...environment.env, PORT: String(listen) }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const append = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-50_000));
-  child.stdout!.on('data', append);
-  child.stderr!.on('data', append);
+  child.stdout.on('data', append);
+  child.stderr.on('data', append);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${listen}`;
   const service = { process: child, url, output: () => output, exited };
@@ -124,13 +124,13 @@ export interface Tenant {
  * requests get it and the rest are canceled) and one subscription per event to the receiver.
  */
 export async function setUpTenant(environment: Environment, serviceUrl: string, receiver: ChaosReceiver, stock: number): Promise<Tenant> {
-  const cli = (args: string[]) => {
+  const cli = <T = unknown>(args: string[]): T => {
     const result = runCli(args, { PATH: process.env.PATH ?? '', ...environment.env });
     if (result.status !== 0) throw new Error(`rewards ${args.join(' ')}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
+    return JSON.parse(result.stdout) as T;
   };
-  const account = cli(['accounts', 'create', '--name', `chaos-${randomBytes(3).toString('hex')}`]);
-  const client = cli(['clients', 'create', '--account', account.id]);
+  const account = cli<{ id: string }>(['accounts', 'create', '--name', `chaos-${randomBytes(3).toString('hex')}`]);
+  const client = cli<{ client_id: string; client_secret: string; scopes: string }>(['clients', 'create', '--account', account.id]);
   const file = join(environment.dataDir, 'experience.json');
   writeFileSync(file, JSON.stringify({ name: 'chaos', title: 'Chaos', prizes: [{ id: 'cpn', bucket: 'coupons', title: 'Coupon', value: 10, kind: 'coupon', stock }] }));
   cli(['experiences', 'import', file, '--account', account.id]);

@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 /** How the receiver answers one call. */
 export type Answer = 'ok' | '500' | '429' | 'reset' | 'timeout' | 'slow-loris';
 
-export interface Call {
+interface Call {
   webhookId: string;
   event: string;
   requestId: string;
@@ -40,7 +40,7 @@ export async function startChaosReceiver(): Promise<ChaosReceiver> {
       attempts.set(webhookId, attempt);
       let requestId = '';
       try {
-        requestId = String((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: unknown }).id ?? '');
+        requestId = String((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: string }).id ?? '');
       } catch {
         /* not ours */
       }

@@ -23,7 +23,7 @@ import {
 } from './harness.js';
 import { startChaosReceiver, type Answer, type ChaosReceiver } from './receiver.js';
 
-export interface RunOptions {
+interface RunOptions {
   /** Seconds of load (the faults happen during it). */
   seconds: number;
   /** Requests per second. */
@@ -89,11 +89,20 @@ async function withRun(
       // The faults replace what they kill: a current process that has exited did so by itself.
       for (const service of services.current) {
         if (service.process.exitCode === null && service.process.signalCode === null) continue;
-        const last = service.output().split('\n').filter((line) => line !== '' && !line.startsWith('{"level":30')).slice(-30);
+        const last = service
+          .output()
+          .split('\n')
+          .filter((line) => line !== '' && !line.startsWith('{"level":30'))
+          .slice(-30);
         outcome.problems.push(`a service process exited by itself (${service.process.exitCode ?? service.process.signalCode}): ${last.map((line) => line.slice(0, 800)).join(' | ')}`);
       }
       if (outcome.problems.length > 0) {
-        const errors = services.current.flatMap((service) => service.output().split('\n').filter((line) => /"level":50/.test(line)));
+        const errors = services.current.flatMap((service) =>
+          service
+            .output()
+            .split('\n')
+            .filter((line) => /"level":50/.test(line)),
+        );
         if (errors.length > 0) outcome.notes.push(`first error logged: ${errors[0]!.slice(0, 600)}`);
       }
       return outcome;
@@ -152,7 +161,13 @@ const killWorker: Scenario = {
         }
         notes.push(`${kills} SIGKILLs`);
       },
-      { processes: [['--role', 'api'], ['--role', 'worker'], ['--role', 'worker']] },
+      {
+        processes: [
+          ['--role', 'api'],
+          ['--role', 'worker'],
+          ['--role', 'worker'],
+        ],
+      },
     ),
 };
 
@@ -167,12 +182,22 @@ const restartPostgres: Scenario = {
       const url = services.current[0]!.url;
       execFileSync('pg_ctlcluster', ['15', 'main', 'stop', '-m', 'fast'], { stdio: 'ignore' });
       const down = Date.now();
-      const ready = await fetch(`${url}/health/ready`).then((r) => r.status).catch(() => 0);
+      const ready = await fetch(`${url}/health/ready`)
+        .then((r) => r.status)
+        .catch(() => 0);
       notes.push(`/health/ready while PostgreSQL was down: ${ready}`);
       if (ready !== 503) notes.push('PROBLEM: readiness did not say 503 while the database was away');
       await sleep(1500);
       execFileSync('pg_ctlcluster', ['15', 'main', 'start'], { stdio: 'ignore' });
-      for (let i = 0; i < 100 && (await fetch(`${url}/health/ready`).then((r) => r.status).catch(() => 0)) !== 200; i++) await sleep(100);
+      for (
+        let i = 0;
+        i < 100 &&
+        (await fetch(`${url}/health/ready`)
+          .then((r) => r.status)
+          .catch(() => 0)) !== 200;
+        i++
+      )
+        await sleep(100);
       notes.push(`down ${((Date.now() - down) / 1000).toFixed(1)} s, ready again`);
     }),
 };
@@ -206,15 +231,25 @@ const badReceivers: Scenario = {
         check: async (storage, outcome, receiver) => {
           const counts = new Map<string, number>();
           // No process was killed here: each call the receiver got is one logged attempt.
-          const attempts = await storage.db.selectFrom('notification_attempts').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+          const attempts = await storage.db
+            .selectFrom('notification_attempts')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .executeTakeFirstOrThrow();
           outcome.notes.push(`calls ${receiver.calls.length}, logged attempts ${attempts.n}`);
           if (receiver.calls.length !== Number(attempts.n)) outcome.problems.push(`the receiver got ${receiver.calls.length} calls for ${attempts.n} logged attempts`);
           // A slow-loris or silent receiver holds a delivery slot for CALLBACK_TIMEOUT at most.
-          const slowest = await storage.db.selectFrom('notification_attempts').select((eb) => eb.fn.max('latency_ms').as('ms')).executeTakeFirst();
+          const slowest = await storage.db
+            .selectFrom('notification_attempts')
+            .select((eb) => eb.fn.max('latency_ms').as('ms'))
+            .executeTakeFirst();
           const limit = parseDuration(SERVICE_ENV.CALLBACK_TIMEOUT) + 500;
           outcome.notes.push(`slowest attempt ${slowest?.ms ?? 0} ms (limit ${limit} ms)`);
           if (Number(slowest?.ms ?? 0) > limit) outcome.problems.push(`an attempt took ${slowest?.ms} ms, past CALLBACK_TIMEOUT`);
-          for (const row of await storage.db.selectFrom('notification_attempts').select(['outcome', (eb) => eb.fn.countAll<string>().as('n')]).groupBy('outcome').execute()) {
+          for (const row of await storage.db
+            .selectFrom('notification_attempts')
+            .select(['outcome', (eb) => eb.fn.countAll<string>().as('n')])
+            .groupBy('outcome')
+            .execute()) {
             counts.set(row.outcome, Number(row.n));
           }
           outcome.notes.push(`attempts by outcome ${JSON.stringify(Object.fromEntries(counts))}`);
@@ -258,7 +293,10 @@ const diskFull: Scenario = {
             closeSync(fd);
           }
           const url = services.current[0]!.url;
-          const readiness = () => fetch(`${url}/health/ready`).then((r) => r.status).catch(() => 0);
+          const readiness = () =>
+            fetch(`${url}/health/ready`)
+              .then((r) => r.status)
+              .catch(() => 0);
           // Readiness probes at most once a second: give it that long to see the full disk.
           let whileFull = await readiness();
           for (let i = 0; i < 30 && whileFull !== 503; i++) {

@@ -79,7 +79,9 @@ async function main(): Promise<void> {
     const call = await Promise.race([receiver.next, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no call within 15 s')), 15_000))]);
     const headers = Object.fromEntries(Object.entries(call.headers).map(([name, value]) => [name, String(value)]));
     const payload = new Webhook(secret).verify(call.body, headers) as { id: string; rewardValue: number };
-    console.log(`received ${headers['x-webhook-event']} ${headers['webhook-id']} (test: ${headers['x-webhook-test'] === 'true'}), signature verified: request ${payload.id}, reward value ${payload.rewardValue}`);
+    console.log(
+      `received ${headers['x-webhook-event']} ${headers['webhook-id']} (test: ${headers['x-webhook-test'] === 'true'}), signature verified: request ${payload.id}, reward value ${payload.rewardValue}`,
+    );
     if (headers['webhook-id'] !== sent.data.notificationId) throw new Error('the webhook-id is the notification id');
 
     // 4. Clean up.

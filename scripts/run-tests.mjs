@@ -85,11 +85,11 @@ const perFile = process.env.TEST_ISOLATION === 'file' || files.length <= 1;
 const bundles = perFile ? { entries: files, cleanup: () => {} } : bundle(files, concurrency);
 
 await dropTestSchemas(false);
-const result = spawnSync(
-  process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries],
-  { stdio: 'inherit', cwd: root, env: { ...process.env, TEST_RUN_ID: runId } },
-);
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries], {
+  stdio: 'inherit',
+  cwd: root,
+  env: { ...process.env, TEST_RUN_ID: runId },
+});
 bundles.cleanup();
 if (!process.env.TEST_POSTGRES_URL && wanted.includes('postgres')) {
   console.log('\nNote: PostgreSQL tests were SKIPPED (TEST_POSTGRES_URL not set); only SQLite was tested.');

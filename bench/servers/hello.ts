@@ -9,4 +9,4 @@ await app.register(formbody);
 app.get('/', async () => ({ hello: 'world' }));
 app.post('/form', async (request) => ({ access_token: 'x'.repeat(600), token_type: 'Bearer', expires_in: 3600, scope: (request.body as { scope?: string }).scope }));
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
-process.on('SIGTERM', () => app.close().then(() => process.exit(0)));
+process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));
