@@ -3,6 +3,7 @@ export type PrizeKind = 'coupon' | 'payment' | 'physical';
 
 /** One prize of an experience (the experiences repository maps the `prizes` rows to it). */
 export interface Prize {
+  /** Reported as `rewardId`; unique within its experience. */
   id: string;
   bucket: string;
   title: string;
@@ -10,6 +11,7 @@ export interface Prize {
   value: number;
   quantity: number;
   kind: PrizeKind;
+  /** Requests that can still receive this prize; null = unlimited. One request takes one unit. */
   stock: number | null;
 }
 

@@ -4,9 +4,11 @@ import { changeAccount, createAccount, getAccount, listAccounts, type AccessChan
 import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
 import { AccountCreateSchema, AccountParamsSchema, AccountPatchSchema, AccountSchema, accountToJson } from '../schemas/admin.js';
 
-const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
+/** What every operator route's OpenAPI entry shares. */
+export const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
 
-interface AdminAccountsRouteDeps extends AccessChangeContext {
+/** The operator's routes over accounts and their clients: the use cases' context, and the token endpoint's cache of client rows. */
+export interface AdminAccountsRouteDeps extends AccessChangeContext {
   /** The token endpoint's client rows: forgotten after a change, so it is seen at once. */
   clientCache: { forget(): void };
 }

@@ -1,19 +1,13 @@
 import type { TypedApp } from '../typed-app.js';
 import { Type } from 'typebox';
-import { changeClient, clientScopes, createClient, deleteClient, getAccount, getAccountClient, listAccountClients, rotateClientSecret, type AccessChangeContext } from '../../services/accounts.js';
+import { changeClient, clientScopes, createClient, deleteClient, getAccount, getAccountClient, listAccountClients, rotateClientSecret } from '../../services/accounts.js';
+import { ADMIN, type AdminAccountsRouteDeps } from './admin-accounts.js';
 import { AccountParamsSchema, ClientCreateSchema, ClientParamsSchema, ClientPatchSchema, ClientSchema, IssuedClientSchema, RotatedSecretSchema, clientToJson } from '../schemas/admin.js';
 import { iso } from '../../domain/time.js';
 import { answerList, ListOrPage, PageQueryProperties, PAGING_NOTE } from '../schemas/paging.js';
 
-const ADMIN = { tags: ['admin'], security: [{ bearerAuth: [] }] };
-
-interface AdminClientsRouteDeps extends AccessChangeContext {
-  /** The token endpoint's client rows: forgotten after a change, so it is seen at once. */
-  clientCache: { forget(): void };
-}
-
 /** Operator only: the OAuth clients of an account. Secrets are shown once, at creation and rotation. */
-export async function adminClientsRoutes(app: TypedApp, deps: AdminClientsRouteDeps): Promise<void> {
+export async function adminClientsRoutes(app: TypedApp, deps: AdminAccountsRouteDeps): Promise<void> {
   app.get(
     '/admin/accounts/:id/clients',
     {

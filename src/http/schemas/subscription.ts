@@ -217,19 +217,12 @@ const StatsBucketSchema = Type.Object(
 );
 
 /** An example window of `1h` at 12:07: per five-minute bucket [succeeded, retry, failed, p50, p95]; the totals are their sums. */
+// Twelve buckets, four to a line: the table reads as the series it is.
+// prettier-ignore
 const SAMPLE_SERIES: Array<[number, number, number, number, number]> = [
-  [130, 0, 0, 41.2, 160],
-  [142, 1, 0, 43, 175],
-  [138, 0, 0, 40.8, 150],
-  [151, 0, 0, 42.1, 170],
-  [149, 3, 0, 44.6, 190],
-  [97, 12, 1, 55.3, 2400],
-  [160, 2, 0, 42.7, 180],
-  [155, 0, 0, 41.9, 165],
-  [147, 0, 0, 42.3, 172],
-  [158, 1, 0, 43.4, 178],
-  [162, 0, 0, 42, 168],
-  [58, 0, 0, 41.5, 158],
+  [130, 0, 0, 41.2, 160], [142, 1, 0, 43, 175], [138, 0, 0, 40.8, 150], [151, 0, 0, 42.1, 170],
+  [149, 3, 0, 44.6, 190], [97, 12, 1, 55.3, 2400], [160, 2, 0, 42.7, 180], [155, 0, 0, 41.9, 165],
+  [147, 0, 0, 42.3, 172], [158, 1, 0, 43.4, 178], [162, 0, 0, 42, 168], [58, 0, 0, 41.5, 158],
 ];
 const rate = (succeeded: number, all: number) => (all === 0 ? null : Math.round((succeeded / all) * 10_000) / 10_000);
 const SAMPLE_SINCE = Date.parse('2024-07-02T11:10:00.000Z');

@@ -3,7 +3,7 @@
  * times are epoch milliseconds (bigint on PostgreSQL, integer on SQLite), booleans are 0/1
  * integers and structured values are JSON text, so that one repository serves both databases.
  */
-import type { PrizeKind } from '../../domain/experiences/experience.js';
+import type { Prize } from '../../domain/experiences/experience.js';
 
 export interface AccountsTable {
   id: string;
@@ -53,20 +53,11 @@ export interface ExperiencesTable {
   updated_at: number;
 }
 
-export interface PrizesTable {
+/** A prize's row: the domain's Prize, with its experience and its place in it. */
+export interface PrizesTable extends Prize {
   experience_id: string;
-  /** The prize id, reported as `rewardId`; unique within its experience. */
-  id: string;
   /** Order of the prize inside its experience. */
   position: number;
-  bucket: string;
-  title: string;
-  description: string;
-  value: number;
-  quantity: number;
-  kind: PrizeKind;
-  /** Requests that can still receive this prize; null = unlimited. One request takes one unit. */
-  stock: number | null;
 }
 
 export interface SubscriptionsTable {
