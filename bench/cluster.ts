@@ -9,7 +9,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
-import type { NotificationsTable } from '../src/storage/tables/index.js';
 import { freePort, onCore, REWARDS_BIN, ROOT_DIR, startProcess, token, type Child } from './lib.js';
 
 export interface PgSchema {
@@ -164,29 +163,22 @@ export async function setUpTenant(serviceUrl: string, operator: { client_id: str
 }
 
 /** Commits `count` pending notifications (each its own delivery job, due now) in one transaction, as the request pipeline would. */
-export async function preloadNotifications(storage: Storage, tenant: Tenant, count: number, tag = 'bench'): Promise<void> {
+export async function preloadNotifications(storage: Storage, tenant: Pick<Tenant, 'accountId' | 'subscriptionId' | 'callbackUrl'>, count: number, tag = 'bench'): Promise<void> {
   const now = Date.now();
-  await storage.db.transaction().execute(async (tx) => {
-    for (let start = 0; start < count; start += 500) {
-      const rows: NotificationsTable[] = [];
-      for (let i = start; i < Math.min(count, start + 500); i++) {
-        rows.push(
-          newNotificationRow(
-            {
-              accountId: tenant.accountId,
-              requestId: `req_${tag}_${i}`,
-              subscriptionId: tenant.subscriptionId,
-              event: 'registered-requests',
-              url: tenant.callbackUrl,
-              payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }),
-            },
-            now,
-          ),
-        );
-      }
-      await insertNotifications(tx, rows);
-    }
-  });
+  const rows = Array.from({ length: count }, (_, i) =>
+    newNotificationRow(
+      {
+        accountId: tenant.accountId,
+        requestId: `req_${tag}_${i}`,
+        subscriptionId: tenant.subscriptionId,
+        event: 'registered-requests',
+        url: tenant.callbackUrl,
+        payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }),
+      },
+      now,
+    ),
+  );
+  await storage.db.transaction().execute((tx) => insertNotifications(tx, rows));
 }
 
 /** Work not finished: pending jobs (request registration and processing) and pending notifications (each its own delivery job). */

@@ -3,8 +3,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { openStorage, type Storage } from '../src/storage/database.js';
-import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
-import { call, createPgSchema, unfinishedWork, type ClientCredentials, type Created, type Subscription } from './cluster.js';
+import { call, createPgSchema, preloadNotifications, unfinishedWork, type ClientCredentials, type Created, type Subscription } from './cluster.js';
 import { freePort, pacedLoad, ROOT_DIR, startProcess, startRewards, token, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 
 /**
@@ -153,30 +152,6 @@ export async function setUpTenant(service: Awaited<ReturnType<typeof startReward
   return { accountId: account.id, bearer, subscriptionId: subscription!._id, callbackUrl: `${receiverUrl}/hook` };
 }
 
-/** Commits `count` pending notifications (each its own delivery job), as the request pipeline would. */
-export async function preload(storage: Storage, tenant: { accountId: string; subscriptionId: string; callbackUrl: string }, count: number, tag = 'bench'): Promise<void> {
-  const now = Date.now();
-  const rows = Array.from({ length: count }, (_, i) =>
-    newNotificationRow(
-      {
-        accountId: tenant.accountId,
-        requestId: `req_${tag}_${i}`,
-        subscriptionId: tenant.subscriptionId,
-        event: 'registered-requests',
-        url: tenant.callbackUrl,
-        payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }),
-      },
-      now,
-    ),
-  );
-  await storage.db.transaction().execute(async (tx) => {
-    for (let i = 0; i < rows.length; i += 500) {
-      const batch = rows.slice(i, i + 500);
-      await insertNotifications(tx, batch);
-    }
-  });
-}
-
 async function benchBackend(backend: Backend, receiver: Child, options: BenchOptions, count: number): Promise<BenchRow[]> {
   const service = await startRewards({ ...backend.env, LOG_LEVEL: 'warn' });
   const storage = backend.open(service.dataDir);
@@ -185,14 +160,14 @@ async function benchBackend(backend: Backend, receiver: Child, options: BenchOpt
 
     // (a) throughput, after the same warm-up the baseline had (JIT, keep-alive connections).
     await reset(receiver.url);
-    await preload(storage, tenant, WARMUP, 'warm');
+    await preloadNotifications(storage, tenant, WARMUP, 'warm');
     await waitForCount(receiver.url, WARMUP, `${backend.name} warm-up`);
     await waitForEmptyQueue(storage);
     // The baseline right before, so both see the same machine (it is shared and noisy).
     await waitForQuietMachine({ postgresUrl: options.postgresUrl });
     const baseline = await plainPostLoop(receiver.url, count);
     await reset(receiver.url);
-    await preload(storage, tenant, count);
+    await preloadNotifications(storage, tenant, count);
     const delivered = await waitForCount(receiver.url, count, `${backend.name} throughput`);
     const throughput = perSecond(delivered);
     const baselineRate = perSecond(baseline.stats);

@@ -7,8 +7,8 @@ import type { Storage } from '../src/storage/database.js';
 import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
 import { DELIVER_NOTIFICATION } from '../src/services/schedule-delivery.js';
 import { notifyOtherProcesses } from '../src/storage/queue/index.js';
-import { createPgSchema, unfinishedWork } from './cluster.js';
-import { percentile, perSecond, plainPostLoop, preload, reset, setUpTenant, waitForCount, type Stats } from './delivery.js';
+import { createPgSchema, preloadNotifications, unfinishedWork } from './cluster.js';
+import { percentile, perSecond, plainPostLoop, reset, setUpTenant, waitForCount, type Stats } from './delivery.js';
 import { freePort, ROOT_DIR, startProcess, startRewards, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 import { PEER_SETTINGS, type PeerJob } from './peers/worker.js';
 
@@ -216,7 +216,7 @@ async function service(url: string, receiverUrl: string): Promise<System> {
     name: SERVICE,
     workerPid: rewards.process.pid!,
     async enqueueMany(count, tag) {
-      await preload(storage, tenant, count, tag);
+      await preloadNotifications(storage, tenant, count, tag);
     },
     async enqueueOne(tag, n) {
       const row = newNotificationRow(
