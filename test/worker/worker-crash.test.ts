@@ -67,30 +67,21 @@ for (const dialect of testDialects()) {
         }
       };
       const posters = Array.from({ length: 32 }, poster);
-      const processedCount = async () =>
+      // Requests processed (`=`) or still to do (`!=`).
+      const countRequests = async (processed: '=' | '!=') =>
         Number(
           (
             await storage.db
               .selectFrom('requests')
               .select((eb) => eb.fn.countAll().as('n'))
-              .where('status', '=', 'processed')
+              .where('status', processed, 'processed')
               .executeTakeFirstOrThrow()
           ).n,
         );
       // Killed once it has processed some and has some still to do, so the restart has work to
       // finish (with 32 posters the worker is seldom caught up, but a kill at such a moment would
       // leave it nothing to prove).
-      const openCount = async () =>
-        Number(
-          (
-            await storage.db
-              .selectFrom('requests')
-              .select((eb) => eb.fn.countAll().as('n'))
-              .where('status', '!=', 'processed')
-              .executeTakeFirstOrThrow()
-          ).n,
-        );
-      await eventually(async () => ((await processedCount()) >= 100 && (await openCount()) >= 10 ? true : undefined), 60_000, 'the worker to process some requests and have more to do');
+      await eventually(async () => ((await countRequests('=')) >= 100 && (await countRequests('!=')) >= 10 ? true : undefined), 60_000, 'the worker to process some requests and have more to do');
       service.process.kill('SIGKILL');
       killed = true;
       await service.exited;
