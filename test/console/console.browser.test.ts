@@ -436,7 +436,8 @@ for (const dialect of testDialects()) {
       await page.getByTestId('no-deliveries').waitFor();
       await page.goto(`${t.url}/console/deliveries?subscriptionId=${sub._id}`);
       await page.getByTestId('refreshing').waitFor();
-      assert.equal(await page.getByTestId('delivery-row').count(), 3);
+      // The hint shows as soon as the page follows, before its first load lands: wait for the rows.
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid=delivery-row]').length === 3);
       // The new one is answered 503 with Retry-After: 120, so it waits two minutes for its next attempt.
       flaky.respond(() => ({ status: 503, headers: { 'retry-after': '120' }, body: 'busy' }));
       const busyRequest = (await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer', event: 'purchase' } })).body.id;
