@@ -44,7 +44,10 @@ const server = createServer((request, response) => {
     arrivals = new Map();
   }
   request.resume();
-  response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  // A control call closes its connection: the suite may block its own event loop for longer than
+  // keepAliveTimeout (inserting a million rows in-process), and a pooled connection the receiver
+  // has closed meanwhile would fail the next call ("other side closed").
+  response.writeHead(200, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body));
 });
 server.keepAliveTimeout = 30_000;
 server.listen(Number(process.env.PORT), '127.0.0.1');
