@@ -162,22 +162,27 @@ export async function setUpTenant(serviceUrl: string, operator: { client_id: str
   return { accountId: account.id, subscriptionId: subscription._id, callbackUrl: `${receiverUrl}/hook` };
 }
 
-/** Commits `count` pending notifications (each its own delivery job, due now) in one transaction, as the request pipeline would. */
-export async function preloadNotifications(storage: Storage, tenant: Pick<Tenant, 'accountId' | 'subscriptionId' | 'callbackUrl'>, count: number, tag = 'bench'): Promise<void> {
-  const now = Date.now();
-  const rows = Array.from({ length: count }, (_, i) =>
-    newNotificationRow(
-      {
-        accountId: tenant.accountId,
-        requestId: `req_${tag}_${i}`,
-        subscriptionId: tenant.subscriptionId,
-        event: 'registered-requests',
-        url: tenant.callbackUrl,
-        payload: JSON.stringify({ id: `req_${tag}_${i}`, rewardValue: 10 }),
-      },
-      now,
-    ),
+type BenchTenant = Pick<Tenant, 'accountId' | 'subscriptionId' | 'callbackUrl'>;
+
+/** The pending `registered-requests` notification a bench request (`req_<tag>_<n>`) would bring its tenant's subscription. */
+export function benchNotificationRow(tenant: BenchTenant, tag: string, n: number, now: number) {
+  return newNotificationRow(
+    {
+      accountId: tenant.accountId,
+      requestId: `req_${tag}_${n}`,
+      subscriptionId: tenant.subscriptionId,
+      event: 'registered-requests',
+      url: tenant.callbackUrl,
+      payload: JSON.stringify({ id: `req_${tag}_${n}`, rewardValue: 10 }),
+    },
+    now,
   );
+}
+
+/** Commits `count` pending notifications (each its own delivery job, due now) in one transaction, as the request pipeline would. */
+export async function preloadNotifications(storage: Storage, tenant: BenchTenant, count: number, tag = 'bench'): Promise<void> {
+  const now = Date.now();
+  const rows = Array.from({ length: count }, (_, i) => benchNotificationRow(tenant, tag, i, now));
   await storage.db.transaction().execute((tx) => insertNotifications(tx, rows));
 }
 

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Storage } from '../src/storage/database.js';
-import { insertNotifications, newNotificationRow } from '../src/storage/repositories/notifications.js';
+import { insertNotifications } from '../src/storage/repositories/notifications.js';
 import { DELIVER_NOTIFICATION } from '../src/services/schedule-delivery.js';
 import { notifyOtherProcesses } from '../src/storage/queue/index.js';
-import { createPgSchema, preloadNotifications, unfinishedWork } from './cluster.js';
+import { benchNotificationRow, createPgSchema, preloadNotifications, unfinishedWork } from './cluster.js';
 import { percentile, perSecond, plainPostLoop, reset, setUpTenant, waitForCount, type Stats } from './delivery.js';
 import { freePort, ROOT_DIR, startProcess, startRewards, waitForQuietMachine, type BenchOptions, type BenchRow, type Child } from './lib.js';
 import { PEER_SETTINGS, type PeerJob } from './peers/worker.js';
@@ -219,17 +219,7 @@ async function service(url: string, receiverUrl: string): Promise<System> {
       await preloadNotifications(storage, tenant, count, tag);
     },
     async enqueueOne(tag, n) {
-      const row = newNotificationRow(
-        {
-          accountId: tenant.accountId,
-          requestId: `req_${tag}_${n}`,
-          subscriptionId: tenant.subscriptionId,
-          event: 'registered-requests',
-          url: tenant.callbackUrl,
-          payload: JSON.stringify({ id: `req_${tag}_${n}`, rewardValue: 10 }),
-        },
-        Date.now(),
-      );
+      const row = benchNotificationRow(tenant, tag, n, Date.now());
       await storage.db.transaction().execute(async (tx) => {
         await insertNotifications(tx, [row]);
         await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);

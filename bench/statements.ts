@@ -47,6 +47,23 @@ function loggedHeaders(id: string, event: string): string {
   return JSON.stringify(maskRequestHeaders(sent));
 }
 
+/** The attempt row of a delivery answered 204 at once, as the worker logs it. */
+function succeededAttempt(id: string, event: string) {
+  return {
+    notification_id: id,
+    attempt: 1,
+    started_at: Date.now(),
+    url: 'https://receiver.example/hook',
+    status_code: 204,
+    latency_ms: 1,
+    response_body: null,
+    error: null,
+    outcome: 'succeeded' as const,
+    request_headers: loggedHeaders(id, event),
+    retry_after: null,
+  };
+}
+
 export async function benchStatements(options: BenchOptions): Promise<BenchRow[]> {
   const entry = (step: string) => `statements, one notification at a time: ${step} [postgres]`;
   if (!options.postgresUrl) return [{ entry: entry('delivery path'), figure: 'skipped: set BENCH_POSTGRES_URL', baseline: '—', ratio: NaN }];
@@ -120,19 +137,7 @@ async function measureWal(url: string): Promise<WalBytes> {
     await step('settle', async () => {
       for (let i = 0; i < jobs.length; i += BATCH) {
         const outcomes = jobs.slice(i, i + BATCH).map((job) => ({
-          attempt: {
-            notification_id: job.id,
-            attempt: 1,
-            started_at: Date.now(),
-            url: 'https://receiver.example/hook',
-            status_code: 204,
-            latency_ms: 1,
-            response_body: null,
-            error: null,
-            outcome: 'succeeded' as const,
-            request_headers: loggedHeaders(job.id, eventOf.get(job.id)!),
-            retry_after: null,
-          },
+          attempt: succeededAttempt(job.id, eventOf.get(job.id)!),
           lease: job.lease,
           status: 'succeeded' as const,
           nextAttemptAt: null,
@@ -176,20 +181,7 @@ async function measure(url: string, preparedStatements: boolean, rounds: number)
       const [job] = await timed('claim', () => claimDueDeliveries(storage.db, { workerId: 'bench', limit: 16, leaseMs: 60_000, now: Date.now(), maxRuns: 20 }));
       if (!job) throw new Error('the claim found nothing');
       await timed('load', () => findNotificationsForDelivery(storage.db, [job.id]));
-      const requestHeaders = loggedHeaders(job.id, 'registered-requests');
-      const attempt = {
-        notification_id: job.id,
-        attempt: 1,
-        started_at: Date.now(),
-        url: 'https://receiver.example/hook',
-        status_code: 204,
-        latency_ms: 1,
-        response_body: null,
-        error: null,
-        outcome: 'succeeded' as const,
-        request_headers: requestHeaders,
-        retry_after: null,
-      };
+      const attempt = succeededAttempt(job.id, 'registered-requests');
       await timed('settle', () => recordAttempts(storage.db, [{ attempt, lease: job.lease, status: 'succeeded', nextAttemptAt: null, now: Date.now() }]));
     }
     const partitions = (await listLogPartitions(storage.db)).length;
