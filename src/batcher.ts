@@ -11,7 +11,9 @@
  *
  * Batches run one after another: what arrives while one runs waits for it and goes into the next,
  * so batches grow with load and nothing waits when there is none. With `isolateFailures`, a batch
- * that fails is run again one item at a time, so one bad item fails alone and its neighbours do not.
+ * that fails for a reason one item may have caused is run again one item at a time, so one bad item
+ * fails alone and its neighbours do not; a failure no item caused (the database cannot serve) fails
+ * the whole batch at once, instead of once per item.
  */
 export interface BatcherOptions<In, Out> {
   /** When a batch is cut after its first item arrives: `microtask`, `immediate` (setImmediate) or milliseconds. */
@@ -19,7 +21,8 @@ export interface BatcherOptions<In, Out> {
   maxBatch: number;
   /** Runs one batch; one result per item, in order. */
   run(items: In[]): Promise<Out[]>;
-  isolateFailures?: boolean;
+  /** Whether a batch that failed with `error` is run again one item at a time (false: every item fails with it). */
+  isolateFailures?: (error: unknown) => boolean;
 }
 
 interface Waiting<In, Out> {
@@ -31,6 +34,7 @@ interface Waiting<In, Out> {
 export class Batcher<In, Out> {
   #queue: Waiting<In, Out>[] = [];
   #draining: Promise<void> | undefined;
+  #runningSince: number | undefined;
 
   constructor(private readonly options: BatcherOptions<In, Out>) {}
 
@@ -39,6 +43,11 @@ export class Batcher<In, Out> {
       this.#queue.push({ item, resolve, reject });
       this.#draining ??= this.#gather().then(() => this.#drain());
     });
+  }
+
+  /** When the batch running now began (Date.now), undefined while none runs (liveness). */
+  busySince(): number | undefined {
+    return this.#runningSince;
   }
 
   /** Resolves once everything submitted so far has run. */
@@ -61,15 +70,18 @@ export class Batcher<In, Out> {
   }
 
   async #runBatch(batch: Waiting<In, Out>[]): Promise<void> {
+    this.#runningSince = Date.now();
     try {
       const results = await this.options.run(batch.map((waiting) => waiting.item));
       batch.forEach((waiting, i) => waiting.resolve(results[i]!));
     } catch (error) {
-      if (this.options.isolateFailures && batch.length > 1) {
+      if (batch.length > 1 && this.options.isolateFailures?.(error)) {
         for (const waiting of batch) await this.#runBatch([waiting]);
         return;
       }
       for (const waiting of batch) waiting.reject(error);
+    } finally {
+      this.#runningSince = undefined;
     }
   }
 }

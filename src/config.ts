@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { DEFAULT_CONNECTION_BOUNDS, type ConnectionBounds } from './storage/postgres-pool.js';
 
 /**
  * TRUST_PROXY: whose X-Forwarded-For the service believes when it decides the caller's address
@@ -18,6 +19,12 @@ export interface Config {
   databaseListenUrl: string | undefined;
   /** DATABASE_PREPARED_STATEMENTS: the hot statements as named prepared statements (PostgreSQL; off behind a pooler in transaction mode before PgBouncer 1.21). */
   databasePreparedStatements: boolean;
+  /** DATABASE_READ_URL: a replica for the delivery log's reads (PostgreSQL); undefined: they go to DATABASE_URL. */
+  databaseReadUrl: string | undefined;
+  /** DATABASE_CONNECT_TIMEOUT, DATABASE_POOL_TIMEOUT, DATABASE_STATEMENT_TIMEOUT, DATABASE_KEEPALIVE, DATABASE_HEARTBEAT_TIMEOUT: every wait for the database bounded (storage/postgres-pool.ts). */
+  databaseBounds: ConnectionBounds;
+  /** LIVENESS_TIMEOUT: a worker loop's step or an ingest commit running longer than this makes /health/live answer 503. */
+  livenessTimeoutMs: number;
   /** Directory for the embedded database, the generated secret key and operator credentials. */
   dataDir: string;
   publicUrl: string;
@@ -155,6 +162,20 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     if (raw === 'off' || /^postgres(ql)?:\/\//.test(raw)) return raw;
     throw new Error(`expected "off" or "postgres://…" (a direct connection for LISTEN, not through a pooler in transaction mode), got "${raw}"`);
   });
+  const databaseReadUrl = read<string | undefined>('DATABASE_READ_URL', undefined, (raw) => {
+    if (/^postgres(ql)?:\/\//.test(raw)) return raw;
+    throw new Error(`expected "postgres://…" (a replica of DATABASE_URL's database), got "${raw}"`);
+  });
+  if (databaseReadUrl && databaseUrl.startsWith('sqlite:')) problems.push('DATABASE_READ_URL: a replica is for PostgreSQL; SQLite has no replica to read from');
+  const durationOrOff = (minMs: number) => (raw: string) => (raw.trim() === '0' ? 0 : duration(minMs)(raw));
+  const bounds = DEFAULT_CONNECTION_BOUNDS;
+  const databaseBounds: ConnectionBounds = {
+    connectTimeoutMs: read('DATABASE_CONNECT_TIMEOUT', bounds.connectTimeoutMs, duration(100)),
+    poolTimeoutMs: read('DATABASE_POOL_TIMEOUT', bounds.poolTimeoutMs, duration(10)),
+    statementTimeoutMs: read('DATABASE_STATEMENT_TIMEOUT', bounds.statementTimeoutMs, durationOrOff(1000)),
+    keepAliveMs: read('DATABASE_KEEPALIVE', bounds.keepAliveMs, durationOrOff(1000)),
+    heartbeatTimeoutMs: read('DATABASE_HEARTBEAT_TIMEOUT', bounds.heartbeatTimeoutMs, durationOrOff(100)),
+  };
   const publicUrl = read('PUBLIC_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`, parsePublicUrl);
   const secretKey = read<string | undefined>('SECRET_KEY', undefined, (raw) => {
     if (Buffer.from(raw, 'base64').length !== 32) throw new Error('expected 32 bytes encoded in base64 (openssl rand -base64 32)');
@@ -178,6 +199,9 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     databaseUrl,
     databaseListenUrl,
     databasePreparedStatements: read('DATABASE_PREPARED_STATEMENTS', true, boolean),
+    databaseReadUrl,
+    databaseBounds,
+    livenessTimeoutMs: read('LIVENESS_TIMEOUT', 120_000, duration(1000)),
     dataDir,
     publicUrl,
     tokenTtlMs: read('TOKEN_TTL', 3_600_000, duration(1000)),
@@ -268,6 +292,13 @@ export const CONFIG_VARIABLES: Readonly<Record<string, (config: Config) => strin
   DATABASE_URL: (c: Config) => maskDatabaseUrl(c.databaseUrl),
   DATABASE_LISTEN_URL: (c: Config) => (c.databaseListenUrl === undefined ? null : maskDatabaseUrl(c.databaseListenUrl)),
   DATABASE_PREPARED_STATEMENTS: (c: Config) => (c.databasePreparedStatements ? 'on' : 'off'),
+  DATABASE_READ_URL: (c: Config) => (c.databaseReadUrl === undefined ? null : maskDatabaseUrl(c.databaseReadUrl)),
+  DATABASE_CONNECT_TIMEOUT: (c: Config) => duration(c.databaseBounds.connectTimeoutMs),
+  DATABASE_POOL_TIMEOUT: (c: Config) => duration(c.databaseBounds.poolTimeoutMs),
+  DATABASE_STATEMENT_TIMEOUT: (c: Config) => durationOrNever(c.databaseBounds.statementTimeoutMs),
+  DATABASE_KEEPALIVE: (c: Config) => durationOrNever(c.databaseBounds.keepAliveMs),
+  DATABASE_HEARTBEAT_TIMEOUT: (c: Config) => durationOrNever(c.databaseBounds.heartbeatTimeoutMs),
+  LIVENESS_TIMEOUT: (c: Config) => duration(c.livenessTimeoutMs),
   PUBLIC_URL: (c: Config) => c.publicUrl,
   TOKEN_TTL: (c: Config) => duration(c.tokenTtlMs),
   SECRET_KEY: (c: Config) => (c.secretKey === undefined ? null : maskSecret(c.secretKey)),

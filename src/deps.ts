@@ -17,10 +17,12 @@ import { KeyStore } from './services/key-store.js';
 import { DatabaseReadiness } from './services/database-readiness.js';
 import type { Logger } from './logger.js';
 import { openStorage, type Storage, type StorageOptions } from './storage/database.js';
+import type { WatchdogEvent } from './storage/postgres-pool.js';
 import { ensurePrivateDirectory, restrictFile, type FileModeLog } from './storage/private-files.js';
 import { ensureLogPartitions, logPeriodMs } from './storage/log-partitions.js';
 import { migrateToLatest } from './storage/migrations/index.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { Liveness } from './liveness.js';
 import type { OutboundDelivery } from './worker/outbound/outbound-config.js';
 import { createThreadedOutbound } from './worker/outbound/threaded-outbound.js';
 
@@ -46,6 +48,8 @@ export interface AppDeps {
   revocations: TokenRevocations;
   /** /health/ready: the database takes writes (a probe, and the refusals the API and worker meet). */
   readiness: DatabaseReadiness;
+  /** /health/live: the ingest commits and the worker's loops make progress (LIVENESS_TIMEOUT). */
+  liveness: Liveness;
 }
 
 export interface Deps extends AppDeps {
@@ -92,20 +96,40 @@ export function createLogger(config: Config, destination?: { write(line: string)
   return destination ? pino(options, destination) : pino(options);
 }
 
+/** The watchdogs' findings, one line each: a silent database is a warning, its return and a statement past its bound too. */
+function reportWatchdogEvent(log: Logger, event: WatchdogEvent & { pool: string }): void {
+  if (event.kind === 'silent')
+    log[event.first ? 'warn' : 'debug'](
+      { pool: event.pool, waitedMs: event.waitedMs, closed: event.closed },
+      'the database did not answer a heartbeat (DATABASE_HEARTBEAT_TIMEOUT): its connections that heard nothing since are closed, new ones are opened as needed',
+    );
+  else if (event.kind === 'answering') log.info({ pool: event.pool, silentForMs: event.silentForMs }, 'the database answers again');
+  else log.warn({ pool: event.pool, waitedMs: event.waitedMs }, 'a statement had no answer within DATABASE_STATEMENT_TIMEOUT: its connection is closed');
+}
+
 /** The composition root: every long-lived dependency is built here and nowhere else. */
 export async function createDeps(config: Config, options: CreateDepsOptions = {}): Promise<Deps> {
   const clock = options.clock ?? Date.now;
   const log = options.log ?? createLogger(config);
+  // Set once the metrics exist (they read the storage): the watchdogs report from the start.
+  let metrics: Metrics | undefined;
   const storage = openStorage(config.databaseUrl, {
     ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}),
+    ...(config.databaseReadUrl ? { readUrl: config.databaseReadUrl } : {}),
     preparedStatements: config.databasePreparedStatements,
+    bounds: config.databaseBounds,
+    onWatchdogEvent: (event) => {
+      reportWatchdogEvent(log, event);
+      if (event.kind !== 'answering') metrics?.databaseConnectionsClosed.inc({ pool: event.pool, reason: event.kind }, event.kind === 'silent' ? event.closed : 1);
+    },
     ...options,
     log,
   });
   try {
     const box = new SecretBox(resolveSecretKey(config, log, { generate: options.generateSecretKey !== false }), config.secretKeyPrevious);
     if (options.prepare !== false) {
-      await migrateToLatest(storage.db);
+      // Migrations may build indexes for minutes: no statement bound while they run (before anything is served).
+      await storage.withoutStatementBound(() => migrateToLatest(storage.db));
       // The delivery log's partitions for now and the next period (PostgreSQL); the worker keeps
       // them ahead. Not a reason to refuse to start: without them notifications go to the default
       // partition, and the worker tries again.
@@ -129,6 +153,9 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       log,
     });
     const readiness = new DatabaseReadiness({ db: storage.db, sqliteFile: storage.file, clock, log });
+    metrics = createMetrics(storage, clock);
+    const liveness = new Liveness(config.livenessTimeoutMs);
+    liveness.watch('the ingest of reward requests', () => ingest.busySince());
     return {
       config,
       log,
@@ -140,12 +167,13 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       tokens,
       failures,
       clock,
-      metrics: createMetrics(storage.db, clock),
+      metrics,
       signals,
       ingest,
       clientCache,
       revocations,
       readiness,
+      liveness,
       outbound,
       close: async () => {
         await revocations.close();

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { sql } from 'kysely';
-import type { Db } from './storage/database.js';
+import type { Storage } from './storage/database.js';
 import { DELIVERY_KIND } from './storage/queue/delivery-rows.js';
 
 /** Prometheus metrics of one process, exposed at /metrics (docs/notifications.md, "Metrics"). */
@@ -9,6 +9,28 @@ export interface Metrics {
   deliveryAttempts: Counter<'event' | 'outcome'>;
   deliveryLatency: Histogram<'event'>;
   queue: QueueMetrics;
+  /** Connections the watchdogs closed: the database silent on them (`silent`), or a statement past DATABASE_STATEMENT_TIMEOUT. */
+  databaseConnectionsClosed: Counter<'pool' | 'reason'>;
+}
+
+/** A scrape answers within this even when the database does not: the gauges read from it are then left out. */
+const DATABASE_GAUGE_TIMEOUT_MS = 2_000;
+
+/**
+ * Sets a gauge from a read of the database, or leaves it without a value when the read fails or
+ * takes longer than DATABASE_GAUGE_TIMEOUT_MS: /metrics keeps answering, with the process's own
+ * metrics, while the database does not (`rewards_database_answering` says why the others are gone).
+ */
+async function fromDatabase(gauge: Gauge<string>, read: () => Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('the database did not answer in time')), DATABASE_GAUGE_TIMEOUT_MS)));
+  try {
+    await Promise.race([read(), timeout]);
+  } catch {
+    gauge.reset();
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -29,7 +51,8 @@ export interface QueueMetrics {
   leasesLost: Counter;
 }
 
-export function createMetrics(db: Db, clock: () => number): Metrics {
+export function createMetrics(storage: Pick<Storage, 'db' | 'readDb' | 'answering'>, clock: () => number): Metrics {
+  const { db } = storage;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'rewards_' });
   const deliveryAttempts = new Counter({
@@ -53,17 +76,19 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
     labelNames: ['kind'] as const,
     registers: [registry],
     async collect() {
-      const rows = await db
-        .selectFrom('jobs')
-        .select(['kind', sql<number | string>`count(*)`.as('n')])
-        .where('state', '=', 'pending')
-        .groupBy('kind')
-        .execute();
-      // Deliveries are their notification rows (delivery-rows.ts): those scheduled, on the due index.
-      const deliveries = await sql<{ n: number | string }>`select count(*) as n from notifications where status = 'pending' and run_at is not null`.execute(db);
-      this.reset();
-      for (const row of rows) this.set({ kind: row.kind }, Number(row.n));
-      this.set({ kind: DELIVERY_KIND }, Number(deliveries.rows[0]?.n ?? 0));
+      await fromDatabase(this, async () => {
+        const rows = await db
+          .selectFrom('jobs')
+          .select(['kind', sql<number | string>`count(*)`.as('n')])
+          .where('state', '=', 'pending')
+          .groupBy('kind')
+          .execute();
+        // Deliveries are their notification rows (delivery-rows.ts): those scheduled, on the due index.
+        const deliveries = await sql<{ n: number | string }>`select count(*) as n from notifications where status = 'pending' and run_at is not null`.execute(db);
+        this.reset();
+        for (const row of rows) this.set({ kind: row.kind }, Number(row.n));
+        this.set({ kind: DELIVERY_KIND }, Number(deliveries.rows[0]?.n ?? 0));
+      });
     },
   });
   new Gauge({
@@ -71,10 +96,11 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
     help: 'Age of the oldest job that is due and not yet claimed (0 when the worker keeps up)',
     registers: [registry],
     async collect() {
-      const now = clock();
-      // The pending jobs are indexed by (kind, run_at): walk the kinds present (a loose index scan,
-      // one lookup per kind) and take each kind's oldest due job, instead of reading every job.
-      const { rows } = await sql<{ oldest: number | string | null }>`
+      await fromDatabase(this, async () => {
+        const now = clock();
+        // The pending jobs are indexed by (kind, run_at): walk the kinds present (a loose index scan,
+        // one lookup per kind) and take each kind's oldest due job, instead of reading every job.
+        const { rows } = await sql<{ oldest: number | string | null }>`
         with recursive kinds(kind) as (
           select min(kind) from jobs where state = 'pending'
           union all
@@ -82,10 +108,11 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
         )
         select min((select min(run_at) from jobs where state = 'pending' and kind = kinds.kind and run_at <= ${now} and locked_by is null)) as oldest
         from kinds where kind is not null`.execute(db);
-      const delivery = await sql<{ oldest: number | string | null }>`select min(run_at) as oldest from notifications
+        const delivery = await sql<{ oldest: number | string | null }>`select min(run_at) as oldest from notifications
         where status = 'pending' and run_at is not null and run_at <= ${now} and (lease_until is null or lease_until <= ${now})`.execute(db);
-      const found = [rows[0]?.oldest, delivery.rows[0]?.oldest].filter((at) => at != null).map(Number);
-      this.set(found.length === 0 ? 0 : (now - Math.min(...found)) / 1000);
+        const found = [rows[0]?.oldest, delivery.rows[0]?.oldest].filter((at) => at != null).map(Number);
+        this.set(found.length === 0 ? 0 : (now - Math.min(...found)) / 1000);
+      });
     },
   });
   new Gauge({
@@ -93,15 +120,45 @@ export function createMetrics(db: Db, clock: () => number): Metrics {
     help: 'Notifications not yet delivered nor failed',
     registers: [registry],
     async collect() {
-      const row = await db
-        .selectFrom('notifications')
-        .select(sql<number | string>`count(*)`.as('n'))
-        .where('status', '=', 'pending')
-        .executeTakeFirst();
-      this.set(Number(row?.n ?? 0));
+      await fromDatabase(this, async () => {
+        const row = await db
+          .selectFrom('notifications')
+          .select(sql<number | string>`count(*)`.as('n'))
+          .where('status', '=', 'pending')
+          .executeTakeFirst();
+        this.set(Number(row?.n ?? 0));
+      });
     },
   });
-  return { registry, deliveryAttempts, deliveryLatency, queue };
+  new Gauge({
+    name: 'rewards_database_answering',
+    help: "1 while the database answers this process's heartbeat (DATABASE_HEARTBEAT_TIMEOUT), 0 while it is silent",
+    registers: [registry],
+    collect() {
+      this.set(storage.answering() ? 1 : 0);
+    },
+  });
+  if (storage.readDb !== db) {
+    new Gauge({
+      name: 'rewards_database_read_lag_seconds',
+      help: 'How far the replica of DATABASE_READ_URL is behind its primary (0 when it has replayed everything it received)',
+      registers: [registry],
+      async collect() {
+        await fromDatabase(this, async () => {
+          const { rows } = await sql<{ lag: number | string | null }>`select case when pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() then 0
+              else extract(epoch from now() - pg_last_xact_replay_timestamp()) end as lag`.execute(storage.readDb);
+          this.set(Number(rows[0]?.lag ?? 0));
+        });
+      },
+    });
+  }
+  const databaseConnectionsClosed = new Counter({
+    name: 'rewards_database_connections_closed_total',
+    help: 'Database connections the watchdog closed, by pool (primary, listen, read) and reason (silent: no answer to the heartbeat; statement-timeout)',
+    labelNames: ['pool', 'reason'] as const,
+    registers: [registry],
+  });
+  return { registry, deliveryAttempts, deliveryLatency, queue, databaseConnectionsClosed };
 }
 
 /** The job worker's counters, registered in `registry` (a throw-away one where nobody scrapes). */

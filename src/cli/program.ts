@@ -109,9 +109,10 @@ function buildProgram(io: CliIo): Command {
     .description('create the database when there is none, or bring its schema up to date')
     .action(async () => {
       const { config } = effective();
-      const storage = openStorage(config.databaseUrl, { log: createLogger(config, { write: io.err }), preparedStatements: config.databasePreparedStatements });
+      // Connecting and waiting for the lock are bounded as everywhere; the migrations' own statements are not (an index build may take minutes).
+      const storage = openStorage(config.databaseUrl, { log: createLogger(config, { write: io.err }), preparedStatements: config.databasePreparedStatements, bounds: config.databaseBounds });
       try {
-        io.out(`${JSON.stringify(await migrateToLatest(storage.db))}\n`);
+        io.out(`${JSON.stringify(await storage.withoutStatementBound(() => migrateToLatest(storage.db)))}\n`);
       } finally {
         await storage.close();
       }

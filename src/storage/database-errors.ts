@@ -22,7 +22,7 @@ const UNAVAILABLE_SQLSTATES = new Set(['25006']);
 const UNAVAILABLE_SQLITE_CODES = /^SQLITE_(FULL|IOERR|BUSY|LOCKED|CANTOPEN|READONLY|NOMEM|PROTOCOL)/;
 /** Socket errors and the pg client's own wording for a connection that went away. */
 const UNAVAILABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
-const UNAVAILABLE_MESSAGES = /Connection terminated|connection error|Client was closed|timeout exceeded when trying to connect/i;
+const UNAVAILABLE_MESSAGES = /Connection terminated|connection error|Client was closed|timeout exceeded when trying to connect|^timeout expired$/i;
 
 /**
  * The database cannot serve right now (PostgreSQL down or restarting, SQLite's disk full …): the

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { Kysely, SqliteDialect, type Transaction } from 'kysely';
 import { postgresDialect, sqliteDialect, SQLITE_DURABLE_SYNCHRONOUS, type StorageDialect } from './dialect.js';
 import { ServicePostgresDialect } from './postgres-dialect.js';
+import { createBoundedPool, DEFAULT_CONNECTION_BOUNDS, type BoundedPool, type ConnectionBounds, type WatchdogEvent } from './postgres-pool.js';
 import { usePreparedStatements } from './prepared-statements.js';
 import { openSqliteDatabase, type SqliteDatabase } from './sqlite-driver.js';
 import type { Database } from './tables/index.js';
@@ -14,12 +15,24 @@ export type Executor = Db | Tx;
 
 export interface Storage {
   db: Db;
+  /**
+   * Where reads that may lag a little go (the delivery log's lists, stats): the replica of
+   * DATABASE_READ_URL, else `db` itself. Use through `services/replica-reads.ts`.
+   */
+  readDb: Db;
   /** What differs between the databases (dialect.ts). */
   dialect: StorageDialect;
   /** SQLite: the database file (readiness checks the room left on its file system); undefined otherwise. */
   file?: string | undefined;
   /** PostgreSQL pool the workers LISTEN on (the queries' pool, or DATABASE_LISTEN_URL's); undefined on SQLite or with LISTEN off. */
   pool: pg.Pool | undefined;
+  /**
+   * Runs `work` with no statement bound on the primary's connections (migrations: an index build
+   * may take minutes). Only for work that runs alone, before the process serves.
+   */
+  withoutStatementBound<T>(work: () => Promise<T>): Promise<T>;
+  /** PostgreSQL: whether the primary answered its last heartbeat (always true on SQLite or without a heartbeat). */
+  answering(): boolean;
   close(): Promise<void>;
 }
 
@@ -73,6 +86,16 @@ export interface StorageOptions {
   log?: FileModeLog;
   /** PostgreSQL: the hot statements as named prepared statements (default true; prepared-statements.ts). */
   preparedStatements?: boolean;
+  /**
+   * The bounds on every wait for the database (postgres-pool.ts; default DEFAULT_CONNECTION_BOUNDS
+   * without the heartbeat, which only a serving process needs). SQLite takes `poolTimeoutMs` as its
+   * busy timeout: how long a write waits for the lock.
+   */
+  bounds?: Partial<ConnectionBounds>;
+  /** What the PostgreSQL watchdogs did (the log and the metrics). */
+  onWatchdogEvent?: (event: WatchdogEvent & { pool: 'primary' | 'listen' | 'read' }) => void;
+  /** PostgreSQL: a replica for the reads that may lag (DATABASE_READ_URL); undefined: they go to `databaseUrl`. */
+  readUrl?: string;
 }
 
 export function openStorage(databaseUrl: string, options: StorageOptions = {}): Storage {
@@ -87,39 +110,50 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma(`synchronous = ${SQLITE_DURABLE_SYNCHRONOUS}`);
     sqlite.pragma('foreign_keys = ON');
-    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma(`busy_timeout = ${options.bounds?.poolTimeoutMs ?? DEFAULT_CONNECTION_BOUNDS.poolTimeoutMs}`);
     if (path !== ':memory:') restrictSqliteCompanions(path, options.log);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-    return { db, dialect: sqliteDialect, file: path === ':memory:' ? undefined : path, pool: undefined, close: () => db.destroy() };
+    return {
+      db,
+      readDb: db,
+      dialect: sqliteDialect,
+      file: path === ':memory:' ? undefined : path,
+      pool: undefined,
+      withoutStatementBound: (work) => work(),
+      answering: () => true,
+      close: () => db.destroy(),
+    };
   }
-  const pool = postgresPool(databaseUrl, options.poolSize ?? 10, options.schema);
-  if (options.preparedStatements !== false) pool.on('connect', (client) => usePreparedStatements(client));
-  const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool }) });
-  if (options.listenUrl === 'off') return { db, dialect: postgresDialect, pool: undefined, close: () => db.destroy() };
-  if (!options.listenUrl) return { db, dialect: postgresDialect, pool, close: () => db.destroy() };
-  const listenPool = postgresPool(options.listenUrl, 1, options.schema);
+  const bounded = (url: string, max: number, pool: 'primary' | 'listen' | 'read', prepared: boolean) =>
+    createBoundedPool(url, {
+      max,
+      schema: options.schema,
+      bounds: { heartbeatTimeoutMs: 0, ...options.bounds },
+      ...(prepared ? { onConnect: usePreparedStatements } : {}),
+      onEvent: (event) => options.onWatchdogEvent?.({ ...event, pool }),
+    });
+  const prepared = options.preparedStatements !== false;
+  const primary = bounded(databaseUrl, options.poolSize ?? 10, 'primary', prepared);
+  const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool: primary.pool }) });
+  // The pool's end is Kysely's destroy; the watchdogs stop with it.
+  const others: BoundedPool[] = [];
+  const listen = options.listenUrl === undefined || options.listenUrl === 'off' ? undefined : bounded(options.listenUrl, 1, 'listen', false);
+  if (listen) others.push(listen);
+  const read = options.readUrl ? bounded(options.readUrl, options.poolSize ?? 10, 'read', prepared) : undefined;
+  const readDb = read ? new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool: read.pool }) }) : db;
   return {
     db,
+    readDb,
     dialect: postgresDialect,
-    pool: listenPool,
+    pool: options.listenUrl === 'off' ? undefined : (listen?.pool ?? primary.pool),
+    withoutStatementBound: (work) => (primary.watchdog ? primary.watchdog.withoutStatementBound(work) : work()),
+    answering: () => primary.watchdog?.answering ?? true,
     close: async () => {
+      primary.watchdog?.stop();
+      read?.watchdog?.stop();
       await db.destroy();
-      await listenPool.end();
+      if (readDb !== db) await readDb.destroy();
+      for (const other of others) await other.end();
     },
   };
-}
-
-/**
- * A pg pool that survives dropped connections. A connection PostgreSQL drops (a restart,
- * pg_terminate_backend) makes its client emit 'error'. The pool listens only to idle clients; a
- * client in use (a transaction between two statements, the LISTEN connection) would have no
- * listener, and an unhandled 'error' ends the process. The statement in flight is rejected anyway,
- * so the work that used the client fails and is retried; the pool drops the dead client at its
- * release.
- */
-function postgresPool(connectionString: string, max: number, schema: string | undefined): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max, ...(schema ? { options: `-c search_path=${schema}` } : {}) });
-  pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
-  return pool;
 }

@@ -1,4 +1,5 @@
 import { Batcher } from '../batcher.js';
+import { isDatabaseUnavailable } from './database-errors.js';
 import type { Db, Executor } from './database.js';
 import { enqueueJobs, notifyOtherProcesses, type JobSignals } from './queue/index.js';
 import { claimIdempotencyKeys } from './repositories/idempotency-keys.js';
@@ -31,7 +32,7 @@ export class RequestIngestWriter {
       // setImmediate lets the requests already parsed in this turn of the event loop join the batch.
       gather: 'immediate',
       maxBatch: options.maxBatch ?? 1000,
-      isolateFailures: true,
+      isolateFailures: (error) => !isDatabaseUnavailable(error),
       run: async (items) => {
         const results = await db.transaction().execute((tx) => writeItems(tx, items, options.clock?.() ?? Date.now()));
         signals.enqueued([REGISTER_REQUEST_JOB]);
@@ -42,6 +43,11 @@ export class RequestIngestWriter {
 
   submit(item: IngestItem): Promise<IngestResult> {
     return this.#batcher.submit(item);
+  }
+
+  /** When the commit in progress began, undefined while none runs (liveness). */
+  busySince(): number | undefined {
+    return this.#batcher.busySince();
   }
 
   /** Resolves once everything submitted so far is written. */

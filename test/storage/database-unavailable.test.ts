@@ -3,7 +3,10 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { databaseFailureReason, isDatabaseUnavailable } from '../../src/storage/database-errors.js';
-import { testDialects } from '../support/databases.js';
+import { openSqliteDatabase } from '../../src/storage/sqlite-driver.js';
+import { postgresUrl, testDialects } from '../support/databases.js';
+import { eventually } from '../support/notifications.js';
+import { startTcpRelay, type TcpRelay } from '../support/tcp-relay.js';
 import { insertExperience } from '../support/experiences.js';
 import { api, startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -168,3 +171,92 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
     });
   });
 }
+
+for (const dialect of testDialects().filter((d) => d === 'postgres')) {
+  describe(`a primary that goes silent (its connections open, nothing answered): fast 503s, then service again with no restart [${dialect}]`, () => {
+    const clock = movableClock();
+    const port = Number(new URL(postgresUrl()).port || 5432);
+    let relay: TcpRelay;
+    let t: TestApp;
+    before(async () => {
+      // The one address the service knows, in front of the real server: silenced, then pointed at a server again (the new primary).
+      relay = await startTcpRelay(port);
+      t = await startTestApp(
+        dialect,
+        { DATABASE_URL: relay.url(postgresUrl()), DATABASE_HEARTBEAT_TIMEOUT: '500ms', DATABASE_CONNECT_TIMEOUT: '500ms', DATABASE_POOL_TIMEOUT: '1s' },
+        { clock: clock.now },
+      );
+    });
+    after(async () => {
+      await t.close();
+      await relay.close();
+    });
+
+    it('requests, reads and readiness answer within seconds while it is silent; liveness and /metrics answer; a new address serves at once', async () => {
+      const client = await t.createClientAccount();
+      const token = await t.token(client);
+      const accepted = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer' } });
+      assert.equal(accepted.status, 202);
+
+      relay.silence();
+      for (const [method, path] of [
+        ['POST', '/v2/requests'],
+        ['GET', `/v2/requests/${accepted.body.id}`],
+      ] as const) {
+        const started = Date.now();
+        const refused = await api(t.url, method, path, { token, ...(method === 'POST' ? { body: { experience: 'summer' } } : {}) });
+        const tookMs = Date.now() - started;
+        assert.equal(refused.status, 503, `${method} ${path}: ${JSON.stringify(refused.body)}`);
+        assert.equal(refused.headers.get('retry-after'), '2');
+        assert.ok(tookMs < 8_000, `${method} ${path} took ${tookMs} ms on a silent database (heartbeat 500ms)`);
+      }
+      clock.advance(1_000);
+      const notReady = await api(t.url, 'GET', '/health/ready');
+      assert.equal(notReady.status, 503);
+      assert.match(notReady.body.detail, /^not ready: /);
+      assert.deepEqual((await api(t.url, 'GET', '/health/live')).body, { status: 'ok' }, 'the database is away, the process is not stuck: nothing to restart');
+      const metrics = await fetch(`${t.url}/metrics`, { signal: AbortSignal.timeout(8_000) });
+      assert.equal(metrics.status, 200);
+      assert.match(await metrics.text(), /^rewards_database_answering 0$/m);
+
+      relay.pointTo(port);
+      const back = await eventually(
+        async () => {
+          const response = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer' } });
+          return response.status === 202 && response;
+        },
+        10_000,
+        'a 202 once the address leads to a server again',
+      );
+      assert.equal((await api(t.url, 'GET', `/v2/requests/${back.body.id}`, { token })).status, 200);
+      clock.advance(11_000);
+      assert.deepEqual((await api(t.url, 'GET', '/health/ready')).body, { status: 'ok' });
+      await eventually(async () => /^rewards_database_answering 1$/m.test(await (await fetch(`${t.url}/metrics`)).text()), 5_000, 'the heartbeat answered again');
+    });
+  });
+}
+
+describe('SQLite held by another writer past DATABASE_POOL_TIMEOUT: 503 with Retry-After, then 202 once it lets go [sqlite]', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp('sqlite', { DATABASE_POOL_TIMEOUT: '200ms' });
+  });
+  after(() => t.close());
+
+  it('POST /v2/requests answers 503 within a second while the lock is held, and 202 after', async () => {
+    const token = await t.token(await t.createClientAccount());
+    const other = openSqliteDatabase(t.config.databaseUrl.slice('sqlite:'.length));
+    other.exec('begin immediate');
+    try {
+      const started = Date.now();
+      const refused = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer' } });
+      assert.equal(refused.status, 503, JSON.stringify(refused.body));
+      assert.equal(refused.headers.get('retry-after'), '2');
+      assert.ok(Date.now() - started < 3_000, `took ${Date.now() - started} ms with DATABASE_POOL_TIMEOUT=200ms`);
+    } finally {
+      other.exec('rollback');
+      other.close();
+    }
+    assert.equal((await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'summer' } })).status, 202);
+  });
+});
