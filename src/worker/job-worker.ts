@@ -106,12 +106,15 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
       : undefined;
 
   const loop = { pollMs, stopping: () => stopping, log, metrics, onError: deps.onDatabaseFailure };
+  const watch = (label: string) => (busySince: () => number | undefined) => deps.liveness?.watch(`worker ${workerId}: the ${label} loop`, busySince) ?? (() => {});
   const loops =
     options.autoStart === false
       ? []
       : [
-          ...(transactionalKinds.length === 0 ? [] : batchWakes.map((w) => runLoop({ ...loop, name: 'transactional', step: runBatch, wake: w, batchSize, gatherMs: options.gatherMs ?? 10 }))),
-          ...(deliveries.kinds.length === 0 ? [] : [runLoop({ ...loop, name: 'delivery', step: deliveries.step, wake: deliveries.wake, batchSize, gatherMs: 0 })]),
+          ...(transactionalKinds.length === 0
+            ? []
+            : batchWakes.map((w, i) => runLoop({ ...loop, name: 'transactional', step: runBatch, wake: w, batchSize, gatherMs: options.gatherMs ?? 10, watch: watch(`transactional (${i + 1})`) }))),
+          ...(deliveries.kinds.length === 0 ? [] : [runLoop({ ...loop, name: 'delivery', step: deliveries.step, wake: deliveries.wake, batchSize, gatherMs: 0, watch: watch('delivery') })]),
         ];
 
   return {

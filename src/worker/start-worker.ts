@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { Liveness } from '../liveness.js';
 import type { Logger } from '../logger.js';
 import type { Db, Storage } from '../storage/database.js';
 import type { DatabaseReadiness } from '../services/database-readiness.js';
@@ -18,6 +19,8 @@ export interface WorkerDeps extends HandlerDeps {
   storage: Pick<Storage, 'pool'>;
   /** Told of the database failures the worker meets (/health/ready). */
   readiness: Pick<DatabaseReadiness, 'noteFailure'>;
+  /** /health/live watches the worker's loops. */
+  liveness: Pick<Liveness, 'watch'>;
 }
 
 /** What the periodic maintenance (purgeExpired, ensureLogPeriods) uses. */
@@ -42,6 +45,7 @@ export function startWorker(deps: WorkerDeps, overrides: WorkerOverrides = {}): 
       pool: deps.storage.pool,
       metrics: deps.metrics.queue,
       onDatabaseFailure: (error) => deps.readiness.noteFailure(error),
+      liveness: deps.liveness,
     },
     { handlers: buildJobHandlers(deps, { recordOutcome }), leaseMs: deps.config.jobLeaseMs, ...options },
   );

@@ -1,10 +1,12 @@
 import type pg from 'pg';
+import type { Liveness } from '../liveness.js';
 import type { Logger } from '../logger.js';
 import type { QueueMetrics } from '../metrics.js';
 import type { Db } from '../storage/database.js';
 import { lightTransaction } from '../storage/light-transaction.js';
 import { claimDueJobs, JOBS_TABLE_QUEUE, type ClaimedJob, type JobSignals, type StandaloneQueue } from '../storage/queue/index.js';
 import type { JobContext, JobHandlers } from './job-handlers.js';
+import { whileLeaseHolds } from './while-lease-holds.js';
 
 export interface JobWorkerDeps {
   db: Db;
@@ -18,6 +20,8 @@ export interface JobWorkerDeps {
   metrics?: QueueMetrics;
   /** Told of a statement or transaction that failed (readiness keeps those meaning the database cannot serve). */
   onDatabaseFailure?: (error: unknown) => void;
+  /** /health/live: each loop's step is watched (src/liveness.ts). */
+  liveness?: Pick<Liveness, 'watch'>;
 }
 
 /** What the worker's loops share. */
@@ -34,11 +38,12 @@ export interface WorkerContext {
 
 /**
  * Records a failed run under the job's lease, in `queue` (where the job lives); after its last
- * one the handler's onExhausted runs in the same transaction.
+ * one the handler's onExhausted runs in the same transaction. While the database cannot serve, it
+ * is written again as long as the lease holds (whileLeaseHolds).
  */
 export async function recordFailure(context: WorkerContext, job: ClaimedJob, error: unknown, queue: StandaloneQueue = JOBS_TABLE_QUEUE): Promise<void> {
-  try {
-    await context.deps.db.transaction().execute(async (tx) => {
+  const record = () =>
+    context.deps.db.transaction().execute(async (tx) => {
       const state = await queue.fail(tx, job, error, Date.now());
       if (state === 'lost') {
         context.metrics.leasesLost.inc();
@@ -47,6 +52,8 @@ export async function recordFailure(context: WorkerContext, job: ClaimedJob, err
       if (state === 'failed') await context.handlers[job.kind]?.onExhausted?.(tx, job, error, context.job);
       context.log.warn({ err: error, jobId: job.id, kind: job.kind, attempt: job.attempts, state }, 'job attempt failed');
     });
+  try {
+    await whileLeaseHolds(job, record, (failure) => context.deps.onDatabaseFailure?.(failure));
   } catch (failure) {
     context.deps.onDatabaseFailure?.(failure);
     context.log.error({ err: failure, jobId: job.id }, 'could not record a job failure; its lease will expire');

@@ -26,24 +26,35 @@ export interface LoopSpec {
   metrics: QueueMetrics;
   /** Told of a step that threw (readiness: the database may be refusing writes). */
   onError?: (error: unknown) => void;
+  /** Liveness: told when each step begins, so that a step that never ends is seen (src/liveness.ts). */
+  watch?: (busySince: () => number | undefined) => () => void;
 }
 
 export async function runLoop(spec: LoopSpec): Promise<void> {
-  while (!spec.stopping()) {
-    let got = 0;
-    try {
-      got = await spec.step();
-    } catch (error) {
-      spec.onError?.(error);
-      spec.log.error({ err: error, loop: spec.name }, 'job loop step failed');
+  let stepStartedAt: number | undefined;
+  const unwatch = spec.watch?.(() => stepStartedAt);
+  try {
+    while (!spec.stopping()) {
+      let got = 0;
+      stepStartedAt = Date.now();
+      try {
+        got = await spec.step();
+      } catch (error) {
+        spec.onError?.(error);
+        spec.log.error({ err: error, loop: spec.name }, 'job loop step failed');
+      } finally {
+        stepStartedAt = undefined;
+      }
+      if (spec.stopping()) break;
+      if (got === 0) {
+        if (!(await spec.wake.wait(spec.pollMs))) spec.metrics.wakeups.inc({ source: 'poll' });
+      } else if (got < spec.batchSize && spec.gatherMs > 0) {
+        await new Promise((resolve) => setTimeout(resolve, spec.gatherMs));
+      } else {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
-    if (spec.stopping()) break;
-    if (got === 0) {
-      if (!(await spec.wake.wait(spec.pollMs))) spec.metrics.wakeups.inc({ source: 'poll' });
-    } else if (got < spec.batchSize && spec.gatherMs > 0) {
-      await new Promise((resolve) => setTimeout(resolve, spec.gatherMs));
-    } else {
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+  } finally {
+    unwatch?.();
   }
 }

@@ -16,6 +16,18 @@ for (const dialect of testDialects()) {
       assert.deepEqual((await api(t.url, 'GET', '/health/ready')).body, { status: 'ok' });
     });
 
+    it('live answers 503 with the reason while a watched part is stuck past LIVENESS_TIMEOUT, and 200 once it moves on', async () => {
+      const stopWatching = t.deps.liveness.watch('a test step', () => Date.now() - 10 * 60_000);
+      try {
+        const stuck = await api(t.url, 'GET', '/health/live');
+        assert.equal(stuck.status, 503);
+        assert.match(stuck.body.detail, /^not live: a test step has been at one step for 600 s, past LIVENESS_TIMEOUT \(120 s\)$/);
+      } finally {
+        stopWatching();
+      }
+      assert.deepEqual((await api(t.url, 'GET', '/health/live')).body, { status: 'ok' });
+    });
+
     it('serves an OpenAPI 3.1 document built from the route schemas, and the interactive docs', async () => {
       const doc = await api(t.url, 'GET', '/openapi.json');
       assert.equal(doc.status, 200);

@@ -9,6 +9,7 @@ import type { Executor } from '../../src/storage/database.js';
 const enqueueJob = (db: Executor, job: NewJob) => enqueueJobs(db, [job]);
 import type { JobHandlers } from '../../src/worker/job-handlers.js';
 import { startJobWorker, type JobWorkerOptions } from '../../src/worker/job-worker.js';
+import { Liveness } from '../../src/liveness.js';
 import { testDialects } from '../support/databases.js';
 import { insertExperience, prizeStock } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
@@ -81,6 +82,38 @@ for (const dialect of testDialects()) {
       await sleep(250);
       assert.equal(await w.runUntilIdle(), 1);
       assert.equal(await stock(), 999);
+      await w.stop();
+    });
+
+    it('a loop stuck in one step (a handler that never returns) is seen by liveness, naming the loop', async () => {
+      const stuck = gate();
+      const liveness = new Liveness(300);
+      const handlers: JobHandlers = {
+        take: {
+          mode: 'transactional',
+          async handle() {
+            await stuck.wait;
+          },
+        },
+      };
+      const w = startJobWorker(
+        { db: t.deps.db, log: t.deps.log, clock: Date.now, signals: t.deps.signals, pool: t.deps.storage.pool, liveness },
+        { handlers, leaseMs: 60_000, pollIntervalMs: 50, transactionalLoops: 1 },
+      );
+      assert.deepEqual(liveness.check(), { live: true });
+      await enqueueJob(t.deps.db, { kind: 'take', payload: 1 });
+      t.deps.signals.enqueued();
+      const state = await eventually(
+        () => {
+          const checked = liveness.check();
+          return !checked.live && checked;
+        },
+        10_000,
+        'liveness to see the stuck step',
+      );
+      assert.match(state.reason, /the transactional \(1\) loop has been at one step for \d+ s, past LIVENESS_TIMEOUT/);
+      stuck.open();
+      await eventually(() => liveness.check().live, 10_000, 'liveness again once the step ends');
       await w.stop();
     });
 

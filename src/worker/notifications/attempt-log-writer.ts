@@ -1,4 +1,6 @@
 import { Batcher } from '../../batcher.js';
+import { isDatabaseUnavailable } from '../../storage/database-errors.js';
+import { whileLeaseHolds } from '../while-lease-holds.js';
 import type { Db } from '../../storage/database.js';
 import { lightTransaction } from '../../storage/light-transaction.js';
 import type { ClaimedJob } from '../../storage/queue/index.js';
@@ -31,6 +33,8 @@ export interface AttemptLogOptions {
   onDisabled?: (disabled: DisabledSubscription) => void;
   /** After a commit that wrote operational notifications (new delivery jobs): wakes this process's worker. */
   onEnqueued?: () => void;
+  /** An attempt could not be written because the database cannot serve; it is written again after `waitMs`. */
+  onRetry?: (error: unknown, waitMs: number) => void;
 }
 
 interface Written {
@@ -67,12 +71,17 @@ export class AttemptLogWriter {
     private readonly db: Db,
     private readonly options: AttemptLogOptions = {},
   ) {
-    this.#batcher = new Batcher({ gather: 5, maxBatch: options.maxBatch ?? 256, isolateFailures: true, run: (settlements) => this.#record(settlements) });
+    this.#batcher = new Batcher({ gather: 5, maxBatch: options.maxBatch ?? 256, isolateFailures: (error) => !isDatabaseUnavailable(error), run: (settlements) => this.#record(settlements) });
   }
 
-  /** Resolves true once committed, false when the job's lease was lost meanwhile. */
+  /**
+   * Resolves true once committed, false when the job's lease was lost meanwhile. While the
+   * database cannot serve, the attempt is written again for as long as the lease holds
+   * (whileLeaseHolds): a call made just before a failover is recorded once the new primary
+   * answers, not made again a lease later.
+   */
   settle(settlement: AttemptSettlement): Promise<boolean> {
-    return this.#batcher.submit(settlement);
+    return whileLeaseHolds(settlement.job, () => this.#batcher.submit(settlement), this.options.onRetry);
   }
 
   async #record(settlements: AttemptSettlement[]): Promise<boolean[]> {
@@ -80,7 +89,7 @@ export class AttemptLogWriter {
     try {
       written = await this.#write(settlements);
     } catch (error) {
-      if (settlements.length > 1) throw error;
+      if (settlements.length > 1 || isDatabaseUnavailable(error)) throw error;
       const [settlement] = settlements as [AttemptSettlement];
       const withoutAnswer = { ...settlement, attempt: { ...settlement.attempt, response_body: null, retry_after: null, error: ANSWER_NOT_STORED } };
       written = await this.#write([withoutAnswer]).catch(() => {

@@ -205,6 +205,7 @@ export function notificationJobHandlers(deps: NotificationDeliveryDeps): JobHand
       disableAfterMs: deps.config.subscriptionDisableAfterMs,
       onDisabled: (disabled) => deps.log.warn(disabled, 'subscription switched off: every attempt failed for SUBSCRIPTION_DISABLE_AFTER'),
       onEnqueued: () => deps.signals.enqueued([DELIVER_NOTIFICATION]),
+      onRetry: (error, waitMs) => deps.log.debug({ err: error, waitMs }, 'an attempt could not be recorded (the database cannot serve): trying again while its lease holds'),
     }),
   };
   return {
