@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import { Agent, request } from 'undici';
 import { testDialects } from '../support/databases.js';
 import { startTestApp, type TestApp } from '../support/test-app.js';
 
@@ -20,9 +22,10 @@ interface Peer {
   isClosed(): boolean;
 }
 
-function open(port: number, localAddress = '127.0.0.1'): Promise<Peer> {
+/** `allowHalfOpen`: the client does not end its side when the server ends its own (it may keep sending). */
+function open(port: number, localAddress = '127.0.0.1', allowHalfOpen = false): Promise<Peer> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ port, host: '127.0.0.1', localAddress });
+    const socket = connect({ port, host: '127.0.0.1', localAddress, allowHalfOpen });
     let text = '';
     let isClosed = false;
     socket.setEncoding('latin1');
@@ -51,6 +54,76 @@ async function trickle(peer: Peer, everyMs: number, byte = ' '): Promise<void> {
 }
 
 const port = (t: TestApp) => Number(new URL(t.url).port);
+
+const MiB = 1024 * 1024;
+const piece = Buffer.alloc(64 * 1024, 'a');
+const chunkOf = (data: Buffer) => Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]);
+
+/** An HTTP/1.1 answer read off a socket: its status, whether it announced `Connection: close`, and whether its body arrived whole (as long as its Content-Length). */
+function parseAnswer(text: string): { status: number; closes: boolean; bodyWhole: boolean } | undefined {
+  const end = text.indexOf('\r\n\r\n');
+  const status = /^HTTP\/1\.1 (\d{3}) /.exec(text);
+  if (end < 0 || !status) return undefined;
+  const head = text.slice(0, end);
+  const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+  const body = text.slice(end + 4);
+  return { status: Number(status[1]), closes: /\r\nconnection: *close/i.test(head), bodyWhole: length !== null && Number(length[1]) > 0 && body.length === Number(length[1]) };
+}
+
+interface Upload {
+  /** Every write of the request was accepted: the client was not reset while sending. */
+  sent: boolean;
+  /** Everything the server sent, read once the request was sent. */
+  received: string;
+  /** The server ended its side with a FIN (a reset ends a connection without 'end'). */
+  ended: boolean;
+}
+
+/**
+ * A blocking HTTP client on a link slower than loopback: sends the request, its body in 64 KiB
+ * pieces a few milliseconds apart, reads nothing until all of it is sent (as blocking HTTP clients
+ * do), then reads the answer until the server closes. A reset while it sends fails its write, and
+ * Node then drops the connection unread, as such clients do.
+ */
+function blockingUpload(port: number, head: string, bodyBytes: number, chunked: boolean): Promise<Upload> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1' });
+    socket.pause();
+    let received = '';
+    let sent = false;
+    let ended = false;
+    socket.on('error', () => {});
+    socket.once('end', () => (ended = true));
+    socket.once('close', () => resolve({ sent, received, ended }));
+    socket.once('connect', () => {
+      void (async () => {
+        const write = (data: string | Buffer) => new Promise<boolean>((done) => socket.write(data, (error) => done(!error)));
+        let accepted = await write(head);
+        for (let written = 0; accepted && written < bodyBytes; written += piece.length) {
+          accepted = await write(chunked ? chunkOf(piece) : piece);
+          await sleep(5);
+        }
+        if (accepted && chunked) accepted = await write('0\r\n\r\n');
+        sent = accepted;
+        if (socket.destroyed) return;
+        socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+        socket.resume();
+      })();
+    });
+  });
+}
+
+/** The server's side of the next connection it accepts. */
+const nextServerSocket = (t: TestApp) => new Promise<Socket>((resolve) => t.app.server.once('connection', resolve));
+
+/** Resolves once the peer has read a whole answer head, or after `ms`. */
+async function answerRead(peer: Peer, ms: number): Promise<void> {
+  for (let waited = 0; !parseAnswer(peer.received()) && waited < ms; waited += 10) await sleep(10);
+}
+
+/** Resolves true once `socket` closed, false if it had not within `ms`. */
+const closesWithin = (socket: Socket, ms: number) =>
+  Promise.race([new Promise<boolean>((done) => (socket.destroyed ? done(true) : socket.once('close', () => done(true)))), sleep(ms).then(() => false)]);
 
 for (const dialect of testDialects()) {
   describe(`slow and unread request bodies [${dialect}]`, () => {
@@ -144,6 +217,118 @@ for (const dialect of testDialects()) {
     });
   });
 }
+
+/**
+ * The lingering close after an answer given before the body was read (http-server.ts): the server
+ * half-closes, discards what the client still sends, and closes when the client closes its side, or
+ * at its bounds (a second without a byte, 2 MiB, 5 s). HTTP_REQUEST_TIMEOUT is its default (30 s),
+ * so what ends these connections is the lingering close's own bounds; the bounds asserted are
+ * generous multiples of them, below the request timeout.
+ */
+describe('lingering close after an answer given before the body was read', () => {
+  let t: TestApp;
+  let token: string;
+  before(async () => {
+    t = await startTestApp('sqlite');
+    token = await t.token(await t.createClientAccount());
+  });
+  after(() => t.close());
+
+  // 1.5 MiB: over the 1 MiB body limit (a 413 with a token), within what the server discards (2 MiB).
+  const bodyBytes = 1.5 * MiB;
+  const uploads = 20;
+  for (const [answer, status, auth] of [
+    ['its 401 (no token)', 401, () => ''],
+    ['its 413 (over 1 MiB)', 413, () => `Authorization: Bearer ${token}\r\n`],
+  ] as const) {
+    for (const chunked of [false, true]) {
+      it(`${uploads} blocking clients uploading 1.5 MiB ${chunked ? 'chunked' : 'by Content-Length'} each send it whole, then read ${answer} and the server's FIN`, async () => {
+        const head = `POST /v2/requests HTTP/1.1\r\nHost: x\r\n${auth()}Content-Type: application/json\r\n${chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${bodyBytes}`}\r\n\r\n`;
+        const results = await Promise.all(Array.from({ length: uploads }, () => blockingUpload(port(t), head, bodyBytes, chunked)));
+        const outcome = (upload: Upload) => {
+          const parsed = parseAnswer(upload.received);
+          if (!upload.sent) return 'reset while sending its body';
+          if (!parsed) return `no answer (${JSON.stringify(upload.received.slice(0, 40))})`;
+          if (parsed.status !== status || !parsed.closes || !parsed.bodyWhole) return `answer ${parsed.status}, connection close ${parsed.closes}, body whole ${parsed.bodyWhole}`;
+          return upload.ended ? 'ok' : 'no FIN from the server';
+        };
+        assert.deepEqual(
+          results.map(outcome),
+          results.map(() => 'ok'),
+        );
+      });
+    }
+  }
+
+  it(`undici uploading a streamed 32 MiB body reads each 401 whole (${uploads} uploads)`, async () => {
+    const agent = new Agent();
+    try {
+      for (let i = 0; i < uploads; i++) {
+        const body = Readable.from(
+          (function* () {
+            for (let sent = 0; sent < 32 * MiB; sent += piece.length) yield piece;
+          })(),
+        );
+        const response = await request(`${t.url}/v2/requests`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, dispatcher: agent });
+        assert.equal(response.statusCode, 401, `upload ${i + 1}`);
+        assert.match(await response.body.text(), /"status":401/, `upload ${i + 1}`);
+      }
+    } finally {
+      await agent.close();
+    }
+  });
+
+  it('a client that keeps sending as fast as it can after its 401 is cut off after the bytes the server discards', async () => {
+    const server = nextServerSocket(t);
+    const peer = await open(port(t), '127.0.0.1', true);
+    const serverSocket = await server;
+    let ended = false;
+    peer.socket.once('end', () => (ended = true));
+    peer.socket.write(`POST /v2/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${64 * MiB}\r\n\r\n`);
+    let written = 0;
+    while (written < 64 * MiB && !peer.isClosed()) {
+      const accepted = await new Promise<boolean>((resolve) => peer.socket.write(piece, (error) => resolve(!error)));
+      if (!accepted) break;
+      written += piece.length;
+    }
+    assert.ok(await closesWithin(serverSocket, 20_000), 'the server keeps the connection open');
+    await Promise.race([peer.closed, sleep(5_000)]);
+    if (process.env.REPORT_UNREAD_BODY) console.log(`lingering: the client wrote ${(written / MiB).toFixed(2)} MiB`);
+    assert.equal(parseAnswer(peer.received())?.status, 401);
+    assert.ok(ended, 'the server did not half-close');
+    assert.ok(peer.isClosed(), 'the client is still connected');
+    assert.ok(written < 8 * MiB, `the client wrote ${(written / MiB).toFixed(1)} MiB after its 401`);
+  });
+
+  it('a client that trickles its body after its 401 is cut off by the lingering time cap, long before HTTP_REQUEST_TIMEOUT', async () => {
+    const server = nextServerSocket(t);
+    const peer = await open(port(t), '127.0.0.1', true);
+    const serverSocket = await server;
+    let ended = false;
+    peer.socket.once('end', () => (ended = true));
+    peer.socket.write(`POST /v2/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${64 * MiB}\r\n\r\n`);
+    peer.socket.write(Buffer.alloc(128 * 1024, 'a'));
+    void trickle(peer, 50, 'a');
+    await answerRead(peer, 5_000);
+    // The lingering time cap is 5 s, the request timeout 30 s.
+    assert.ok(await closesWithin(serverSocket, 20_000), 'the server keeps reading a body trickled after its 401');
+    assert.equal(parseAnswer(peer.received())?.status, 401);
+    assert.ok(ended, 'the server did not half-close');
+    peer.socket.destroy();
+  });
+
+  it('a client that stops sending after its 401 without closing is closed', async () => {
+    const server = nextServerSocket(t);
+    const peer = await open(port(t), '127.0.0.1', true);
+    const serverSocket = await server;
+    peer.socket.write(`POST /v2/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${bodyBytes}\r\n\r\n`);
+    peer.socket.write(Buffer.alloc(256 * 1024, 'a'));
+    await answerRead(peer, 5_000);
+    assert.ok(await closesWithin(serverSocket, 20_000), 'the server keeps an idle lingering connection open');
+    assert.equal(parseAnswer(peer.received())?.status, 401);
+    peer.socket.destroy();
+  });
+});
 
 describe('connection caps: HTTP_MAX_CONNECTIONS and HTTP_MAX_CONNECTIONS_PER_ADDRESS', () => {
   let t: TestApp;
