@@ -155,38 +155,53 @@ export interface LoadResult {
   sent: number;
   /** Ids of the requests answered 202. */
   acknowledged: string[];
-  /** Answers that were not 202, by status (0: no answer: connection refused or reset). */
+  /** Answers that were not 202, by status (0: no answer: connection refused or reset, or none within the client's timeout). */
   refused: Map<number, number>;
+  /** Every request: when it left, when its answer (or its failure) came, and its status (0: no answer). */
+  timeline: Array<{ sentAt: number; doneAt: number; status: number }>;
+}
+
+export interface LoadOptions {
+  /** How long the client waits for an answer (default 10 s). */
+  timeoutMs?: number;
+  /** Consulted before each request: true stops the load early (the run has seen what it came for). */
+  enough?: () => boolean;
 }
 
 /**
  * Open-loop load: request i leaves at start + i/rate whatever happened to the earlier ones, to
- * whichever of `urls()` is current (the service may be down or restarted meanwhile).
+ * whichever of `urls()` is current (the service may be down or restarted meanwhile), for
+ * `seconds` at most.
  */
-export async function openLoopLoad(urls: () => string[], token: string, rate: number, seconds: number): Promise<LoadResult> {
-  const result: LoadResult = { sent: 0, acknowledged: [], refused: new Map() };
+export async function openLoopLoad(urls: () => string[], token: string, rate: number, seconds: number, options: LoadOptions = {}): Promise<LoadResult> {
+  const result: LoadResult = { sent: 0, acknowledged: [], refused: new Map(), timeline: [] };
   const inFlight = new Set<Promise<void>>();
   const started = performance.now();
   const total = Math.round(rate * seconds);
-  for (let i = 0; i < total; i++) {
+  for (let i = 0; i < total && !options.enough?.(); i++) {
     const due = started + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 1) await sleep(wait);
     const targets = urls();
     const url = targets[i % targets.length]!;
     result.sent += 1;
+    const sentAt = Date.now();
+    const answered = (status: number) => {
+      result.timeline.push({ sentAt, doneAt: Date.now(), status });
+      if (status !== 202) result.refused.set(status, (result.refused.get(status) ?? 0) + 1);
+    };
     const call = fetch(`${url}/v2/requests`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
       body: JSON.stringify({ experience: 'chaos', event: 'purchase', data: { n: i } }),
-      signal: AbortSignal.timeout(10_000),
+      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
     })
       .then(async (response) => {
         const body = await response.text();
         if (response.status === 202) result.acknowledged.push((JSON.parse(body) as { id: string }).id);
-        else result.refused.set(response.status, (result.refused.get(response.status) ?? 0) + 1);
+        answered(response.status);
       })
-      .catch(() => void result.refused.set(0, (result.refused.get(0) ?? 0) + 1))
+      .catch(() => answered(0))
       .finally(() => inFlight.delete(call));
     inFlight.add(call);
   }
@@ -197,6 +212,8 @@ export async function openLoopLoad(urls: () => string[], token: string, rate: nu
 export interface Books {
   sent: number;
   acknowledged: number;
+  /** Requests answered 202 that the database does not hold. */
+  lost: number;
   /** Requests in the database: the acknowledged ones plus those committed but not answered before a kill. */
   stored: number;
   final: number;
@@ -287,6 +304,7 @@ export async function checkBooks(storage: Storage, load: LoadResult, receiver: C
   return {
     sent: load.sent,
     acknowledged: load.acknowledged.length,
+    lost: missing,
     stored: rows.length,
     final: rows.length - notFinal.length,
     due: due.size,

@@ -22,6 +22,7 @@ import {
   type Service,
 } from './harness.js';
 import { startChaosReceiver, type Answer, type ChaosReceiver } from './receiver.js';
+import { FAILOVER_SCENARIOS } from './failover.js';
 
 interface RunOptions {
   /** Seconds of load (the faults happen during it). */
@@ -38,11 +39,17 @@ export interface Outcome extends Books {
   refused: string;
   /** What the scenario itself observed (faults injected, readiness seen). */
   notes: string[];
+  /** Named measurements of the run (seconds, counts); `--runs N` prints their medians. */
+  figures?: Record<string, number>;
 }
 
 export interface Scenario {
   name: string;
   dialects: Dialect[];
+  /** Requests per second when `--rate` is not given (else 300, or 100 with --short). */
+  rate?: number;
+  /** Seconds of load (or before the fault) when neither `--seconds` nor `--short` is given (else 60). */
+  seconds?: number;
   /** Why it cannot run here, if it cannot (not root, no pg_ctlcluster). */
   unavailable?(): string | undefined;
   run(options: RunOptions, dialect: Dialect): Promise<Outcome>;
@@ -344,4 +351,5 @@ export const SCENARIOS: Record<string, Scenario> = {
   'postgres-restart': restartPostgres,
   'bad-receivers': badReceivers,
   'disk-full': diskFull,
+  ...FAILOVER_SCENARIOS,
 };
