@@ -112,12 +112,12 @@ async function measure(name: string, storage: Storage, total: number): Promise<B
   const rows: BenchRow[] = [];
   const subscription = subscriptionId(1);
   for (const window of Object.keys(STATS_WINDOWS) as StatsWindow[]) {
-    for (let i = 0; i < 20; i++) await getEndpointStats(storage.db, ACCOUNT, subscription, window, Date.now()); // warm-up
+    for (let i = 0; i < 20; i++) await getEndpointStats(storage, ACCOUNT, subscription, window, Date.now()); // warm-up
     const times: number[] = [];
     let answer: Awaited<ReturnType<typeof getEndpointStats>> | undefined;
     for (let i = 0; i < 200; i++) {
       const t0 = performance.now();
-      answer = await getEndpointStats(storage.db, ACCOUNT, subscription, window, Date.now());
+      answer = await getEndpointStats(storage, ACCOUNT, subscription, window, Date.now());
       times.push(performance.now() - t0);
     }
     times.sort((a, b) => a - b);

@@ -30,6 +30,10 @@ import { createThreadedOutbound } from './worker/outbound/threaded-outbound.js';
 export interface AppDeps {
   config: Config;
   db: Db;
+  /** The replica of DATABASE_READ_URL for the reads that may lag (services/replica-reads.ts), else `db`. */
+  readDb: Db;
+  /** Whether that replica answers its heartbeat (true without one). */
+  replicaAnswering: () => boolean;
   dialect: StorageDialect;
   box: SecretBox;
   keys: KeyStore;
@@ -161,6 +165,8 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       log,
       storage,
       db: storage.db,
+      readDb: storage.readDb,
+      replicaAnswering: () => storage.replicaAnswering(),
       dialect: storage.dialect,
       box,
       keys,

@@ -11,6 +11,7 @@ import {
 } from '../domain/notifications/endpoint-health.js';
 import { iso } from '../domain/time.js';
 import type { Executor } from '../storage/database.js';
+import { readFromReplica, type ReplicaReads } from './replica-reads.js';
 import { countNotifications } from '../storage/repositories/notifications.js';
 import { disableSubscription, findHealth, recordHealth, sumStatsSeries, type StatsTotals } from '../storage/repositories/subscription-health.js';
 import { findSubscription } from '../storage/repositories/subscriptions.js';
@@ -100,7 +101,16 @@ const add = (a: StatsTotals, b: StatsTotals): StatsTotals => ({
  * and the window's figures are their sum (the histograms added, then the percentiles taken), so
  * they cannot disagree. `pending` and `failed` count the delivery log with the list's own filter.
  */
-export async function getEndpointStats(db: Executor, accountId: string, subscriptionId: string, window: StatsWindow, now: number): Promise<EndpointStats | undefined> {
+export function getEndpointStats(reads: ReplicaReads, accountId: string, subscriptionId: string, window: StatsWindow, now: number): Promise<EndpointStats | undefined> {
+  // From the replica when there is one; a subscription it does not have yet is looked for on the primary.
+  return readFromReplica(
+    reads,
+    (db) => endpointStats(db, accountId, subscriptionId, window, now),
+    (stats) => stats === undefined,
+  );
+}
+
+async function endpointStats(db: Executor, accountId: string, subscriptionId: string, window: StatsWindow, now: number): Promise<EndpointStats | undefined> {
   if (!(await findSubscription(db, accountId, subscriptionId))) return undefined;
   const { since, until } = statsRange(window, now);
   const { buckets, bucketMs } = STATS_SERIES[window];

@@ -3,11 +3,12 @@ import type { Db, Executor } from '../storage/database.js';
 import type { JobSignals } from '../storage/queue/index.js';
 import { LISTEN_URL_PREFIX } from '../storage/repositories/listen-sessions.js';
 import { findNotification, listAttempts, listNotifications as listNotificationRows, toDeliveryAttempt, toNotification, type NotificationPage } from '../storage/repositories/notifications.js';
+import { readFromReplica, type ReplicaReads } from './replica-reads.js';
 import { scheduleManualRetry } from './schedule-delivery.js';
 
 /** The use cases behind the delivery log (`/notifications`): read it, and retry one notification by hand. */
 
-export interface NotificationsContext {
+export interface NotificationsContext extends ReplicaReads {
   db: Db;
   /** Wakes this process's worker after the retry is committed. */
   signals: JobSignals;
@@ -17,18 +18,25 @@ export interface NotificationsContext {
 /** The cursor of the next page: `before` is the last id of the previous one. */
 type NotificationListQuery = Omit<NotificationPage, 'before'> & { cursor?: string | undefined };
 
-/** One page of the account's delivery log, newest first, and the cursor of the next (null on the last). */
-export async function listNotifications(db: Executor, query: NotificationListQuery) {
+/** One page of the account's delivery log, newest first, and the cursor of the next (null on the last); from the replica when there is one. */
+export async function listNotifications(reads: ReplicaReads, query: NotificationListQuery) {
   const { cursor, ...filter } = query;
-  const { rows, more } = await listNotificationRows(db, { ...filter, before: cursor });
+  const { rows, more } = await readFromReplica(reads, (db) => listNotificationRows(db, { ...filter, before: cursor }));
   return { notifications: rows.map(toNotification), nextCursor: more ? rows[rows.length - 1]!.id : null };
 }
 
-/** The account's notification with every attempt, oldest first; another account's is not found. */
-export async function getNotification(db: Executor, accountId: string, id: string) {
-  const row = await findNotification(db, id, accountId);
-  if (!row) throw notFound('notification');
-  return { notification: toNotification(row), attempts: (await listAttempts(db, row.id)).map(toDeliveryAttempt) };
+/** The account's notification with every attempt, oldest first; another account's is not found. From the replica, or the primary when the replica does not have it yet. */
+export async function getNotification(reads: ReplicaReads, accountId: string, id: string) {
+  const found = await readFromReplica(
+    reads,
+    async (db: Executor) => {
+      const row = await findNotification(db, id, accountId);
+      return row && { notification: toNotification(row), attempts: (await listAttempts(db, row.id)).map(toDeliveryAttempt) };
+    },
+    (answer) => answer === undefined,
+  );
+  if (!found) throw notFound('notification');
+  return found;
 }
 
 /**

@@ -8,10 +8,11 @@ import type { Db, Executor } from '../storage/database.js';
 import { findIdempotentResponse, type StoredResponse } from '../storage/repositories/idempotency-keys.js';
 import { findRequest, listRequests as listRequestRows, newRequestRow, type NewRequest } from '../storage/repositories/requests.js';
 import type { RequestIngestWriter } from '../storage/request-ingest-writer.js';
+import { readFromReplica, type ReplicaReads } from './replica-reads.js';
 
 /** The use cases behind the reward request endpoints: accept one (POST /requests), read one, list them. */
 
-export interface RequestsContext {
+export interface RequestsContext extends ReplicaReads {
   db: Db;
   /** The group commit of accepted requests: each is answered once the commit holding it is done. */
   ingest: RequestIngestWriter;
@@ -130,8 +131,8 @@ interface RequestListQuery {
 }
 
 /** One page of the account's requests, newest first, and the cursor of the next (null on the last). */
-export async function listRequests(db: Executor, query: RequestListQuery) {
+export async function listRequests(reads: ReplicaReads, query: RequestListQuery) {
   const { cursor, ...filter } = query;
-  const { requests, more } = await listRequestRows(db, { ...filter, after: cursor === undefined ? undefined : cursorPlace(cursor) });
+  const { requests, more } = await readFromReplica(reads, (db) => listRequestRows(db, { ...filter, after: cursor === undefined ? undefined : cursorPlace(cursor) }));
   return { requests, nextCursor: more ? requests[requests.length - 1]!.id : null };
 }

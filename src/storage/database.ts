@@ -33,6 +33,8 @@ export interface Storage {
   withoutStatementBound<T>(work: () => Promise<T>): Promise<T>;
   /** PostgreSQL: whether the primary answered its last heartbeat (always true on SQLite or without a heartbeat). */
   answering(): boolean;
+  /** The same of the replica of `readDb` (true without one): a silent replica is not waited for. */
+  replicaAnswering(): boolean;
   close(): Promise<void>;
 }
 
@@ -121,6 +123,7 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
       pool: undefined,
       withoutStatementBound: (work) => work(),
       answering: () => true,
+      replicaAnswering: () => true,
       close: () => db.destroy(),
     };
   }
@@ -148,6 +151,7 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     pool: options.listenUrl === 'off' ? undefined : (listen?.pool ?? primary.pool),
     withoutStatementBound: (work) => (primary.watchdog ? primary.watchdog.withoutStatementBound(work) : work()),
     answering: () => primary.watchdog?.answering ?? true,
+    replicaAnswering: () => read?.watchdog?.answering ?? true,
     close: async () => {
       primary.watchdog?.stop();
       read?.watchdog?.stop();

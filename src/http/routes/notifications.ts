@@ -33,7 +33,7 @@ export async function notificationRoutes(app: TypedApp, deps: NotificationsConte
     async (request) => {
       const { requestId, subscriptionId, status, event, cursor } = request.query;
       const limit = request.query.limit ?? 50;
-      const { notifications, nextCursor } = await listNotifications(deps.db, {
+      const { notifications, nextCursor } = await listNotifications(deps, {
         accountId: request.auth.accountId,
         // An empty value filters nothing, as before these filters were written out exactly.
         requestId: requestId || undefined,
@@ -63,7 +63,7 @@ export async function notificationRoutes(app: TypedApp, deps: NotificationsConte
       },
     },
     async (request) => {
-      const { notification, attempts } = await getNotification(deps.db, request.auth.accountId, request.params.notificationId);
+      const { notification, attempts } = await getNotification(deps, request.auth.accountId, request.params.notificationId);
       return { ...toNotificationResource(notification), attempts: attempts.map(toAttemptResource) };
     },
   );

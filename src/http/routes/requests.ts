@@ -76,7 +76,7 @@ export async function requestRoutes(app: TypedApp, deps: RequestRouteDeps): Prom
     async (request) => {
       const { status, experience, cursor } = request.query;
       const limit = request.query.limit ?? 50;
-      const { requests, nextCursor } = await listRequests(deps.db, {
+      const { requests, nextCursor } = await listRequests(deps, {
         accountId: request.auth.accountId,
         status: status as RequestStatus | undefined, // one of the schema's enum
         experience,

@@ -7,6 +7,7 @@ import { loadSigningSecrets, parseRotationOverlap, rotateSigningSecret } from '.
 import { sendTestNotification, TEST_SENDS_PER_WINDOW } from '../../services/test-sends.js';
 import { RECOVER_SWITCHED_OFF, recoverNotifications, type RecoveryContext } from '../../services/recover-notifications.js';
 import { getEndpointStats } from '../../services/endpoint-health.js';
+import type { ReplicaReads } from '../../services/replica-reads.js';
 import { isStatsWindow, STATS_WINDOWS } from '../../domain/notifications/endpoint-health.js';
 import { createSubscription, deleteSubscription, getSubscription, listSubscriptions, updateSubscription, type SubscriptionsContext } from '../../services/subscriptions.js';
 import { ACCEPTED_EVENT_NAMES, normalizeEvent } from '../../domain/subscriptions/validation.js';
@@ -34,7 +35,7 @@ import {
 const TAGS = ['subscriptions'];
 const SECURITY = [{ bearerAuth: [] }];
 
-interface SubscriptionRouteDeps extends RecoveryContext {
+interface SubscriptionRouteDeps extends RecoveryContext, ReplicaReads {
   box: SecretBox;
   config: Pick<Config, 'callbackAllowPrivateNetworks'>;
 }
@@ -188,7 +189,7 @@ export async function subscriptionRoutes(app: TypedApp, deps: SubscriptionRouteD
     async (request) => {
       const window = request.query.window ?? '24h';
       if (!isStatsWindow(window)) throw invalid('request querystring', [{ path: 'querystring.window', message: `must be one of ${Object.keys(STATS_WINDOWS).join(', ')}` }]);
-      const stats = await getEndpointStats(deps.db, request.auth.accountId, request.params.subscriptionId, window, deps.clock());
+      const stats = await getEndpointStats(deps, request.auth.accountId, request.params.subscriptionId, window, deps.clock());
       if (!stats) throw notFound('subscription');
       return stats;
     },
