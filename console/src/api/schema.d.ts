@@ -30,8 +30,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Liveness: the process answers
-         * @description Answers 200 `{"status":"ok"}` while the process runs; it does not touch the database. Public: restrict it at the network edge.
+         * Liveness: the process makes progress
+         * @description Answers 200 `{"status":"ok"}` while the process makes progress: no worker loop step and no commit of accepted requests has run longer than LIVENESS_TIMEOUT (every wait on the database is bounded far below it). Otherwise 503 with the reason in `detail`: the process is stuck and only a restart brings it back. It does not touch the database: a database that does not answer is for readiness to report. Public: restrict it at the network edge.
          */
         get: operations["getLiveness"];
         put?: never;
@@ -3642,6 +3642,15 @@ export interface operations {
             };
             /** @description the request is invalid, or its URL is malformed (not UTF-8, a NUL character) */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the process is stuck (a step past LIVENESS_TIMEOUT, named in `detail`): restart it */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
