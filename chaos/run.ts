@@ -33,7 +33,7 @@ for (const [key, scenario] of Object.entries(SCENARIOS)) {
     for (let run = 1; run <= runs; run++) {
       process.stderr.write(`${scenario.name} [${dialect}]${runs > 1 ? ` run ${run}/${runs}` : ''}: ${seconds} s at ${rate} requests/s…\n`);
       const runStarted = Date.now();
-      const outcome = await scenario.run({ seconds, rate, postgresUrl }, dialect);
+      const outcome = await scenario.run({ seconds, rate, postgresUrl, short }, dialect);
       outcomes.push(outcome);
       const verdict = outcome.problems.length === 0 ? 'PASS' : `FAIL: ${outcome.problems.join('; ')}`;
       const figures = Object.entries(outcome.figures ?? {}).map(([name, value]) => `${name} ${round(value)}`);

@@ -30,6 +30,8 @@ interface RunOptions {
   /** Requests per second. */
   rate: number;
   postgresUrl: string | undefined;
+  /** `--short`: CI's variant, each run as brief as it can be and still show its fault. */
+  short: boolean;
 }
 
 export interface Outcome extends Books {

@@ -116,6 +116,17 @@ function blockingUpload(port: number, head: string, bodyBytes: number, chunked: 
 /** The server's side of the next connection it accepts. */
 const nextServerSocket = (t: TestApp) => new Promise<Socket>((resolve) => t.app.server.once('connection', resolve));
 
+/** A connection whose server side is known, on which an unauthenticated upload of `bodyBytes` has begun; `ended()` says whether the server half-closed it. */
+async function startUpload(t: TestApp, bodyBytes: number) {
+  const server = nextServerSocket(t);
+  const peer = await open(port(t), '127.0.0.1', true);
+  const serverSocket = await server;
+  let ended = false;
+  peer.socket.once('end', () => (ended = true));
+  peer.socket.write(`POST /v2/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${bodyBytes}\r\n\r\n`);
+  return { peer, serverSocket, ended: () => ended };
+}
+
 /** Resolves once the peer has read a whole answer head, or after `ms`. */
 async function answerRead(peer: Peer, ms: number): Promise<void> {
   for (let waited = 0; !parseAnswer(peer.received()) && waited < ms; waited += 10) await sleep(10);
@@ -279,12 +290,7 @@ describe('lingering close after an answer given before the body was read', () =>
   });
 
   it('a client that keeps sending as fast as it can after its 401 is cut off after the bytes the server discards', async () => {
-    const server = nextServerSocket(t);
-    const peer = await open(port(t), '127.0.0.1', true);
-    const serverSocket = await server;
-    let ended = false;
-    peer.socket.once('end', () => (ended = true));
-    peer.socket.write(`POST /v2/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${64 * MiB}\r\n\r\n`);
+    const { peer, serverSocket, ended } = await startUpload(t, 64 * MiB);
     let written = 0;
     while (written < 64 * MiB && !peer.isClosed()) {
       const accepted = await new Promise<boolean>((resolve) => peer.socket.write(piece, (error) => resolve(!error)));
@@ -295,33 +301,25 @@ describe('lingering close after an answer given before the body was read', () =>
     await Promise.race([peer.closed, sleep(5_000)]);
     if (process.env.REPORT_UNREAD_BODY) console.log(`lingering: the client wrote ${(written / MiB).toFixed(2)} MiB`);
     assert.equal(parseAnswer(peer.received())?.status, 401);
-    assert.ok(ended, 'the server did not half-close');
+    assert.ok(ended(), 'the server did not half-close');
     assert.ok(peer.isClosed(), 'the client is still connected');
     assert.ok(written < 8 * MiB, `the client wrote ${(written / MiB).toFixed(1)} MiB after its 401`);
   });
 
   it('a client that trickles its body after its 401 is cut off by the lingering time cap, long before HTTP_REQUEST_TIMEOUT', async () => {
-    const server = nextServerSocket(t);
-    const peer = await open(port(t), '127.0.0.1', true);
-    const serverSocket = await server;
-    let ended = false;
-    peer.socket.once('end', () => (ended = true));
-    peer.socket.write(`POST /v2/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${64 * MiB}\r\n\r\n`);
+    const { peer, serverSocket, ended } = await startUpload(t, 64 * MiB);
     peer.socket.write(Buffer.alloc(128 * 1024, 'a'));
     void trickle(peer, 50, 'a');
     await answerRead(peer, 5_000);
     // The lingering time cap is 5 s, the request timeout 30 s.
     assert.ok(await closesWithin(serverSocket, 20_000), 'the server keeps reading a body trickled after its 401');
     assert.equal(parseAnswer(peer.received())?.status, 401);
-    assert.ok(ended, 'the server did not half-close');
+    assert.ok(ended(), 'the server did not half-close');
     peer.socket.destroy();
   });
 
   it('a client that stops sending after its 401 without closing is closed', async () => {
-    const server = nextServerSocket(t);
-    const peer = await open(port(t), '127.0.0.1', true);
-    const serverSocket = await server;
-    peer.socket.write(`POST /v2/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${bodyBytes}\r\n\r\n`);
+    const { peer, serverSocket } = await startUpload(t, bodyBytes);
     peer.socket.write(Buffer.alloc(256 * 1024, 'a'));
     await answerRead(peer, 5_000);
     assert.ok(await closesWithin(serverSocket, 20_000), 'the server keeps an idle lingering connection open');
