@@ -18,6 +18,7 @@ import { benchSoak } from './soak.js';
 import { benchNoisyNeighbour } from './noisy-neighbour.js';
 import { benchRetention } from './retention.js';
 import { benchStatements } from './statements.js';
+import { benchReadReplica } from './read-replica.js';
 import { pinLoadGenerator, PINNING, waitForQuietMachine, type BenchOptions, type BenchRow } from './lib.js';
 
 /** `pinned`: this process (the load generator) on core 0 and the servers it starts on core 1 (see lib.ts). */
@@ -34,6 +35,7 @@ const ENTRIES: Entry[] = [
   { name: 'stats', pinned: false, run: benchStats },
   { name: 'noisy-neighbour', pinned: false, run: benchNoisyNeighbour },
   { name: 'peers', pinned: false, run: benchPeers },
+  { name: 'read-replica', pinned: false, run: benchReadReplica },
   // Half an hour: only when named (`--only soak`).
   { name: 'soak', pinned: false, run: benchSoak, onlyWhenNamed: true },
   // An hour with 10,000,000 notifications: only when named (`--only retention`).

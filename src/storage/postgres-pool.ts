@@ -40,7 +40,7 @@ export type WatchdogEvent =
  * A connection closed because the database did not answer on it in time. Its code is the socket's
  * own for a timed-out peer, so it counts as "the database cannot serve" (503, readiness).
  */
-export class DatabaseNotAnsweringError extends Error {
+class DatabaseNotAnsweringError extends Error {
   readonly code = 'ETIMEDOUT';
   constructor(message: string) {
     super(message);
@@ -96,7 +96,7 @@ function answeredWithin(work: Promise<unknown>, ms: number): Promise<'answered' 
  * Node cannot set TCP_USER_TIMEOUT; these two are its application-level equivalent, and they also
  * see through a proxy (HAProxy, PgBouncer) that keeps the service's side of a dead session open.
  */
-export class ConnectionWatchdog {
+class ConnectionWatchdog {
   readonly #tracked = new Map<pg.Client, Tracked>();
   readonly #timer: NodeJS.Timeout;
   #heartbeat: pg.Client | undefined;
