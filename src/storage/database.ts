@@ -2,7 +2,7 @@ import pg from 'pg';
 import { Kysely, SqliteDialect, type Transaction } from 'kysely';
 import { postgresDialect, sqliteDialect, SQLITE_DURABLE_SYNCHRONOUS, type StorageDialect } from './dialect.js';
 import { ServicePostgresDialect } from './postgres-dialect.js';
-import { createBoundedPool, DEFAULT_CONNECTION_BOUNDS, type BoundedPool, type ConnectionBounds, type WatchdogEvent } from './postgres-pool.js';
+import { createBoundedPool, DEFAULT_CONNECTION_BOUNDS, type ConnectionBounds, type WatchdogEvent } from './postgres-pool.js';
 import { usePreparedStatements } from './prepared-statements.js';
 import { openSqliteDatabase, type SqliteDatabase } from './sqlite-driver.js';
 import type { Database } from './tables/index.js';
@@ -138,10 +138,7 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
   const prepared = options.preparedStatements !== false;
   const primary = bounded(databaseUrl, options.poolSize ?? 10, 'primary', prepared);
   const db = new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool: primary.pool }) });
-  // The pool's end is Kysely's destroy; the watchdogs stop with it.
-  const others: BoundedPool[] = [];
   const listen = options.listenUrl === undefined || options.listenUrl === 'off' ? undefined : bounded(options.listenUrl, 1, 'listen', false);
-  if (listen) others.push(listen);
   const read = options.readUrl ? bounded(options.readUrl, options.poolSize ?? 10, 'read', prepared) : undefined;
   const readDb = read ? new Kysely<Database>({ dialect: new ServicePostgresDialect({ pool: read.pool }) }) : db;
   return {
@@ -152,12 +149,13 @@ export function openStorage(databaseUrl: string, options: StorageOptions = {}): 
     withoutStatementBound: (work) => (primary.watchdog ? primary.watchdog.withoutStatementBound(work) : work()),
     answering: () => primary.watchdog?.answering ?? true,
     replicaAnswering: () => read?.watchdog?.answering ?? true,
+    // Kysely's destroy ends the pools it was given; their watchdogs are stopped first.
     close: async () => {
       primary.watchdog?.stop();
       read?.watchdog?.stop();
       await db.destroy();
       if (readDb !== db) await readDb.destroy();
-      for (const other of others) await other.end();
+      await listen?.end();
     },
   };
 }
