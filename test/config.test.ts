@@ -75,6 +75,26 @@ describe('configuration from the environment', () => {
     assert.throws(() => loadConfig({ DATABASE_LISTEN_URL: 'no' }), /DATABASE_LISTEN_URL/);
   });
 
+  it('DATABASE_* bounds and LIVENESS_TIMEOUT: documented defaults, durations with units, 0 turns off what may be off', () => {
+    const config = loadConfig({});
+    assert.deepEqual(config.databaseBounds, { connectTimeoutMs: 5_000, poolTimeoutMs: 5_000, statementTimeoutMs: 30_000, keepAliveMs: 10_000, heartbeatTimeoutMs: 5_000 });
+    assert.equal(config.livenessTimeoutMs, 120_000);
+    const off = loadConfig({ DATABASE_STATEMENT_TIMEOUT: '0', DATABASE_KEEPALIVE: '0', DATABASE_HEARTBEAT_TIMEOUT: '0' }).databaseBounds;
+    assert.deepEqual([off.statementTimeoutMs, off.keepAliveMs, off.heartbeatTimeoutMs], [0, 0, 0]);
+    assert.equal(loadConfig({ DATABASE_HEARTBEAT_TIMEOUT: '800ms' }).databaseBounds.heartbeatTimeoutMs, 800);
+    assert.throws(() => loadConfig({ DATABASE_CONNECT_TIMEOUT: '0' }), /DATABASE_CONNECT_TIMEOUT: /);
+    assert.throws(() => loadConfig({ DATABASE_POOL_TIMEOUT: '5' }), /DATABASE_POOL_TIMEOUT: .*unit/);
+    assert.throws(() => loadConfig({ LIVENESS_TIMEOUT: '10ms' }), /LIVENESS_TIMEOUT: /);
+  });
+
+  it('DATABASE_READ_URL: unset, or a postgres:// URL beside a PostgreSQL DATABASE_URL', () => {
+    const postgres = { DATABASE_URL: 'postgres://u:p@db:5432/rewards', SECRET_KEY: Buffer.alloc(32).toString('base64') };
+    assert.equal(loadConfig(postgres).databaseReadUrl, undefined);
+    assert.equal(loadConfig({ ...postgres, DATABASE_READ_URL: 'postgres://u:p@replica:5432/rewards' }).databaseReadUrl, 'postgres://u:p@replica:5432/rewards');
+    assert.throws(() => loadConfig({ ...postgres, DATABASE_READ_URL: 'replica' }), /DATABASE_READ_URL: expected/);
+    assert.throws(() => loadConfig({ DATABASE_READ_URL: 'postgres://u:p@replica:5432/rewards' }), /DATABASE_READ_URL: a replica is for PostgreSQL/);
+  });
+
   it('NOTIFICATION_RETENTION: 90 days unless given, 0 keeps everything, at least a minute', () => {
     assert.equal(loadConfig({}).notificationRetentionMs, 90 * 86_400_000);
     assert.equal(loadConfig({ NOTIFICATION_RETENTION: '0' }).notificationRetentionMs, 0);
