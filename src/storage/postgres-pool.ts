@@ -65,7 +65,8 @@ function closeConnection(client: pg.Client, error: Error): void {
 }
 
 /**
- * Resolves 'answered' when `work` settles, or 'silent' when it has not after `ms`. The verdict is
+ * Resolves 'answered' when `work` resolves, 'failed' when it rejects (a refusal: the server, or
+ * something in the way, said no), or 'silent' when it has not settled after `ms`. That verdict is
  * given one turn of the event loop later (setImmediate runs after the I/O poll): when this
  * process's own event loop was blocked past the deadline, an answer that arrived meanwhile is
  * read first, and a busy process does not take its own stall for the database's silence.
@@ -109,7 +110,6 @@ class ConnectionWatchdog {
     private readonly config: pg.ClientConfig,
     private readonly bounds: ConnectionBounds,
     private readonly onEvent: (event: WatchdogEvent) => void,
-    private readonly clock: () => number = Date.now,
   ) {
     this.#timer = setInterval(() => this.#tick(), WATCHDOG_INTERVAL_MS);
     this.#timer.unref();
@@ -122,13 +122,13 @@ class ConnectionWatchdog {
 
   /** Starts watching a new pooled connection: its statements are timed from now on. */
   track(client: pg.Client): void {
-    const entry: Tracked = { pending: 0, sentAt: 0, heardAt: this.clock() };
+    const entry: Tracked = { pending: 0, sentAt: 0, heardAt: Date.now() };
     this.#tracked.set(client, entry);
     client.once('end', () => this.#tracked.delete(client));
-    client.on('notification', () => (entry.heardAt = this.clock()));
+    client.on('notification', () => (entry.heardAt = Date.now()));
     const answered = () => {
       entry.pending -= 1;
-      entry.heardAt = this.clock();
+      entry.heardAt = Date.now();
       // pg sends one statement at a time: the next one queued goes out now.
       if (entry.pending > 0) entry.sentAt = entry.heardAt;
     };
@@ -173,7 +173,7 @@ class ConnectionWatchdog {
   }
 
   #tick(): void {
-    const now = this.clock();
+    const now = Date.now();
     if (this.bounds.statementTimeoutMs > 0 && this.#suspended === 0) {
       for (const [client, entry] of this.#tracked) {
         const waited = now - entry.sentAt;
@@ -190,7 +190,7 @@ class ConnectionWatchdog {
   }
 
   async #beat(): Promise<void> {
-    let sentAt = this.clock();
+    let sentAt = Date.now();
     let verdict: 'answered' | 'failed' | 'silent' = 'answered';
     if (!this.#heartbeat) {
       // Opening the heartbeat's connection is bounded as any connection is (DATABASE_CONNECT_TIMEOUT):
@@ -199,12 +199,12 @@ class ConnectionWatchdog {
       client.on('error', () => {});
       this.#heartbeat = client;
       verdict = await answeredWithin(client.connect(), this.bounds.connectTimeoutMs);
-      sentAt = this.clock();
+      sentAt = Date.now();
     }
     if (verdict === 'answered') verdict = await answeredWithin(this.#heartbeat.query('select 1'), this.bounds.heartbeatTimeoutMs);
     if (this.#stopped) return;
     if (verdict === 'answered') {
-      if (this.#silentSince !== undefined) this.onEvent({ kind: 'answering', silentForMs: this.clock() - this.#silentSince });
+      if (this.#silentSince !== undefined) this.onEvent({ kind: 'answering', silentForMs: Date.now() - this.#silentSince });
       this.#silentSince = undefined;
       return;
     }
@@ -222,7 +222,7 @@ class ConnectionWatchdog {
     }
     const first = this.#silentSince === undefined;
     this.#silentSince ??= sentAt;
-    this.onEvent({ kind: 'silent', waitedMs: this.clock() - sentAt, closed, first });
+    this.onEvent({ kind: 'silent', waitedMs: Date.now() - sentAt, closed, first });
   }
 }
 

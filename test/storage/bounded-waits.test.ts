@@ -119,7 +119,7 @@ if (testDialects().includes('postgres')) {
     });
 
     it('every connection the service holds, the heartbeat included, probes its peer with TCP keepalive (DATABASE_KEEPALIVE)', async (t) => {
-      const { storage, relay } = await throughRelay({ bounds: { heartbeatTimeoutMs: 2_000, keepAliveMs: 5_000 }, listenUrl: undefined });
+      const { storage, relay } = await throughRelay({ bounds: { heartbeatTimeoutMs: 2_000, keepAliveMs: 5_000 } });
       await Promise.all([selectOne(storage), selectOne(storage)]);
       for (let i = 0; i < 30 && relay.connections < 3; i++) await new Promise((resolve) => setTimeout(resolve, 100));
       let listing: string;
