@@ -8,7 +8,8 @@ import { PROCESS_REQUEST_JOB, REGISTER_REQUEST_JOB } from '../src/domain/request
 import { openStorage, type Storage } from '../src/storage/database.js';
 import { openSqliteDatabase } from '../src/storage/sqlite-driver.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
-import { claimDueDeliveries, claimDueJobs, type ClaimedJob } from '../src/storage/queue/index.js';
+import { claimDeliveries, type Delivery } from '../src/storage/deliveries.js';
+import { claimDueJobs } from '../src/storage/queue/index.js';
 import type { Executor } from '../src/storage/database.js';
 import {
   createPgSchema,
@@ -30,7 +31,7 @@ import { startRewards, type BenchOptions, type BenchRow, type Child } from './li
  * Entry "backlog": does a large retry backlog slow the queue down or blow up a worker?
  * (a) Claim cost: a fresh database holds SIZE pending notifications (each its own delivery job),
  *     all but DUE of them due later (a retry backlog: 1 min … 3 h ahead), DUE due now. Time CLAIMS
- *     calls of `claimDueDeliveries` as the delivery loop makes them (limit 16, autocommit); after
+ *     calls of `claimDeliveries` as the delivery loop makes them (limit 16, autocommit); after
  *     each, they are given back with `releaseJobs` (one transaction, not timed) so every call sees
  *     the same due set. Also timed: the transactional loop's claim (register/process kinds, limit
  *     256) on the jobs table, which finds nothing. 1,000 vs 1,000,000 pending,
@@ -142,7 +143,7 @@ interface Measured {
 }
 
 /** Gives claimed deliveries back untouched, so the next claim measures the same backlog (the claim is not counted). */
-async function releaseJobs(db: Executor, jobs: ClaimedJob[]): Promise<void> {
+async function releaseJobs(db: Executor, jobs: Delivery[]): Promise<void> {
   if (jobs.length === 0) return;
   await db
     .updateTable('notifications')
@@ -164,7 +165,7 @@ async function measureClaims(storage: Storage, calls: number): Promise<Pick<Meas
   const otherTimes: number[] = [];
   for (let i = 0; i < calls + 20; i++) {
     let started = performance.now();
-    const jobs = await claimDueDeliveries(storage.db, { workerId: 'bench', limit: CLAIM_LIMIT, leaseMs: 60_000, now: Date.now(), maxRuns: 20 });
+    const jobs = await claimDeliveries(storage.db, { workerId: 'bench', limit: CLAIM_LIMIT, leaseMs: 60_000, now: Date.now() });
     const claimMs = performance.now() - started;
     if (jobs.length !== CLAIM_LIMIT) throw new Error(`claimed ${jobs.length} of ${CLAIM_LIMIT} due jobs`);
     await storage.db.transaction().execute((tx) => releaseJobs(tx, jobs));

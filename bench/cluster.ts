@@ -38,7 +38,8 @@ export async function createPgSchema(url: string): Promise<PgSchema> {
   return {
     schema,
     databaseUrl: withSchema.toString(),
-    open: (poolSize = 2) => openStorage(url, { schema, poolSize }),
+    // A load generator's transactions may queue for their connection longer than a service's bound would let them.
+    open: (poolSize = 2) => openStorage(url, { schema, poolSize, bounds: { poolTimeoutMs: 120_000 } }),
     query: (statement, values) => run(withSchema.toString(), statement, values),
     drop: async () => {
       await run(url, `drop schema if exists ${schema} cascade`);

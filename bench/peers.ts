@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Storage } from '../src/storage/database.js';
 import { insertNotifications } from '../src/storage/repositories/notifications.js';
-import { DELIVER_NOTIFICATION } from '../src/services/schedule-delivery.js';
+import { DELIVERIES } from '../src/storage/deliveries.js';
 import { notifyOtherProcesses } from '../src/storage/queue/index.js';
 import { benchNotificationRow, createPgSchema, preloadNotifications, unfinishedWork } from './cluster.js';
 import { percentile, perSecond, plainPostLoop, reset, setUpTenant, waitForCount, type Stats } from './delivery.js';
@@ -222,7 +222,7 @@ async function service(url: string, receiverUrl: string): Promise<System> {
       const row = benchNotificationRow(tenant, tag, n, Date.now());
       await storage.db.transaction().execute(async (tx) => {
         await insertNotifications(tx, [row]);
-        await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
+        await notifyOtherProcesses(tx, [DELIVERIES]);
       });
       return row.id;
     },

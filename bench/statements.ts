@@ -6,7 +6,7 @@ import { sampleNotificationPayload } from '../src/domain/notifications/test-samp
 import { openStorage } from '../src/storage/database.js';
 import { ensureLogPartitions, listLogPartitions } from '../src/storage/log-partitions.js';
 import { migrateToLatest } from '../src/storage/migrations/index.js';
-import { claimDueDeliveries } from '../src/storage/queue/delivery-rows.js';
+import { claimDeliveries } from '../src/storage/deliveries.js';
 import { findNotificationsForDelivery, insertNotifications, newNotificationRow, recordAttempts } from '../src/storage/repositories/notifications.js';
 import { USER_AGENT } from '../src/worker/outbound/http-client.js';
 import { createPgSchema } from './cluster.js';
@@ -126,10 +126,10 @@ async function measureWal(url: string): Promise<WalBytes> {
       for (let i = 0; i < rows.length; i += BATCH) await insertNotifications(storage.db, rows.slice(i, i + BATCH));
     });
     const eventOf = new Map(rows.map((row) => [row.id, row.event]));
-    const jobs: Awaited<ReturnType<typeof claimDueDeliveries>> = [];
+    const jobs: Awaited<ReturnType<typeof claimDeliveries>> = [];
     await step('claim', async () => {
       while (jobs.length < rows.length) {
-        const claimed = await claimDueDeliveries(storage.db, { workerId: 'bench', limit: BATCH, leaseMs: 60_000, now: Date.now(), maxRuns: 20 });
+        const claimed = await claimDeliveries(storage.db, { workerId: 'bench', limit: BATCH, leaseMs: 60_000, now: Date.now() });
         if (claimed.length === 0) throw new Error('the claim found nothing');
         jobs.push(...claimed);
       }
@@ -178,7 +178,7 @@ async function measure(url: string, preparedStatements: boolean, rounds: number)
     };
     for (let i = 0; i < rounds; i++) {
       await timed('insert', () => insertNotifications(storage.db, [row(String(i), Date.now())]));
-      const [job] = await timed('claim', () => claimDueDeliveries(storage.db, { workerId: 'bench', limit: 16, leaseMs: 60_000, now: Date.now(), maxRuns: 20 }));
+      const [job] = await timed('claim', () => claimDeliveries(storage.db, { workerId: 'bench', limit: 16, leaseMs: 60_000, now: Date.now() }));
       if (!job) throw new Error('the claim found nothing');
       await timed('load', () => findNotificationsForDelivery(storage.db, [job.id]));
       const attempt = succeededAttempt(job.id, 'registered-requests');

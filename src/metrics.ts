@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { sql } from 'kysely';
 import type { Storage } from './storage/database.js';
-import { DELIVERY_KIND } from './storage/queue/delivery-rows.js';
+import { DELIVERIES } from './storage/deliveries.js';
 
 /** Prometheus metrics of one process, exposed at /metrics (docs/notifications.md, "Metrics"). */
 export interface Metrics {
@@ -83,11 +83,11 @@ export function createMetrics(storage: Pick<Storage, 'db' | 'readDb' | 'answerin
           .where('state', '=', 'pending')
           .groupBy('kind')
           .execute();
-        // Deliveries are their notification rows (delivery-rows.ts): those scheduled, on the due index.
+        // Deliveries are their notification rows (storage/deliveries.ts): those scheduled, on the due index.
         const deliveries = await sql<{ n: number | string }>`select count(*) as n from notifications where status = 'pending' and run_at is not null`.execute(db);
         this.reset();
         for (const row of rows) this.set({ kind: row.kind }, Number(row.n));
-        this.set({ kind: DELIVERY_KIND }, Number(deliveries.rows[0]?.n ?? 0));
+        this.set({ kind: DELIVERIES }, Number(deliveries.rows[0]?.n ?? 0));
       });
     },
   });

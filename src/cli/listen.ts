@@ -1,3 +1,4 @@
+import { REQUEST_EVENTS } from '../domain/notifications/events.js';
 import type { Command } from 'commander';
 import { invalid } from '../domain/errors.js';
 
@@ -20,7 +21,6 @@ interface CliIo {
   err(text: string): void;
 }
 
-const EVENTS = ['registered-requests', 'processed-requests'] as const;
 /** A local receiver that takes longer than this counts as no answer (the deployment's default CALLBACK_TIMEOUT). */
 const FORWARD_TIMEOUT_MS = 30_000;
 /** The local answer's body reported for the delivery log (it keeps 1 KiB). */
@@ -68,13 +68,13 @@ function httpUrl(raw: string, option: string): URL {
 }
 
 function parseEvents(raw: string | undefined): string[] {
-  if (raw === undefined) return [...EVENTS];
+  if (raw === undefined) return [...REQUEST_EVENTS];
   const events = raw
     .split(',')
     .map((e) => e.trim())
     .filter(Boolean);
-  const unknown = events.filter((e) => !(EVENTS as readonly string[]).includes(e));
-  if (events.length === 0 || unknown.length > 0) throw invalid(`--events takes a comma-separated list of ${EVENTS.join(', ')}; got "${raw}"`);
+  const unknown = events.filter((e) => !(REQUEST_EVENTS as readonly string[]).includes(e));
+  if (events.length === 0 || unknown.length > 0) throw invalid(`--events takes a comma-separated list of ${REQUEST_EVENTS.join(', ')}; got "${raw}"`);
   return [...new Set(events)];
 }
 
@@ -210,7 +210,7 @@ export function addListenCommand(program: Command, io: CliIo): void {
     .command('listen')
     .description('forward the webhooks a deployment sends for your account to a local URL, signed as the real ones (no public URL needed); Ctrl-C stops')
     .requiredOption('--forward-to <url>', 'the local receiver, e.g. http://localhost:3000/hooks')
-    .option('--events <list>', `comma-separated events to receive (default: ${EVENTS.join(',')})`)
+    .option('--events <list>', `comma-separated events to receive (default: ${REQUEST_EVENTS.join(',')})`)
     .option('--api-url <url>', "the deployment's URL, e.g. https://rewards.example.com (default: REWARDS_API_URL)")
     .option('--client-id <id>', 'an OAuth client of your account with the subscriptions:write scope (default: REWARDS_CLIENT_ID)')
     .option('--client-secret <secret>', "that client's secret (default: REWARDS_CLIENT_SECRET)")

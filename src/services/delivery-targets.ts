@@ -1,7 +1,8 @@
 import type { SecretBox } from '../domain/crypto/secret-box.js';
 import type { Executor } from '../storage/database.js';
 import { findSubscriptionById, rowToSubscription } from '../storage/repositories/subscriptions.js';
-import type { CallbackAuthorization, SubscriptionEvent } from '../domain/subscriptions/types.js';
+import type { SubscriptionEvent } from '../domain/notifications/events.js';
+import type { CallbackAuthorization } from '../domain/subscriptions/types.js';
 
 /**
  * What the delivery engine reads about subscriptions. Secrets come back in plain text: keep them

@@ -13,9 +13,9 @@ import { iso } from '../domain/time.js';
 import type { Executor } from '../storage/database.js';
 import { readFromReplica, type ReplicaReads } from './replica-reads.js';
 import { countNotifications } from '../storage/repositories/notifications.js';
+import { releaseWaitingFor } from '../storage/deliveries.js';
 import { disableSubscription, findHealth, recordHealth, sumStatsSeries, type StatsTotals } from '../storage/repositories/subscription-health.js';
 import { findSubscription } from '../storage/repositories/subscriptions.js';
-import { releaseHeld } from './schedule-delivery.js';
 
 /** A subscription the service switched off, for the log. */
 export interface DisabledSubscription {
@@ -47,7 +47,7 @@ export async function recordEndpointHealth(tx: Executor, attempts: readonly Coun
     const done = await disableSubscription(tx, run.subscriptionId, reason, options.now);
     if (!done) continue;
     // What waited for a notification failed here goes out now (docs/delivery.md, "Order").
-    await releaseHeld(tx, done.failedIds, options.now);
+    await releaseWaitingFor(tx, done.failedIds, options.now);
     disabled.push({ subscriptionId: run.subscriptionId, reason, accountId: done.accountId, event: done.event, url: done.url, at: options.now, failedPending: done.failedPending });
   }
   return disabled;

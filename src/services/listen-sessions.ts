@@ -3,9 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { SecretBox } from '../domain/crypto/secret-box.js';
 import { conflict, DomainError, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import { SUBSCRIPTION_EVENT_OF, type NotificationEvent } from '../domain/notifications/routing.js';
+import { REQUEST_EVENTS, SUBSCRIPTION_EVENT_OF, type NotificationEvent } from '../domain/notifications/events.js';
 import { buildWebhookHeaders } from '../domain/notifications/signing.js';
 import type { Db, Executor } from '../storage/database.js';
+import { leaseListenCopies } from '../storage/deliveries.js';
 import { lightTransaction } from '../storage/light-transaction.js';
 import {
   deleteListenSession,
@@ -16,7 +17,6 @@ import {
   findListenSession,
   findOriginalUrl,
   insertListenSession,
-  leaseListenCopies,
   listEndedListenSessions,
   type ListenSession,
 } from '../storage/repositories/listen-sessions.js';
@@ -47,7 +47,7 @@ export interface ListenContext {
  */
 export const LISTEN_SESSIONS_REFRESH_MS = 1_000;
 
-export const LISTEN_EVENTS: readonly NotificationEvent[] = ['registered-requests', 'processed-requests'];
+export const LISTEN_EVENTS: readonly NotificationEvent[] = REQUEST_EVENTS;
 /** A session with no poll for this long ends; each poll moves its end this far ahead. */
 const LISTEN_SESSION_TTL_MS = 60_000;
 /** A copy handed to a CLI is its alone for this long; unreported by then, the next poll of the session takes it again. */
@@ -67,6 +67,7 @@ interface ListenSigningSecret {
 }
 
 export interface CreatedListenSession extends ListenSession {
+  events: NotificationEvent[];
   signingSecrets: ListenSigningSecret[];
 }
 
@@ -105,9 +106,9 @@ async function signingSecretsOf(db: Executor, deps: Pick<ListenContext, 'box'>, 
 
 export async function createListenSession(deps: ListenContext, accountId: string, events: readonly NotificationEvent[] = LISTEN_EVENTS): Promise<CreatedListenSession> {
   const now = deps.clock();
-  const session: ListenSession = { id: newId('lsn', now), accountId, events: [...new Set(events)], createdAt: now, expiresAt: now + LISTEN_SESSION_TTL_MS };
+  const session = { id: newId('lsn', now), accountId, events: [...new Set(events)], createdAt: now, expiresAt: now + LISTEN_SESSION_TTL_MS } satisfies ListenSession;
   await insertListenSession(deps.db, session);
-  const signingSecrets = await signingSecretsOf(deps.db, deps, accountId, session.events as NotificationEvent[], now);
+  const signingSecrets = await signingSecretsOf(deps.db, deps, accountId, session.events, now);
   // Workers read the sessions once a second: from now on every outcome recorded gets its copy.
   await sleep(LISTEN_SESSION_READY_MS);
   return { ...session, signingSecrets };

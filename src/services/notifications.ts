@@ -1,10 +1,9 @@
 import { conflict, notFound } from '../domain/errors.js';
 import type { Db, Executor } from '../storage/database.js';
-import type { JobSignals } from '../storage/queue/index.js';
-import { LISTEN_URL_PREFIX } from '../storage/repositories/listen-sessions.js';
+import { notifyOtherProcesses, type JobSignals } from '../storage/queue/index.js';
+import { DELIVERIES, LISTEN_URL_PREFIX, retryNow } from '../storage/deliveries.js';
 import { findNotification, listAttempts, listNotifications as listNotificationRows, toDeliveryAttempt, toNotification, type NotificationPage } from '../storage/repositories/notifications.js';
 import { readFromReplica, type ReplicaReads } from './replica-reads.js';
-import { scheduleManualRetry } from './schedule-delivery.js';
 
 /** The use cases behind the delivery log (`/notifications`): read it, and retry one notification by hand. */
 
@@ -40,14 +39,22 @@ export async function getNotification(reads: ReplicaReads, accountId: string, id
 }
 
 /**
- * One extra attempt now (`scheduleManualRetry`) for the account's notification. A copy forwarded
- * by `rewards listen` is a conflict: only its CLI forwards it (docs/delivery.md, "Listen copies"),
- * the worker has no URL to send it to.
+ * One extra attempt now for the account's notification (`retryNow`: it uses none of the automatic
+ * attempts and leaves their schedule as it was; an attempt in flight is left alone, no duplicate;
+ * docs/delivery.md, "Manual retry"). A copy forwarded by `rewards listen` is a conflict: only its
+ * CLI forwards it (docs/delivery.md, "Listen copies"), the worker has no URL to send it to.
  */
 export async function retryNotification(ctx: NotificationsContext, accountId: string, id: string) {
   const row = await findNotification(ctx.db, id, accountId);
   if (!row) throw notFound('notification');
   if (row.url.startsWith(LISTEN_URL_PREFIX))
     throw conflict(`notification "${row.id}" is a copy forwarded by rewards listen; it cannot be retried: retry the notification sent to your receiver instead`);
-  return scheduleManualRetry(ctx.db, ctx.signals, row.id, ctx.clock());
+  const now = ctx.clock();
+  const retried = await ctx.db.transaction().execute(async (tx) => {
+    await retryNow(tx, row.id, now);
+    await notifyOtherProcesses(tx, [DELIVERIES]);
+    return findNotification(tx, row.id);
+  });
+  ctx.signals.enqueued([DELIVERIES]);
+  return toNotification(retried!);
 }

@@ -1,13 +1,12 @@
 import type { DisabledSubscriptionsPayload, FailedNotificationsPayload } from '../domain/notifications/payload-schemas.js';
-import { NOTIFICATION_EVENT_OF, type NotificationEvent, type OperationalNotificationEvent } from '../domain/notifications/routing.js';
-import type { OperationalSubscriptionEvent, SubscriptionEvent } from '../domain/subscriptions/types.js';
+import { isRequestEvent, NOTIFICATION_EVENT_OF, SUBSCRIPTION_EVENT_OF, type NotificationEvent, type OperationalNotificationEvent, type SubscriptionEvent } from '../domain/notifications/events.js';
 import { iso } from '../domain/time.js';
 import type { Executor } from '../storage/database.js';
 import { notifyOtherProcesses } from '../storage/queue/index.js';
 import { insertNotifications, newNotificationRow } from '../storage/repositories/notifications.js';
 import { listActiveSubscriptionsOf } from '../storage/repositories/subscriptions.js';
 import type { NotificationsTable } from '../storage/tables/index.js';
-import { DELIVER_NOTIFICATION } from './schedule-delivery.js';
+import { DELIVERIES } from '../storage/deliveries.js';
 
 /** A notification that ended failed after its last attempt (or without one): what `failed-notifications` tells. */
 export interface FailedNotification {
@@ -36,13 +35,8 @@ export interface SwitchedOffSubscription {
 
 /** Which notifications end in a `failed-notifications` one: real ones about requests, never a test send nor an operational one (no loops). */
 export function reportsFailure(notification: { event: NotificationsTable['event']; test: boolean }): notification is { event: NotificationEvent; test: false } {
-  return !notification.test && (notification.event === 'registered-requests' || notification.event === 'processed-requests');
+  return !notification.test && isRequestEvent(notification.event);
 }
-
-const EVENT_OF: Record<OperationalNotificationEvent, OperationalSubscriptionEvent> = {
-  'failed-notifications': 'failed-notification',
-  'disabled-subscriptions': 'disabled-subscription',
-};
 
 /**
  * Operational notifications (docs/delivery.md, "Operational notifications"), in the transaction
@@ -65,7 +59,7 @@ export async function writeOperationalNotifications(tx: Executor, facts: { faile
   const subscriptions = await listActiveSubscriptionsOf(
     tx,
     accounts,
-    events.map((event) => EVENT_OF[event]),
+    events.map((event) => SUBSCRIPTION_EVENT_OF[event]),
   );
   if (subscriptions.length === 0) return 0;
   const receiversOf = (accountId: string, event: OperationalNotificationEvent) =>
@@ -101,6 +95,6 @@ export async function writeOperationalNotifications(tx: Executor, facts: { faile
   }
   if (rows.length === 0) return 0;
   await insertNotifications(tx, rows);
-  await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
+  await notifyOtherProcesses(tx, [DELIVERIES]);
   return rows.length;
 }

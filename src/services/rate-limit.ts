@@ -1,6 +1,6 @@
 import type { Executor } from '../storage/database.js';
 import { notifyOtherProcesses } from '../storage/queue/index.js';
-import { DELIVER_NOTIFICATION } from './schedule-delivery.js';
+import { DELIVERIES, releaseRateLimited } from '../storage/deliveries.js';
 
 /** A change that lets deliveries go sooner than the old limit scheduled them: removed, or raised. */
 export function liftsRateLimit(before: number | null, after: number | null): boolean {
@@ -16,16 +16,7 @@ export function liftsRateLimit(before: number | null, after: number | null): boo
 export async function releaseRateLimitedDeliveries(tx: Executor, subscriptionId: string, now: number): Promise<number> {
   // A subscription's rateLimit (docs/subscriptions.md, "Rate limit"): the worker postponed the
   // deliveries over the limit to the window where their turn falls and marked them `postponed`.
-  const moved = await tx
-    .updateTable('notifications')
-    .set({ run_at: now, postponed: 0, updated_at: now })
-    .where('subscription_id', '=', subscriptionId)
-    .where('status', '=', 'pending')
-    .where('postponed', '=', 1)
-    .where('lease', 'is', null)
-    .where('run_at', '>', now)
-    .executeTakeFirst();
-  const count = Number(moved.numUpdatedRows);
-  if (count > 0) await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
+  const count = await releaseRateLimited(tx, subscriptionId, now);
+  if (count > 0) await notifyOtherProcesses(tx, [DELIVERIES]);
   return count;
 }

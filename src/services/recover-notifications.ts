@@ -1,9 +1,9 @@
 import { conflict, invalid } from '../domain/errors.js';
 import type { Db } from '../storage/database.js';
 import { notifyOtherProcesses, type JobSignals } from '../storage/queue/index.js';
-import { findFailedPage, lockRecoveryOf, takeFailedNotifications } from '../storage/repositories/notification-recovery.js';
+import { DELIVERIES, recoverFailed } from '../storage/deliveries.js';
+import { findFailedPage, lockRecoveryOf } from '../storage/repositories/notification-recovery.js';
 import { findSubscription } from '../storage/repositories/subscriptions.js';
-import { DELIVER_NOTIFICATION } from './schedule-delivery.js';
 
 /** The widest window one call may cover. */
 const MAX_RECOVERY_WINDOW_MS = 30 * 24 * 3_600_000;
@@ -83,17 +83,17 @@ export async function recoverNotifications(ctx: RecoveryContext, accountId: stri
     const now = ctx.clock();
     const taken = await ctx.db.transaction().execute(async (tx) => {
       await lockRecoveryOf(tx, subscriptionId);
-      const ids = await takeFailedNotifications(
+      const ids = await recoverFailed(
         tx,
         page.map((row) => row.id),
         { since, until },
         now,
       );
       if (ids.length === 0) return ids;
-      await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
+      await notifyOtherProcesses(tx, [DELIVERIES]);
       return ids;
     });
-    if (taken.length > 0) ctx.signals.enqueued([DELIVER_NOTIFICATION]);
+    if (taken.length > 0) ctx.signals.enqueued([DELIVERIES]);
     recovered += taken.length;
     if (page.length < batchSize) break;
   }

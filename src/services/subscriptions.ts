@@ -19,7 +19,8 @@ import { restartFailureRun } from '../storage/repositories/subscription-health.j
 import { authorizationUrls, restoreMaskedSecrets } from '../domain/subscriptions/authorization.js';
 import { createSigningSecret, moveSigningSecret, type SigningSecret } from './signing-secrets.js';
 import { liftsRateLimit, releaseRateLimitedDeliveries } from './rate-limit.js';
-import { LIMITS, type FieldError, type Subscription, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from '../domain/subscriptions/types.js';
+import type { SubscriptionEvent } from '../domain/notifications/events.js';
+import { LIMITS, type FieldError, type Subscription, type SubscriptionBody, type SubscriptionChanges } from '../domain/subscriptions/types.js';
 import { parseSubscriptionBody, validateEventExperiences } from '../domain/subscriptions/validation.js';
 
 /** The use cases behind the subscription endpoints; transactions open here. */

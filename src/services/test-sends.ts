@@ -1,11 +1,11 @@
 import { rateLimited } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import { NOTIFICATION_EVENT_OF } from '../domain/notifications/routing.js';
+import { NOTIFICATION_EVENT_OF } from '../domain/notifications/events.js';
 import { sampleNotificationPayload } from '../domain/notifications/test-sample.js';
 import { notifyOtherProcesses, type JobSignals } from '../storage/queue/index.js';
 import { insertNotifications, newNotificationRow, recentTestSendTimes } from '../storage/repositories/notifications.js';
 import { lockSubscription } from '../storage/repositories/subscriptions.js';
-import { DELIVER_NOTIFICATION } from './schedule-delivery.js';
+import { DELIVERIES } from '../storage/deliveries.js';
 import { checkCallbackDestinations, getSubscription, type SubscriptionsContext } from './subscriptions.js';
 
 /** Test sends per subscription in any window of TEST_SEND_WINDOW_MS; more are a 429 with Retry-After. */
@@ -49,10 +49,10 @@ export async function sendTestNotification(ctx: SubscriptionsContext & { signals
       throw rateLimited(`at most ${TEST_SENDS_PER_WINDOW} test sends a minute per subscription; try again later`, (recent[0]! + TEST_SEND_WINDOW_MS - ctx.now) / 1000);
     }
     await insertNotifications(tx, [row]);
-    await notifyOtherProcesses(tx, [DELIVER_NOTIFICATION]);
+    await notifyOtherProcesses(tx, [DELIVERIES]);
     return true;
   });
   if (!sent) return undefined;
-  ctx.signals.enqueued([DELIVER_NOTIFICATION]);
+  ctx.signals.enqueued([DELIVERIES]);
   return row.id;
 }

@@ -39,6 +39,8 @@ export interface StorageDialect {
    * of creation, and retention drops whole periods (PostgreSQL, log-partitions.ts); SQLite deletes rows.
    */
   readonly partitionedLog: boolean;
+  /** Whether `alter table … drop column` drops a column with a UNIQUE constraint (PostgreSQL); SQLite refuses, and a migration rebuilds the table. */
+  readonly dropsUniqueColumns: boolean;
 
   /**
    * The parameter value of a list of strings, for `inList`. PostgreSQL plans `= any($1::text[])`
@@ -96,6 +98,7 @@ export const postgresDialect: StorageDialect = {
   epochMs: 'bigint',
   serialKey: { type: 'bigserial', autoIncrement: false },
   partitionedLog: true,
+  dropsUniqueColumns: true,
   list: (values) => [...values],
   inList: (expression, list) => sql<boolean>`${expression} = any(${list}::text[])`,
   records: (json, alias, columns) =>
@@ -132,6 +135,7 @@ export const sqliteDialect: StorageDialect = {
   epochMs: 'integer',
   serialKey: { type: 'integer', autoIncrement: true },
   partitionedLog: false,
+  dropsUniqueColumns: false,
   list: (values) => JSON.stringify(values),
   inList: (expression, list) => sql<boolean>`${expression} in (select value from json_each(${list}))`,
   records: (json, alias, columns) =>

@@ -1,211 +1,209 @@
+import type { Logger } from '../logger.js';
+import type { QueueMetrics } from '../metrics.js';
+import type { Db } from '../storage/database.js';
+import { claimDeliveries, handOff, renewLeases, type Delivery, type HandOff } from '../storage/deliveries.js';
 import { lightTransaction } from '../storage/light-transaction.js';
-import { JOBS_TABLE_QUEUE, leaseOffer, newLease, type ClaimedJob, type LeaseOffer, type StandaloneQueue } from '../storage/queue/index.js';
-import { adoptable, HeldDeliveries } from './delivery-ownership.js';
-import { AccountSlots, LIGHT_ACCOUNT_SLOTS } from './fair-share.js';
-import type { StandaloneJobHandler } from './job-handlers.js';
+import { newLease } from '../storage/queue/index.js';
+import { adoptable, assertClaimed, HeldDeliveries } from './delivery-ownership.js';
 import { Wakeup } from './wakeup.js';
-import { claimJobs, recordFailure, type WorkerContext } from './worker-context.js';
 
 /**
- * The loop of the standalone jobs (notification deliveries: an HTTP call cannot sit in a
- * transaction). Each job holds a delivery **slot** while it waits for or makes its call; up to
- * `concurrency` slots, and as many jobs again may be past their call, recording its outcome.
+ * The delivery loop: a bounded prefetch of the delivery queue, in the manner of graphile-worker's
+ * `LocalQueue`. It takes due deliveries from the database in batches and starts each at once; the
+ * calls wait for their turn in the outbound limiter, which alone decides whose call goes next
+ * (worker/outbound/concurrency-limiter.ts, "Fair delivery" in docs/delivery.md). What a reader needs:
  *
- * - **Claiming.** Each claim is a write (and a commit: an fsync on SQLite). Claiming as soon as one
- *   slot frees up made it one claim per delivery; waiting for a quarter of the slots (or an idle
- *   loop) makes it one claim per many deliveries without letting the calls run dry. A slot frees
- *   when its call is over, not when its outcome is committed: held through the group commit (5 ms
- *   of gathering plus the commit, which blocks the thread on SQLite), the connections sat idle
- *   between claims.
- * - **Modes** (`DeliveryLoopMode`): `claiming` while the queue may have due jobs; `drained` once a
- *   claim got fewer jobs than it asked for and no wake-up came meanwhile (it read an empty queue):
- *   freed slots then no longer wake the loop (each claim is a write), and new work arrives with a
- *   wake-up, or the poll; `stopping` claims nothing and offers no room while the jobs in flight go
- *   on; `stopped` once they are over. Whether the loop is full is not a mode but a count (`slots`).
- * - **Offers.** A transactional batch of this worker may take, in its own transaction, the jobs it
- *   enqueues for this loop (`offer`): up to the free slots not promised to another batch in
- *   flight. They start right after its commit (`adopt`), without a claim. Promised room is not
- *   free to claims either, or the adopted jobs would push the loop past its capacity.
- * - **Ownership** (delivery-ownership.ts): a job runs here only under the lease its claim or its
- *   hand-off wrote, once at a time; leases are renewed every JOB_LEASE/3 while the jobs run
- *   (`heartbeat`), one renewal at a time.
- * - **Fair between accounts** (fair-share.ts; docs/delivery.md, "Fair delivery"). Slots are
- *   counted per account (the job's group). A claim leaves out the accounts holding their share and
- *   takes theirs only when no one else's are due; an offer takes no job of an account over its
- *   share while other accounts hold slots. With every slot taken, a quarter as many again are kept
- *   for light accounts: claimed a few at a time, when new jobs were announced (or once a second,
- *   for jobs that came due by time), so that a delivery of an account with little in flight is
- *   never queued behind another account's calls, even calls that hang until their timeout.
+ * - **Delivery**, **lease**, **claim**, **hand-off**: storage/deliveries.ts; who may run one and
+ *   what a late write does: delivery-ownership.ts.
+ * - **Capacity.** At most `capacity` deliveries are held before or in their call (`calling`);
+ *   one whose call is over no longer counts while its outcome is written (a group commit), and as
+ *   many again may be there.
+ * - **Account bound.** The prefetch keeps room for one more account: while n accounts hold
+ *   deliveries, each may hold at most `capacity / (n + 1)` (`share`). A claim or a hand-off takes
+ *   at most a newcomer's share, and leaves out every account it could take past its bound (the
+ *   claim steps over their backlogs in SQL: storage/queue/due-jobs.ts). So an account alone holds
+ *   half the prefetch, and a flood whose calls hang can never fill it; how the calls share the
+ *   connections is the limiter's.
+ * - **Room**: the capacity left, less what a claim or a hand-off in flight was promised (`promised`);
+ *   the two never count the same room twice.
+ * - **Modes** (`Mode`): `claiming` while the queue may have due deliveries (a claim when a quarter
+ *   of the capacity or a newcomer's whole share is free, or nothing is held); `drained` once a
+ *   claim got fewer than it asked
+ *   and no wake-up came meanwhile — freed room then wakes no one (each claim is a write), and work
+ *   comes back with a wake-up, the poll, or an account it left out dropping far enough below its
+ *   bound; `stopping` takes nothing while the runs in flight go on; `stopped` once they ended.
+ *   `enter` checks each transition and the invariants (`check`).
+ * - **Wake-up**: new deliveries were announced (a commit here, NOTIFY from elsewhere, the poll).
+ * - **Heartbeat**: every lease/3, one statement renews the leases held.
  */
-/** Where the loop is; the transitions allowed are `TRANSITIONS`. */
-type DeliveryLoopMode = 'claiming' | 'drained' | 'stopping' | 'stopped';
+type Mode = 'claiming' | 'drained' | 'stopping' | 'stopped';
 
-const TRANSITIONS: Record<DeliveryLoopMode, readonly DeliveryLoopMode[]> = {
+const TRANSITIONS: Record<Mode, readonly Mode[]> = {
   claiming: ['drained', 'stopping'],
   drained: ['claiming', 'stopping'],
   stopping: ['stopped'],
   stopped: [],
 };
 
+/** What runs one delivery: the notification engine (worker/notifications/deliver-notification.ts). */
+export interface Deliverer {
+  /**
+   * Makes the delivery's attempt and settles it under its lease; calls `callOver` once its call
+   * (if any) is over. Resolves false when the lease was lost meanwhile (nothing written). Throws
+   * when the run ended without an outcome.
+   */
+  deliver(delivery: Delivery, callOver: () => void): Promise<boolean>;
+  /** A run that threw: tried again later or, after RUNS_WITHOUT_OUTCOME, ended failed. */
+  runFailed(delivery: Delivery, error: unknown): Promise<void>;
+}
+
 export interface DeliveryLoop {
-  readonly kinds: readonly string[];
   readonly wake: Wakeup;
-  readonly mode: DeliveryLoopMode;
-  /** New jobs were announced: the queue is not drained any more. */
+  readonly mode: Mode;
+  /** New deliveries were announced: the queue is not drained any more. */
   woken(): void;
-  /** Claims and starts due jobs as far as slots allow; returns how many. */
-  step: () => Promise<number>;
-  /** An offer for a batch's transaction (room may be 0: it then only counts what it declined). */
-  offer(): LeaseOffer | undefined;
+  /** Claims and starts due deliveries as far as there is room; returns how many. */
+  step(): Promise<number>;
+  /** A hand-off for a batch's transaction (room may be 0: it then only counts what it declined). */
+  offer(): HandOff;
   /** After the batch: start what it took if it committed (and its lease has not ended), and give the promised room back. */
-  adopt(offer: LeaseOffer | undefined, committed: boolean): void;
-  /** Claims nothing more; jobs in flight go on (their leases still renewed). */
+  adopt(offer: HandOff, committed: boolean): void;
+  /** Takes nothing more; runs in flight go on (their leases still renewed). */
   stop(): void;
-  /** Resolves when no job is in flight any more, then stops renewing leases. */
+  /** Resolves when no run is in flight any more, then stops renewing leases. */
   drain(): Promise<void>;
 }
 
-/** How often, at most, a full loop claims for light accounts when no new job was announced (jobs that came due by time). */
-const LIGHT_CLAIM_INTERVAL_MS = 1000;
-
 export interface DeliveryLoopOptions {
-  kinds: string[];
-  concurrency: number;
-  /** Where the jobs live (default: the jobs table; deliveries: their notification rows). */
-  queue?: StandaloneQueue;
+  db: Db;
+  log: Logger;
+  metrics: QueueMetrics;
+  workerId: string;
+  leaseMs: number;
+  deliverer: Deliverer;
+  /** Deliveries held before or in their call (default 512). */
+  capacity?: number;
   /** The time leases are written and compared with (default Date.now; tests move it to end leases). */
   clock?: () => number;
 }
 
-export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoopOptions): DeliveryLoop {
-  const { deps, leaseMs, metrics } = context;
-  const { kinds, concurrency } = options;
+export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
+  const { db, log, metrics, workerId, leaseMs, deliverer } = options;
+  const capacity = options.capacity ?? 512;
   const clock = options.clock ?? Date.now;
-  const queue = options.queue ?? JOBS_TABLE_QUEUE;
-  const kindSet: ReadonlySet<string> = new Set(kinds);
+  const refillAt = Math.max(1, Math.floor(capacity / 4));
   const wake = new Wakeup();
-  const inFlight = new Set<Promise<void>>();
   const held = new HeldDeliveries();
-  const claimWhenFree = Math.max(1, Math.floor(concurrency / 4));
-  const reserve = claimWhenFree;
-  const slots = new AccountSlots({ capacity: concurrency, reserve, lightBelow: LIGHT_ACCOUNT_SLOTS });
-  const state = {
-    mode: 'claiming' as DeliveryLoopMode,
-    /** Room promised to batches in flight (offers, not yet adopted) and to the claim in flight. */
-    promisedRoom: 0,
-    /** Wake-ups so far: a claim that began before the last one may have missed its jobs. */
-    wakes: 0,
-    /** The last claim for light accounts: at which wake-up count, when. */
-    lightClaim: { wakes: -1, at: 0 },
+  const runs = new Set<Promise<void>>();
+  /** Per account, its deliveries before or in their call. */
+  const calling = new Map<string, number>();
+  const state = { mode: 'claiming' as Mode, total: 0, promised: 0, wakes: 0 };
+  /** The accounts the last claim left out. */
+  let leftOut = new Set<string>();
+
+  /** The most an account may hold while `holders` accounts hold deliveries. */
+  const share = (holders: number) => Math.max(1, Math.floor(capacity / (holders + 1)));
+  const room = () => Math.min(capacity - state.total, 2 * capacity - runs.size) - state.promised;
+  /** What the next claim or hand-off may take (a newcomer's share at most), and the accounts it could take past their bound. */
+  const intake = () => {
+    const limit = Math.max(0, Math.min(room(), share(calling.size + 1)));
+    const bound = share(calling.size);
+    return { limit, leftOut: [...calling].flatMap(([account, count]) => (count + limit > bound ? [account] : [])) };
   };
-  const enter = (mode: DeliveryLoopMode) => {
+  /** Claims go in batches: when a quarter of the capacity, or a newcomer's whole share, is free; or when nothing is held. */
+  const worthClaiming = (limit: number) => limit > 0 && (limit >= Math.min(refillAt, share(calling.size + 1)) || state.total === 0);
+  const accepting = () => state.mode === 'claiming' || state.mode === 'drained';
+
+  function check(): void {
+    if (state.promised < 0 || state.total < 0) throw new Error(`delivery loop: negative count (promised ${state.promised}, calling ${state.total})`);
+    if (runs.size > 2 * capacity) throw new Error(`delivery loop: ${runs.size} runs in flight, more than twice the capacity ${capacity}`);
+    if (state.mode === 'stopped' && (runs.size > 0 || held.size > 0 || state.promised > 0)) throw new Error('delivery loop: stopped with runs in flight');
+  }
+  function enter(mode: Mode): void {
     if (mode === state.mode) return;
     if (!TRANSITIONS[state.mode].includes(mode)) throw new Error(`delivery loop: no transition from ${state.mode} to ${mode}`);
     state.mode = mode;
-  };
-  const accepting = () => state.mode === 'claiming' || state.mode === 'drained';
+    check();
+  }
 
-  // Room promised to batches in flight (offers) or to the claim in flight is not free: a claim and
-  // an offer that both took it, in either order, let one account past the capacity and the reserve,
-  // and no light account's job was claimed until that account's calls ended.
-  const freeSlots = () => Math.min(slots.freeInCapacity(), 2 * concurrency - inFlight.size) - state.promisedRoom;
-  const freeForLight = () => Math.min(slots.freeForLight(), 2 * concurrency - inFlight.size) - state.promisedRoom;
-  const wakeForSlot = () => {
+  function take(account: string): void {
+    calling.set(account, (calling.get(account) ?? 0) + 1);
+    state.total += 1;
+  }
+  /** Its call is over: the room is free, and an account that was at its bound may have deliveries a claim left out. */
+  function callOver(account: string): void {
+    const count = calling.get(account)! - 1;
+    if (count === 0) calling.delete(account);
+    else calling.set(account, count);
+    state.total -= 1;
+    // Left out of the last claim, the account may now take a claim's worth: its backlog is due again.
+    if (state.mode === 'drained' && leftOut.has(account) && !intake().leftOut.includes(account)) enter('claiming');
+    roomFreed();
+  }
+  function roomFreed(): void {
     if (state.mode !== 'claiming') return;
     metrics.wakeups.inc({ source: 'slot' });
     wake.signal();
-  };
+  }
 
-  async function run(job: ClaimedJob): Promise<void> {
-    const account = job.groupKey ?? '';
-    slots.add(account);
-    let slotHeld = true;
-    const externalWorkDone = () => {
-      if (!slotHeld) return;
-      slotHeld = false;
-      const wasLight = slots.isLight(account);
-      slots.remove(account);
-      // An account that just became light again may have jobs the last light claim left out: the next one need not wait for a wake-up.
-      if (!wasLight && slots.isLight(account)) state.lightClaim.wakes = -1;
-      wakeForSlot();
+  async function run(delivery: Delivery): Promise<void> {
+    let counted = true;
+    const over = () => {
+      if (!counted) return;
+      counted = false;
+      callOver(delivery.accountId);
     };
     try {
-      const outcome = await (context.handlers[job.kind] as StandaloneJobHandler).handle(job, context.job, { externalWorkDone });
-      // A handler that settled its job itself (completed or rescheduled) has released the lease.
-      if (outcome !== 'settled' && !(await queue.end(deps.db, [job])).has(job.id)) metrics.leasesLost.inc();
+      if (!(await deliverer.deliver(delivery, over))) metrics.leasesLost.inc();
     } catch (error) {
-      await recordFailure(context, job, error, queue);
+      await deliverer.runFailed(delivery, error);
     } finally {
-      held.release(job);
-      externalWorkDone();
+      held.release(delivery);
+      over();
     }
   }
 
-  /** Claims up to `limit` due jobs, none of `excludeGroups` and none this process runs whose lease may have ended. */
-  function claim(limit: number, excludeGroups?: readonly string[]): Promise<ClaimedJob[]> {
-    const now = clock();
-    return claimJobs(context, 'delivery', kinds, limit, { now, queue, excludeIds: held.lapsedBy(now), ...(excludeGroups ? { excludeGroups } : {}) });
-  }
-
-  /**
-   * Up to `limit` due jobs, none of an account at its share while others' are due; when no one
-   * else's are, the rest of `limit` from anyone (an account alone uses every slot).
-   */
-  async function claimFairly(limit: number): Promise<ClaimedJob[]> {
-    const wakesBefore = state.wakes;
-    const excluded = slots.overShare();
-    const jobs = await claim(limit, excluded);
-    if (excluded.length > 0 && jobs.length < limit) jobs.push(...(await claim(limit - jobs.length)));
-    // Fewer than asked, with no wake-up meanwhile: the claim read an empty queue.
-    if (accepting()) enter(jobs.length < limit && state.wakes === wakesBefore ? 'drained' : 'claiming');
-    context.log.debug({ asked: limit, got: jobs.length, excluded: excluded.length, slotsUsed: slots.total, inFlight: inFlight.size, mode: state.mode }, 'claimed');
-    return jobs;
-  }
-
-  /** The loop is full: up to `room` jobs of light accounts into the reserve, when there may be new ones. */
-  async function claimForLightAccounts(room: number): Promise<ClaimedJob[]> {
-    const now = Date.now();
-    if (state.wakes === state.lightClaim.wakes && now - state.lightClaim.at < LIGHT_CLAIM_INTERVAL_MS) return [];
-    state.lightClaim = { wakes: state.wakes, at: now };
-    const jobs = await claim(room, slots.notLight());
-    // As many as asked: there may be more light accounts' jobs, so the next step claims again.
-    if (jobs.length === room) state.lightClaim.wakes = -1;
-    context.log.debug({ asked: room, got: jobs.length, slotsUsed: slots.total }, 'claimed for light accounts');
-    return jobs;
-  }
-
-  /**
-   * Claims with `room` promised while the claim is in flight (an offer made meanwhile cannot
-   * promise it again), then starts the jobs in the same turn of the event loop as the promise ends.
-   */
-  async function claimAndStart(room: number, claimUpTo: (room: number) => Promise<ClaimedJob[]>): Promise<number> {
-    state.promisedRoom += room;
-    let jobs: ClaimedJob[];
-    try {
-      jobs = await claimUpTo(room);
-    } finally {
-      state.promisedRoom -= room;
-    }
-    return start(jobs);
-  }
-
-  /** Starts each job under the lease just acquired; one whose run here has not ended yet starts after it (delivery-ownership.ts, rule 3). */
-  function start(jobs: readonly ClaimedJob[]): number {
-    for (const job of jobs) {
+  /** Starts each delivery under the lease just acquired; one whose run here has not ended yet starts after it (rule 3). */
+  function start(deliveries: readonly Delivery[]): number {
+    for (const delivery of deliveries) {
+      take(delivery.accountId);
       const runHere = () => {
-        held.hold(job);
-        return run(job);
+        held.hold(delivery);
+        return run(delivery);
       };
-      const previous = held.ended(job.id);
+      const previous = held.ended(delivery.id);
       const promise = (previous ? previous.then(runHere) : runHere())
-        .catch((error: unknown) => context.log.error({ err: error, jobId: job.id }, 'a delivery could not start; its lease will end and a claim will take it'))
+        .catch((error: unknown) => log.error({ err: error, notificationId: delivery.id }, 'a delivery could not start; its lease will end and a claim will take it'))
         .finally(() => {
-          inFlight.delete(promise);
-          wakeForSlot();
+          runs.delete(promise);
+          roomFreed();
         });
-      inFlight.add(promise);
+      runs.add(promise);
     }
-    return jobs.length;
+    check();
+    return deliveries.length;
+  }
+
+  /** Claims up to `limit`, none of `excludeAccounts` and none this process runs whose lease may have ended; the room is promised meanwhile. */
+  async function claim(limit: number, excludeAccounts: string[]): Promise<Delivery[]> {
+    const wakesBefore = state.wakes;
+    const now = clock();
+    const excludeIds = held.lapsedBy(now);
+    leftOut = new Set(excludeAccounts);
+    state.promised += limit;
+    let deliveries: Delivery[];
+    try {
+      deliveries = await lightTransaction(db, (tx) => claimDeliveries(tx, { workerId, limit, leaseMs, now, excludeAccounts, excludeIds }), { singleStatement: true });
+    } finally {
+      state.promised -= limit;
+    }
+    assertClaimed(deliveries, now, excludeIds);
+    metrics.claims.inc({ loop: 'delivery' });
+    metrics.claimedJobs.inc({ loop: 'delivery' }, deliveries.length);
+    // Fewer than asked and no wake-up meanwhile: it took what it could (the rest, if any, is of the accounts it left out).
+    if (accepting()) enter(deliveries.length < limit && state.wakes === wakesBefore ? 'drained' : 'claiming');
+    log.debug({ asked: limit, got: deliveries.length, leftOut: excludeAccounts.length, calling: state.total, mode: state.mode }, 'claimed');
+    return deliveries;
   }
 
   let renewing = false;
@@ -214,14 +212,14 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
       if (held.size === 0) return;
       if (renewing) return metrics.leaseRenewals.inc({ outcome: 'skipped' });
       renewing = true;
-      lightTransaction(deps.db, (tx) => queue.renew(tx, held.all(), clock() + leaseMs, clock()), { singleStatement: true })
+      lightTransaction(db, (tx) => renewLeases(tx, held.all(), clock() + leaseMs), { singleStatement: true })
         .then((renewed) => {
           metrics.leaseRenewals.inc({ outcome: 'ok' });
           metrics.renewedLeases.inc(renewed);
         })
         .catch((error) => {
           metrics.leaseRenewals.inc({ outcome: 'failed' });
-          context.log.warn({ err: error }, 'could not renew job leases');
+          log.warn({ err: error }, 'could not renew delivery leases');
         })
         .finally(() => (renewing = false));
     },
@@ -230,7 +228,6 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
   heartbeat.unref();
 
   return {
-    kinds,
     wake,
     get mode() {
       return state.mode;
@@ -241,38 +238,32 @@ export function createDeliveryLoop(context: WorkerContext, options: DeliveryLoop
       wake.signal();
     },
     async step() {
-      if (kinds.length === 0 || !accepting()) return 0;
-      const free = freeSlots();
-      if (free > 0 && (free >= claimWhenFree || slots.total === 0)) return claimAndStart(free, claimFairly);
-      const room = Math.min(LIGHT_ACCOUNT_SLOTS, freeForLight());
-      return room > 0 ? claimAndStart(room, claimForLightAccounts) : 0;
+      if (!accepting()) return 0;
+      const { limit, leftOut: excluded } = intake();
+      return worthClaiming(limit) ? start(await claim(limit, excluded)) : 0;
     },
     offer() {
-      if (kinds.length === 0) return undefined;
-      const room = accepting() ? Math.max(0, freeSlots()) : 0;
-      state.promisedRoom += room;
-      // An account alone may have every slot; beside others, no more than its share.
-      const excluded = slots.holders().length > 1 ? new Set(slots.overShare()) : undefined;
-      return leaseOffer(kindSet, { token: newLease(context.workerId), until: clock() + leaseMs }, room, excluded);
+      const { limit, leftOut: excluded } = accepting() ? intake() : { limit: 0, leftOut: [] };
+      state.promised += limit;
+      return handOff({ token: newLease(workerId), until: clock() + leaseMs }, limit, new Set(excluded));
     },
     adopt(offer, committed) {
-      if (!offer) return;
-      state.promisedRoom -= offer.room + offer.taken.length;
-      if (!committed) return;
+      state.promised -= offer.room + offer.taken.length;
+      if (!committed) return check();
       const { start: startNow, lapsed } = adoptable(offer, clock());
       start(startNow);
       if (lapsed.length > 0) {
         // A stalled event loop or a slow commit: the hand-off's lease ended before it could start. A claim takes them.
-        context.log.warn({ jobs: lapsed.length, leaseMs }, 'a batch committed after the lease it gave its deliveries had ended: they are left to a claim');
+        log.warn({ deliveries: lapsed.length, leaseMs }, 'a batch committed after the lease it gave its deliveries had ended: they are left to a claim');
         this.woken();
       }
       if (offer.declined > 0) this.woken();
     },
     stop() {
-      if (state.mode === 'claiming' || state.mode === 'drained') enter('stopping');
+      if (accepting()) enter('stopping');
     },
     async drain() {
-      while (inFlight.size > 0) await Promise.all(inFlight);
+      while (runs.size > 0) await Promise.all(runs);
       if (state.mode === 'stopping') {
         clearInterval(heartbeat);
         enter('stopped');

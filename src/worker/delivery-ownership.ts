@@ -1,53 +1,65 @@
-import type { ClaimedJob, LeaseOffer } from '../storage/queue/index.js';
+import type { Delivery, HandOff } from '../storage/deliveries.js';
 
 /**
- * Who owns a delivery, and the one way this process comes to run one. The rules, each checked
- * where it applies (the storage statements in `storage/queue/`, the bookkeeping below):
+ * Who owns a delivery (a pending notification row, storage/deliveries.ts), and what every other
+ * writer may do to one. The rules, each kept by the statements of storage/deliveries.ts (the only
+ * writer of a delivery's schedule and lease columns) and asserted below where this process could
+ * break them:
  *
- * 1. **Only under a written lease.** A delivery runs only while its row carries a lease this
- *    process wrote: a token unique to one claim or one hand-off (`newLease`) and an end, kept in
- *    `run_at` while leased. It is acquired in one of two writes, and no other way:
- *    - a **claim** (`claimDueJobs`), which takes due rows: never leased, or leased and past the
- *      lease's end;
- *    - a **hand-off**: a batch inserts the delivery already leased to this process (`leaseOffer`,
- *      `enqueueJobs` with `leaseTo`), in the transaction that makes it.
- * 2. **Taken back only after its end.** No claim takes a row before `run_at`. The holder renews
- *    while it runs (the heartbeat, `extendHeldLeases`), so that only a dead or stalled process's
- *    deliveries are taken over.
+ * 1. **Run only under a written lease.** A worker runs a delivery only while its row carries a
+ *    lease this process wrote — a token unique to one claim or one hand-off (`newLease`) and its
+ *    end (`lease_until`) — taken in one of two writes and no other way:
+ *    - a **claim** (`claimDeliveries`), of due rows: pending, `run_at` reached, and no lease or an
+ *      ended one;
+ *    - a **hand-off** (`applyHandOff`): the batch that writes the notification inserts it leased
+ *      to its worker, in the transaction that makes it.
+ *    A **listen copy** is never due (`run_at` null), so no claim takes it: its session's poll
+ *    leases it (`leaseListenCopies`) and the CLI's reported result settles it under that lease.
+ *    `assertClaimed` checks what a claim returned.
+ * 2. **Taken back only after its end.** No claim takes a row before `lease_until`. The holder
+ *    renews every lease/3 while it runs (`renewLeases`), so only a dead or stalled process's
+ *    deliveries are taken over; their run counts (`runs`), and after RUNS_WITHOUT_OUTCOME runs
+ *    without an outcome the delivery fails.
  * 3. **One run per process.** A process never runs a delivery twice at once, even when a renewal
- *    came too late and the lease ended while it was still running: its claims leave out what it
- *    runs whose lease may have ended (`lapsedBy`), and a hand-off whose lease ended before the
- *    batch committed is not started (`adoptable`): a claim may already have taken it, and if not
- *    the next claim will. A claim can still return a delivery whose run here has written its
- *    outcome (a retry due at once, a postponement to now) and not yet ended: the database shows
- *    that write to the claim's connection before its commit reaches this process. The new run
- *    starts when the old one ends (`ended`). `hold` asserts it.
- * 4. **A late write is no write.** Everything the holder writes (the outcome, a retry, a
- *    postponement, a renewal) is conditional on its token (`where locked_by = lease`). A holder
- *    whose lease was taken over writes nothing: its call was made, but the attempt is not recorded
- *    and the new holder calls again with the same webhook-id (at-least-once; receivers drop
- *    duplicates by it). A lease token never changes in memory once acquired.
+ *    came too late and the lease ended while it still ran: its claims leave out what it runs
+ *    whose lease may have ended (`lapsedBy`), and a hand-off whose lease ended before the batch
+ *    committed is not started (`adoptable`): a claim may have taken it, and if not the next one
+ *    will. A claim can still return a delivery whose run here has written its outcome (a retry
+ *    due at once) and not yet ended: the new run starts when the old one ends (`ended`). `hold`
+ *    asserts it.
+ * 4. **A late settle is no write.** Everything the holder writes — the settle, letting go, a
+ *    failed run, a postponement, a renewal — is conditional on its token (`lease = held lease`).
+ *    A holder whose lease was taken over writes nothing: its call was made, but the attempt is not
+ *    recorded, and the new holder calls again with the same `webhook-id` (at-least-once; receivers
+ *    drop duplicates by it).
+ * 5. **Others leave a delivery in flight alone.** The writes that are not a holder's — a manual
+ *    retry, a recovery, the release of a rate limit or of a held notification, a switch-off — never
+ *    touch a row under a lease that has not ended. A **switch-off** fails the subscription's
+ *    pending deliveries but leaves one in flight to its holder: its settle is written, and its next
+ *    attempt, if any, is refused (the subscription is inactive) and ends it. One whose lease has
+ *    ended is failed with the rest and its lease cleared, so its old holder's late settle writes
+ *    nothing over the switch-off (rule 4).
  */
 export class HeldDeliveries {
-  readonly #held = new Map<string, { job: ClaimedJob; ended: Promise<void>; end: () => void }>();
+  readonly #held = new Map<string, { delivery: Delivery; ended: Promise<void>; end: () => void }>();
 
   get size(): number {
     return this.#held.size;
   }
 
-  /** This process starts running `job` under the lease it just acquired (rule 3: not one it runs already). */
-  hold(job: ClaimedJob): void {
-    if (this.#held.has(job.id)) throw new Error(`delivery ownership: job ${job.id} is already running in this process (rule 3)`);
+  /** This process starts running `delivery` under the lease it just acquired (rule 3: not one it runs already). */
+  hold(delivery: Delivery): void {
+    if (this.#held.has(delivery.id)) throw new Error(`delivery ownership: ${delivery.id} is already running in this process (rule 3)`);
     let end!: () => void;
     const ended = new Promise<void>((resolve) => (end = resolve));
-    this.#held.set(job.id, { job, ended, end });
+    this.#held.set(delivery.id, { delivery, ended, end });
   }
 
   /** Its run is over (settled, lost or failed): a later claim may take it again. */
-  release(job: ClaimedJob): void {
-    const entry = this.#held.get(job.id);
-    if (entry?.job !== job) return;
-    this.#held.delete(job.id);
+  release(delivery: Delivery): void {
+    const entry = this.#held.get(delivery.id);
+    if (entry?.delivery !== delivery) return;
+    this.#held.delete(delivery.id);
     entry.end();
   }
 
@@ -56,13 +68,9 @@ export class HeldDeliveries {
     return this.#held.get(id)?.ended;
   }
 
-  has(id: string): boolean {
-    return this.#held.has(id);
-  }
-
   /** What the heartbeat renews. */
-  all(): ClaimedJob[] {
-    return [...this.#held.values()].map((entry) => entry.job);
+  all(): Delivery[] {
+    return [...this.#held.values()].map((entry) => entry.delivery);
   }
 
   /**
@@ -72,16 +80,27 @@ export class HeldDeliveries {
    */
   lapsedBy(now: number): string[] {
     const ids: string[] = [];
-    for (const { job } of this.#held.values()) if (job.leaseUntil <= now) ids.push(job.id);
+    for (const { delivery } of this.#held.values()) if (delivery.leaseUntil <= now) ids.push(delivery.id);
     return ids;
   }
 }
 
 /**
- * The jobs of a committed hand-off this process may start: those whose lease has not ended by
- * `now` (rule 3). A job whose lease ended is a claim's to take, perhaps already taken.
+ * The deliveries of a committed hand-off this process may start: those whose lease has not ended
+ * by `now` (rule 3). One whose lease ended is a claim's to take, perhaps already taken.
  */
-export function adoptable(offer: LeaseOffer, now: number): { start: ClaimedJob[]; lapsed: ClaimedJob[] } {
+export function adoptable(offer: HandOff, now: number): { start: Delivery[]; lapsed: Delivery[] } {
   if (now < offer.lease.until) return { start: [...offer.taken], lapsed: [] };
   return { start: [], lapsed: [...offer.taken] };
+}
+
+/** Rules 1 to 3 on what a claim at `now` returned: each under the claim's one new lease, not ended, and none it was told to leave out. */
+export function assertClaimed(deliveries: readonly Delivery[], now: number, leftOut: readonly string[]): void {
+  const lease = deliveries[0]?.lease;
+  const excluded = new Set(leftOut);
+  for (const delivery of deliveries) {
+    if (delivery.lease !== lease) throw new Error(`delivery ownership: one claim returned two leases (${lease}, ${delivery.lease}) (rule 1)`);
+    if (delivery.leaseUntil <= now) throw new Error(`delivery ownership: ${delivery.id} was claimed under a lease that had ended (rule 2)`);
+    if (excluded.has(delivery.id)) throw new Error(`delivery ownership: ${delivery.id} was claimed while its run here may go on (rule 3)`);
+  }
 }

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createQueueMetrics } from '../metrics.js';
+import { DELIVERIES } from '../storage/deliveries.js';
 import { dialectOf } from '../storage/dialect.js';
-import { JOBS_TABLE_QUEUE, listenForJobs } from '../storage/queue/index.js';
-import { createDeliveryLoop } from './delivery-loop.js';
+import { listenForJobs } from '../storage/queue/index.js';
+import { createDeliveryLoop, type Deliverer } from './delivery-loop.js';
 import type { JobContext, JobHandlers } from './job-handlers.js';
 import { createTransactionalBatch } from './transactional-loop.js';
 import { Wakeup } from './wakeup.js';
@@ -12,7 +13,10 @@ import type { JobWorkerDeps, WorkerContext } from './worker-context.js';
 export type { JobWorkerDeps } from './worker-context.js';
 
 export interface JobWorkerOptions {
+  /** The transactional job kinds (the jobs table). */
   handlers: JobHandlers;
+  /** Runs the deliveries (the notification rows); null: this worker delivers nothing. */
+  deliverer: Deliverer | null;
   /** How long a claimed job stays reserved for this worker (JOB_LEASE). */
   leaseMs: number;
   /**
@@ -25,13 +29,13 @@ export interface JobWorkerOptions {
    */
   batchSize?: number;
   /**
-   * Standalone jobs before or in their external call (default 256); as many again may be past it,
-   * recording their outcome. The calls themselves are bounded by the outbound limits (64 overall,
-   * 8 per account and address): the rest wait there, so a claim's jobs keep the connections busy while this
-   * thread commits. With 64 the connections sat idle between claims and delivery throughput fell
-   * (`npm run bench -- --only delivery`).
+   * Deliveries held before or in their call (default 512; an account alone holds half of it);
+   * as many again may be past it, recording their outcome. The calls themselves are bounded by
+   * the outbound limits (64 overall, 8 per account and address): the rest wait there, so a
+   * claim's deliveries keep the connections busy while this thread commits. With 64 the
+   * connections sat idle between claims and delivery throughput fell (`npm run bench -- --only delivery`).
    */
-  concurrency?: number;
+  deliveryCapacity?: number;
   /** Polling interval: the safety net behind the wake-ups. */
   pollIntervalMs?: number;
   /** Pause after a part-full transactional batch so the next one gathers more jobs (default 10 ms). */
@@ -51,7 +55,7 @@ export interface JobWorker {
   readonly workerId: string;
   /** Processes due jobs until none is left; returns how many were taken or claimed. */
   runUntilIdle(): Promise<number>;
-  /** Graceful: finishes the batches and the standalone jobs in flight, claims nothing more. */
+  /** Graceful: finishes the batches and the deliveries in flight, claims nothing more. */
   stop(): Promise<void>;
 }
 
@@ -69,25 +73,21 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
   const job: JobContext = { db: deps.db, log, clock: deps.clock, workerId };
   const dialect = dialectOf(deps.db);
   const context: WorkerContext = { deps, handlers: options.handlers, workerId, leaseMs: options.leaseMs, log, metrics, job };
-  const kindsOf = (mode: 'transactional' | 'standalone') =>
-    Object.entries(options.handlers)
-      .filter(([, handler]) => handler.mode === mode)
-      .map(([kind]) => kind);
-  const transactionalKinds = kindsOf('transactional');
+  const transactionalKinds = Object.keys(options.handlers);
   const batchSize = options.batchSize ?? dialect.jobBatchSize;
   const pollMs = options.pollIntervalMs ?? 1000;
   let stopping = false;
 
-  const queues = new Set(Object.values(options.handlers).flatMap((handler) => (handler.mode === 'standalone' ? [handler.queue ?? JOBS_TABLE_QUEUE] : [])));
-  if (queues.size > 1) throw new Error(`the standalone job kinds of one worker live in one queue, not ${[...queues].map((queue) => queue.name).join(' and ')}`);
-  const deliveries = createDeliveryLoop(context, { kinds: kindsOf('standalone'), concurrency: options.concurrency ?? 256, queue: [...queues][0] ?? JOBS_TABLE_QUEUE });
+  const deliveries = options.deliverer
+    ? createDeliveryLoop({ db: deps.db, log, metrics, workerId, leaseMs: options.leaseMs, deliverer: options.deliverer, ...(options.deliveryCapacity ? { capacity: options.deliveryCapacity } : {}) })
+    : undefined;
   const runBatch = createTransactionalBatch(context, { kinds: transactionalKinds, batchSize, deliveries });
   const batchWakes = Array.from({ length: dialect.concurrentWriters ? Math.max(1, options.transactionalLoops ?? 2) : 1 }, () => new Wakeup());
 
   /** The wake-up bus: `kinds` lets the loops that run none of them sleep on. */
   const wake = (kinds?: readonly string[]) => {
     if (!kinds || kinds.some((kind) => transactionalKinds.includes(kind))) for (const w of batchWakes) w.signal();
-    if (!kinds || kinds.some((kind) => deliveries.kinds.includes(kind))) deliveries.woken();
+    if (deliveries && (!kinds || kinds.includes(DELIVERIES))) deliveries.woken();
   };
   const unsubscribe = deps.signals.onEnqueued((kinds) => {
     metrics.wakeups.inc({ source: 'local' });
@@ -114,7 +114,7 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
           ...(transactionalKinds.length === 0
             ? []
             : batchWakes.map((w, i) => runLoop({ ...loop, name: 'transactional', step: runBatch, wake: w, batchSize, gatherMs: options.gatherMs ?? 10, watch: watch(`transactional (${i + 1})`) }))),
-          ...(deliveries.kinds.length === 0 ? [] : [runLoop({ ...loop, name: 'delivery', step: deliveries.step, wake: deliveries.wake, batchSize, gatherMs: 0, watch: watch('delivery') })]),
+          ...(!deliveries ? [] : [runLoop({ ...loop, name: 'delivery', step: () => deliveries.step(), wake: deliveries.wake, batchSize, gatherMs: 0, watch: watch('delivery') })]),
         ];
 
   return {
@@ -122,19 +122,19 @@ export function startJobWorker(deps: JobWorkerDeps, options: JobWorkerOptions): 
     async runUntilIdle() {
       let total = 0;
       for (;;) {
-        const claimed = (transactionalKinds.length ? await runBatch() : 0) + (await deliveries.step());
-        await deliveries.drain();
+        const claimed = (transactionalKinds.length ? await runBatch() : 0) + ((await deliveries?.step()) ?? 0);
+        await deliveries?.drain();
         total += claimed;
         if (claimed === 0) return total;
       }
     },
     async stop() {
       stopping = true;
-      deliveries.stop();
+      deliveries?.stop();
       wake();
       unsubscribe();
       await Promise.all(loops);
-      await deliveries.drain();
+      await deliveries?.drain();
       await stopListening?.();
     },
   };

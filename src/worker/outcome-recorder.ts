@@ -1,15 +1,15 @@
 import type { RequestOutcome } from '../domain/requests/outcomes.js';
 import type { Tx } from '../storage/database.js';
-import type { LeaseOffer } from '../storage/queue/index.js';
+import type { HandOff } from '../storage/deliveries.js';
 
 /**
  * THE NOTIFICATION HOOK. The worker calls it inside the transaction that changes the requests'
  * state, once per batch with every outcome of the batch, so whatever it writes (notification
- * rows, delivery jobs via enqueueJobs(tx, …)) commits or rolls back together with that change.
- * Throwing rolls the change back and retries the jobs. Jobs a recorder enqueues for this worker
- * are leased to it through `leaseTo` (the batch's offer).
+ * rows, each its own delivery) commits or rolls back together with that change. Throwing rolls
+ * the change back and retries the jobs. The deliveries due now that the batch's worker has room
+ * for are leased to it through `handOff` (storage/deliveries.ts).
  */
-export type OutcomeRecorder = (tx: Tx, outcomes: RequestOutcome[], batch?: { leaseTo?: LeaseOffer | undefined }) => Promise<void>;
+export type OutcomeRecorder = (tx: Tx, outcomes: RequestOutcome[], batch?: { handOff?: HandOff | undefined }) => Promise<void>;
 
 const recordNoOutcome: OutcomeRecorder = async () => {};
 

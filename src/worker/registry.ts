@@ -1,7 +1,7 @@
 import { combineOutcomeRecorders, type OutcomeRecorder } from './outcome-recorder.js';
 import type { JobHandlers } from './job-handlers.js';
 import { requestJobHandlers } from './request-jobs.js';
-import { notificationJobHandlers, type NotificationDeliveryDeps } from './notifications/deliver-notification-job.js';
+import type { NotificationDeliveryDeps } from './notifications/deliver-notification.js';
 import { notificationRecorder, type OutcomeRecorderDeps } from './notifications/record-notifications.js';
 import { listenCopyRecorder } from './notifications/listen-copies.js';
 
@@ -14,15 +14,15 @@ export type HandlerDeps = OutcomeRecorderDeps & NotificationDeliveryDeps;
  */
 const OUTCOME_RECORDERS: Array<(deps: HandlerDeps) => OutcomeRecorder> = [notificationRecorder, listenCopyRecorder];
 
-/** Job kinds beyond request registration and processing (e.g. `deliver-notification`). */
-const JOB_HANDLERS: Array<(deps: HandlerDeps) => JobHandlers> = [notificationJobHandlers];
+/** Transactional job kinds beyond request registration and processing. */
+const JOB_HANDLERS: Array<(deps: HandlerDeps) => JobHandlers> = [];
 
 export interface BuildHandlersOptions {
   /** Replaces the registered recorders (tests). */
   recordOutcome?: OutcomeRecorder;
 }
 
-/** Every handler the worker runs, built from the registries above. */
+/** Every transactional handler the worker runs, built from the registries above. */
 export function buildJobHandlers(deps: HandlerDeps, options: BuildHandlersOptions = {}): JobHandlers {
   const recordOutcome = options.recordOutcome ?? combineOutcomeRecorders(OUTCOME_RECORDERS.map((factory) => factory(deps)));
   const handlers: JobHandlers = { ...requestJobHandlers({ recordOutcome }) };

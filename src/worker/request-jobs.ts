@@ -167,12 +167,10 @@ function markFailed(from: 'received' | 'registered', errorCode: 'REGISTRATION_FA
 export function requestJobHandlers(options: { recordOutcome: OutcomeRecorder }): JobHandlers {
   return {
     [REGISTER_REQUEST_JOB]: {
-      mode: 'transactional',
       handle: (tx, jobs, ctx, batch) => registerRequests(tx, jobs, ctx, batch, options.recordOutcome),
       onExhausted: markFailed('received', 'REGISTRATION_FAILED'),
     },
     [PROCESS_REQUEST_JOB]: {
-      mode: 'transactional',
       handle: (tx, jobs, ctx, batch) => processRequests(tx, jobs, ctx, batch, options.recordOutcome),
       onExhausted: markFailed('registered', 'PROCESSING_FAILED'),
     },

@@ -10,6 +10,7 @@ import { deleteOldNotifications } from '../services/notification-retention.js';
 import { sweepEndedListenSessions } from '../services/listen-sessions.js';
 import { ensureLogPartitions, logMaintenanceIntervalMs, logPeriodMs } from '../storage/log-partitions.js';
 import { startJobWorker, type JobWorker, type JobWorkerOptions } from './job-worker.js';
+import { notificationDeliverer } from './notifications/deliver-notification.js';
 import { buildJobHandlers, type BuildHandlersOptions, type HandlerDeps } from './registry.js';
 
 /** What the job worker, its handlers and its maintenance use; the composition root (deps.ts) builds it. */
@@ -33,7 +34,7 @@ export interface MaintenanceDeps {
 
 export type WorkerOverrides = Partial<JobWorkerOptions> & BuildHandlersOptions;
 
-/** The job worker with every registered handler (request jobs, and whatever JOB_HANDLERS adds). */
+/** The job worker with every registered handler (request jobs, and whatever JOB_HANDLERS adds) and the notifications' deliverer. */
 export function startWorker(deps: WorkerDeps, overrides: WorkerOverrides = {}): JobWorker {
   const { recordOutcome, ...options } = overrides;
   return startJobWorker(
@@ -47,7 +48,7 @@ export function startWorker(deps: WorkerDeps, overrides: WorkerOverrides = {}): 
       onDatabaseFailure: (error) => deps.readiness.noteFailure(error),
       liveness: deps.liveness,
     },
-    { handlers: buildJobHandlers(deps, { recordOutcome }), leaseMs: deps.config.jobLeaseMs, ...options },
+    { handlers: buildJobHandlers(deps, { recordOutcome }), deliverer: notificationDeliverer(deps), leaseMs: deps.config.jobLeaseMs, ...options },
   );
 }
 

@@ -1,7 +1,8 @@
+import { DELIVERIES } from '../storage/deliveries.js';
 import { completeHeldJobs, LeaseLostError, notifyOtherProcesses, takeDueJobs, type ClaimedJob } from '../storage/queue/index.js';
 import type { Tx } from '../storage/database.js';
 import type { DeliveryLoop } from './delivery-loop.js';
-import type { BatchContext, TransactionalJobHandler } from './job-handlers.js';
+import type { BatchContext } from './job-handlers.js';
 import { claimJobs, recordFailure, type WorkerContext } from './worker-context.js';
 
 /**
@@ -12,21 +13,22 @@ import { claimJobs, recordFailure, type WorkerContext } from './worker-context.j
  * with the jobs still due. That is one commit per batch instead of two; each commit is an fsync
  * that blocks the event loop on SQLite.
  *
- * The batch also offers to take the jobs it enqueues for the delivery loop (the notifications'
- * deliveries): those start right after the commit. If some found no room, the batch wakes other
- * processes (NOTIFY, in the transaction) and this process's delivery loop (after the commit).
+ * The batch also offers to take the deliveries of the notifications it writes (a hand-off to this
+ * worker's delivery loop): those start right after the commit. If some found no room, the batch
+ * wakes other processes (NOTIFY, in the transaction) and this process's delivery loop (after the
+ * commit).
  *
  * If the batch throws, nothing happened: its jobs are then claimed with committed leases and run
  * one transaction each, so a failing job is counted and retried on its own schedule.
  */
-export function createTransactionalBatch(context: WorkerContext, options: { kinds: string[]; batchSize: number; deliveries: DeliveryLoop }): () => Promise<number> {
+export function createTransactionalBatch(context: WorkerContext, options: { kinds: string[]; batchSize: number; deliveries: DeliveryLoop | undefined }): () => Promise<number> {
   const { deps, handlers } = context;
   const { kinds, batchSize, deliveries } = options;
 
   async function handle(tx: Tx, jobs: ClaimedJob[], batch: BatchContext): Promise<void> {
     const byKind = new Map<string, ClaimedJob[]>();
     for (const job of jobs) byKind.set(job.kind, [...(byKind.get(job.kind) ?? []), job]);
-    for (const [kind, group] of byKind) await (handlers[kind] as TransactionalJobHandler).handle(tx, group, context.job, batch);
+    for (const [kind, group] of byKind) await handlers[kind]!.handle(tx, group, context.job, batch);
   }
 
   /** Completes `jobs` in `tx`, or throws to roll the transaction back if one is no longer held. */
@@ -43,27 +45,27 @@ export function createTransactionalBatch(context: WorkerContext, options: { kind
 
   /**
    * One transaction over `claimed` jobs, or over up to `take` due jobs it takes itself: handled,
-   * completed, and the deliveries it enqueued offered to this worker. Says how many jobs and,
+   * completed, and the deliveries it wrote handed off to this worker. Says how many jobs and,
    * when it rolled back, why.
    */
   async function transaction(take: number | undefined, claimed: ClaimedJob[] = []): Promise<{ count: number; error?: unknown }> {
-    const offer = deliveries.offer();
+    const offer = deliveries?.offer();
     let committed = false;
     let count = claimed.length;
     try {
       await deps.db.transaction().execute(async (tx) => {
         const jobs = take === undefined ? claimed : await takeDueJobs(tx, { kinds, limit: take, now: Date.now() });
         count = jobs.length;
-        await handle(tx, jobs, { leaseTo: offer });
+        await handle(tx, jobs, { handOff: offer });
         await completeAll(tx, jobs);
-        if (offer && offer.declined > 0) await notifyOtherProcesses(tx, deliveries.kinds);
+        if (offer && offer.declined > 0) await notifyOtherProcesses(tx, [DELIVERIES]);
       });
       committed = true;
       return { count };
     } catch (error) {
       return { count, error };
     } finally {
-      deliveries.adopt(offer, committed);
+      if (offer) deliveries!.adopt(offer, committed);
     }
   }
 
@@ -76,7 +78,7 @@ export function createTransactionalBatch(context: WorkerContext, options: { kind
     }
     context.deps.onDatabaseFailure?.(batch.error);
     context.log.debug({ err: batch.error, jobs: batch.count }, 'batch failed; running its jobs one by one');
-    const jobs = await claimJobs(context, 'transactional', kinds, Math.max(batch.count, 1));
+    const jobs = await claimJobs(context, kinds, Math.max(batch.count, 1));
     for (const job of jobs) {
       const single = await transaction(undefined, [job]);
       if ('error' in single) await recordFailure(context, job, single.error);

@@ -4,7 +4,7 @@ import type { Logger } from '../logger.js';
 import type { QueueMetrics } from '../metrics.js';
 import type { Db } from '../storage/database.js';
 import { lightTransaction } from '../storage/light-transaction.js';
-import { claimDueJobs, JOBS_TABLE_QUEUE, type ClaimedJob, type JobSignals, type StandaloneQueue } from '../storage/queue/index.js';
+import { claimDueJobs, failHeldJob, type ClaimedJob, type JobSignals } from '../storage/queue/index.js';
 import type { JobContext, JobHandlers } from './job-handlers.js';
 import { whileLeaseHolds } from './while-lease-holds.js';
 
@@ -37,14 +37,14 @@ export interface WorkerContext {
 }
 
 /**
- * Records a failed run under the job's lease, in `queue` (where the job lives); after its last
- * one the handler's onExhausted runs in the same transaction. While the database cannot serve, it
- * is written again as long as the lease holds (whileLeaseHolds).
+ * Records a failed attempt of a claimed job under its lease; after its last one the handler's
+ * onExhausted runs in the same transaction. While the database cannot serve, it is written again
+ * as long as the lease holds (whileLeaseHolds).
  */
-export async function recordFailure(context: WorkerContext, job: ClaimedJob, error: unknown, queue: StandaloneQueue = JOBS_TABLE_QUEUE): Promise<void> {
+export async function recordFailure(context: WorkerContext, job: ClaimedJob, error: unknown): Promise<void> {
   const record = () =>
     context.deps.db.transaction().execute(async (tx) => {
-      const state = await queue.fail(tx, job, error, Date.now());
+      const state = await failHeldJob(tx, job, error, { now: Date.now() });
       if (state === 'lost') {
         context.metrics.leasesLost.inc();
         return context.log.warn({ jobId: job.id }, 'lease lost before the failure was recorded');
@@ -60,31 +60,11 @@ export async function recordFailure(context: WorkerContext, job: ClaimedJob, err
   }
 }
 
-/**
- * Claims up to `limit` due jobs of `kinds` for one of the loops, leaving out those of
- * `excludeGroups` and the ids of `excludeIds` (due at `now`), and counts the claim. A lease lost
- * in a power failure only lets the job run again: the claim does not wait for the disk.
- */
-export async function claimJobs(
-  context: WorkerContext,
-  loop: 'transactional' | 'delivery',
-  kinds: readonly string[],
-  limit: number,
-  options: { excludeGroups?: readonly string[]; excludeIds?: readonly string[]; now?: number; queue?: StandaloneQueue } = {},
-): Promise<ClaimedJob[]> {
-  const { deps } = context;
-  const claim = {
-    workerId: context.workerId,
-    kinds,
-    limit,
-    leaseMs: context.leaseMs,
-    now: options.now ?? Date.now(),
-    excludeGroups: options.excludeGroups ?? [],
-    excludeIds: options.excludeIds ?? [],
-  };
-  const queue = options.queue;
-  const jobs = await lightTransaction(deps.db, (tx) => (queue ? queue.claim(tx, claim) : claimDueJobs(tx, claim)), { singleStatement: true });
-  context.metrics.claims.inc({ loop });
-  context.metrics.claimedJobs.inc({ loop }, jobs.length);
+/** Claims up to `limit` due jobs of `kinds` under a written lease (the jobs of a failed batch), and counts the claim. */
+export async function claimJobs(context: WorkerContext, kinds: readonly string[], limit: number): Promise<ClaimedJob[]> {
+  const claim = { workerId: context.workerId, kinds, limit, leaseMs: context.leaseMs, now: Date.now() };
+  const jobs = await lightTransaction(context.deps.db, (tx) => claimDueJobs(tx, claim), { singleStatement: true });
+  context.metrics.claims.inc({ loop: 'transactional' });
+  context.metrics.claimedJobs.inc({ loop: 'transactional' }, jobs.length);
   return jobs;
 }

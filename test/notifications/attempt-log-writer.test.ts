@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { claimDueDeliveries } from '../../src/storage/queue/index.js';
+import { claimDeliveries, RUNS_WITHOUT_OUTCOME, type Delivery } from '../../src/storage/deliveries.js';
 import { findNotification, insertNotifications, listAttempts, newNotificationRow } from '../../src/storage/repositories/notifications.js';
-import { notificationJobHandlers } from '../../src/worker/notifications/deliver-notification-job.js';
+import { notificationDeliverer } from '../../src/worker/notifications/deliver-notification.js';
 import { ANSWER_NOT_STORED, AttemptLogWriter, type AttemptSettlement } from '../../src/worker/notifications/attempt-log-writer.js';
-import { DELIVER_NOTIFICATION } from '../../src/services/schedule-delivery.js';
 import { testDialects } from '../support/databases.js';
 import { startTestDatabase, type TestDatabase } from '../support/test-database.js';
 
@@ -21,22 +20,23 @@ for (const dialect of testDialects()) {
     });
     after(() => t.close());
 
-    /** `count` pending notifications (each its own delivery job), claimed by one worker. */
-    async function claimed(count: number) {
+    /** `count` pending notifications (each its own delivery), claimed by one worker; `runsBefore`: runs each had before without an outcome. */
+    async function claimed(count: number, runsBefore = 0) {
       const client = await t.createClientAccount();
       const now = Date.now();
-      const rows = Array.from({ length: count }, (_, i) =>
-        newNotificationRow({ accountId: client.accountId, requestId: `req_${i}`, subscriptionId: null, event: 'registered-requests', url: 'http://127.0.0.1:9/hook', payload: '{}' }, now),
-      );
+      const rows = Array.from({ length: count }, (_, i) => ({
+        ...newNotificationRow({ accountId: client.accountId, requestId: `req_${i}`, subscriptionId: null, event: 'registered-requests', url: 'http://127.0.0.1:9/hook', payload: '{}' }, now),
+        runs: runsBefore,
+      }));
       await insertNotifications(t.deps.db, rows);
-      const jobs = await claimDueDeliveries(t.deps.db, { workerId: 'w-test', limit: count, leaseMs: 60_000, now: Date.now(), maxRuns: 20 });
-      assert.equal(jobs.length, count);
-      return jobs.map((job) => ({ job, notificationId: job.payload.notificationId }));
+      const deliveries = await claimDeliveries(t.deps.db, { workerId: 'w-test', limit: count, leaseMs: 60_000, now: Date.now() });
+      assert.equal(deliveries.length, count);
+      return deliveries.map((delivery) => ({ delivery, notificationId: delivery.id }));
     }
 
-    const settlement = (job: AttemptSettlement['job'], notificationId: string, responseBody: string, url = 'http://127.0.0.1:9/hook'): AttemptSettlement => ({
-      job,
-      accountId: job.groupKey!,
+    const settlement = (delivery: Delivery, notificationId: string, responseBody: string, url = 'http://127.0.0.1:9/hook'): AttemptSettlement => ({
+      delivery,
+      accountId: delivery.accountId,
       attempt: {
         notification_id: notificationId,
         attempt: 1,
@@ -67,10 +67,10 @@ for (const dialect of testDialects()) {
       await t.deps.db.deleteFrom('notifications').where('id', '=', gone!.notificationId).execute();
       const writer = new AttemptLogWriter(t.deps.db);
       const outcomes = await Promise.allSettled([
-        writer.settle(settlement(good!.job, good!.notificationId, 'boom')),
-        writer.settle(settlement(refused!.job, refused!.notificationId, 'boom', 'http://127.0.0.1:9/\u0000')),
-        writer.settle(settlement(other!.job, other!.notificationId, 'boom')),
-        writer.settle(settlement(gone!.job, gone!.notificationId, 'boom')),
+        writer.settle(settlement(good!.delivery, good!.notificationId, 'boom')),
+        writer.settle(settlement(refused!.delivery, refused!.notificationId, 'boom', 'http://127.0.0.1:9/\u0000')),
+        writer.settle(settlement(other!.delivery, other!.notificationId, 'boom')),
+        writer.settle(settlement(gone!.delivery, gone!.notificationId, 'boom')),
       ]);
       assert.deepEqual(
         outcomes.map((o) => o.status),
@@ -89,7 +89,7 @@ for (const dialect of testDialects()) {
         );
       }
       const unsettled = (await findNotification(t.deps.db, refused!.notificationId))!;
-      assert.deepEqual([unsettled.attempt_count, unsettled.lease], [0, refused!.job.lease], 'the refused one is still held, to be run again after its lease');
+      assert.deepEqual([unsettled.attempt_count, unsettled.lease], [0, refused!.delivery.lease], 'the refused one is still held, to be run again after its lease');
       if (dialect === 'sqlite') await sql.raw('drop trigger refuse_nul_url').execute(t.deps.db);
     });
 
@@ -102,7 +102,7 @@ for (const dialect of testDialects()) {
         await sql.raw(`create trigger refuse_nul before insert on notification_attempts when instr(new.response_body, char(0)) > 0 begin select raise(abort, 'refused'); end`).execute(t.deps.db);
       }
       const writer = new AttemptLogWriter(t.deps.db);
-      const answered = settlement(entry!.job, entry!.notificationId, refused);
+      const answered = settlement(entry!.delivery, entry!.notificationId, refused);
       assert.equal(await writer.settle({ ...answered, attempt: { ...answered.attempt, retry_after: '120' } }), true);
       const [attempt] = await listAttempts(t.deps.db, entry!.notificationId);
       assert.equal(attempt!.response_body, null);
@@ -116,15 +116,15 @@ for (const dialect of testDialects()) {
       const [entry] = await claimed(1);
       assert.equal((await findNotification(t.deps.db, entry!.notificationId))!.next_attempt_at, null, 'in flight');
       const retryAt = Date.now() + 60_000;
-      assert.equal(await new AttemptLogWriter(t.deps.db).settle({ ...settlement(entry!.job, entry!.notificationId, 'boom'), nextAttemptAt: retryAt }), true);
+      assert.equal(await new AttemptLogWriter(t.deps.db).settle({ ...settlement(entry!.delivery, entry!.notificationId, 'boom'), nextAttemptAt: retryAt }), true);
       const waiting = (await findNotification(t.deps.db, entry!.notificationId))!;
       assert.deepEqual([waiting.status, waiting.attempt_count, waiting.next_attempt_at], ['pending', 1, retryAt]);
     });
 
     it('a delivery whose runs keep ending without an outcome fails its notification at the last run', async () => {
-      const [entry] = await claimed(1);
-      const handler = notificationJobHandlers(t.deps)[DELIVER_NOTIFICATION]!;
-      await t.deps.db.transaction().execute((tx) => handler.onExhausted!(tx, entry!.job, new Error('database unreachable'), { db: t.deps.db, log: t.deps.log, clock: Date.now, workerId: 'w-test' }));
+      const [entry] = await claimed(1, RUNS_WITHOUT_OUTCOME - 1);
+      assert.equal(entry!.delivery.runs, RUNS_WITHOUT_OUTCOME, 'this claim is its last run');
+      await notificationDeliverer(t.deps).runFailed(entry!.delivery, new Error('database unreachable'));
       const failed = (await findNotification(t.deps.db, entry!.notificationId))!;
       assert.deepEqual([failed.status, failed.last_error, failed.next_attempt_at], ['failed', 'the delivery could not be run: database unreachable', null]);
     });

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { takeFailedNotifications } from '../../src/storage/repositories/notification-recovery.js';
-import { insertNotifications, newNotificationRow, retryNotificationNow } from '../../src/storage/repositories/notifications.js';
+import { recoverFailed, retryNow } from '../../src/storage/deliveries.js';
+import { insertNotifications, newNotificationRow } from '../../src/storage/repositories/notifications.js';
 import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
@@ -226,22 +226,22 @@ for (const dialect of testDialects()) {
 
     it('a pending one: when its automatic attempt was due, kept by a second retry; a held one: the retry time; an ended one: 0', async () => {
       const pending = await insert({ attempt_count: 1, run_at: 50_000 });
-      await retryNotificationNow(d.deps.db, pending, 2_000);
+      await retryNow(d.deps.db, pending, 2_000);
       assert.deepEqual({ ...(await row(pending)) }, { status: 'pending', run_at: 2_000, manual_resume_at: 50_000, manual_attempts: null });
-      await retryNotificationNow(d.deps.db, pending, 3_000);
+      await retryNow(d.deps.db, pending, 3_000);
       assert.deepEqual({ ...(await row(pending)) }, { status: 'pending', run_at: 3_000, manual_resume_at: 50_000, manual_attempts: null }, 'the second retry keeps the due time');
 
       const heldBehind = await insert({ run_at: null, waits_for: 'msg_other' });
-      await retryNotificationNow(d.deps.db, heldBehind, 4_000);
+      await retryNow(d.deps.db, heldBehind, 4_000);
       assert.equal((await row(heldBehind)).manual_resume_at, 4_000);
 
       const failed = await insert({ status: 'failed', attempt_count: 4, run_at: null, completed_at: 1_500 });
-      await retryNotificationNow(d.deps.db, failed, 5_000);
+      await retryNow(d.deps.db, failed, 5_000);
       assert.deepEqual({ ...(await row(failed)) }, { status: 'pending', run_at: 5_000, manual_resume_at: 0, manual_attempts: null });
 
       // Recovery takes a failed notification back for an automatic attempt: a mark left on it is cleared.
       await sql`update notifications set status = 'failed', completed_at = 6000, run_at = null where id = ${failed}`.execute(d.deps.db);
-      assert.deepEqual(await takeFailedNotifications(d.deps.db, [failed], { since: 0, until: 10_000 }, 7_000), [failed]);
+      assert.deepEqual(await recoverFailed(d.deps.db, [failed], { since: 0, until: 10_000 }, 7_000), [failed]);
       assert.equal((await row(failed)).manual_resume_at, null);
     });
   });

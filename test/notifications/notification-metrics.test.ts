@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startWorker } from '../../src/worker/start-worker.js';
-import { buildJobHandlers } from '../../src/worker/registry.js';
-import { DELIVER_NOTIFICATION } from '../../src/services/schedule-delivery.js';
+import { DELIVERIES } from '../../src/storage/deliveries.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
 import { tenantWithExperience } from '../support/experiences.js';
@@ -88,10 +87,9 @@ for (const dialect of testDialects()) {
     });
 
     it('queue gauges: a due delivery nobody has claimed ages; while in flight it is pending; once delivered everything drops to 0', async () => {
-      // Register the request with a worker that runs only the request jobs: the notification and
-      // its delivery job are committed, due, and not claimed by anyone.
-      const requestOnly = Object.fromEntries(Object.entries(buildJobHandlers(t.deps)).filter(([kind]) => kind !== DELIVER_NOTIFICATION));
-      const registrar = startWorker(t.deps, { handlers: requestOnly, autoStart: false });
+      // Register the request with a worker that runs only the request jobs (no deliverer): the
+      // notification is committed, due, and not claimed by anyone.
+      const registrar = startWorker(t.deps, { deliverer: null, autoStart: false });
       workers.push(registrar);
       const hold = gate();
       receiver.respond(async () => {
@@ -104,19 +102,19 @@ for (const dialect of testDialects()) {
       await send();
       await registrar.runUntilIdle();
       assert.equal(await metric('rewards_notifications_pending'), 1);
-      assert.equal(await metric('rewards_jobs_pending', { kind: DELIVER_NOTIFICATION }), 1);
-      await eventually(async () => (await metric('rewards_jobs_oldest_due_age_seconds')) > 0, 10_000, 'the due job to age');
+      assert.equal(await metric('rewards_jobs_pending', { kind: DELIVERIES }), 1);
+      await eventually(async () => (await metric('rewards_jobs_oldest_due_age_seconds')) > 0, 10_000, 'the due delivery to age');
 
       // The real worker claims it; the receiver holds the answer.
       startDeliverer();
       await eventually(() => receiver.requests.length === 1, 10_000, 'the call');
       assert.equal(await metric('rewards_notifications_pending'), 1, 'in flight is still pending');
-      assert.equal(await metric('rewards_jobs_pending', { kind: DELIVER_NOTIFICATION }), 1, 'a claimed job is still pending');
-      assert.equal(await metric('rewards_jobs_oldest_due_age_seconds'), 0, 'a claimed job is not waiting');
+      assert.equal(await metric('rewards_jobs_pending', { kind: DELIVERIES }), 1, 'a claimed delivery is still pending');
+      assert.equal(await metric('rewards_jobs_oldest_due_age_seconds'), 0, 'a claimed delivery is not waiting');
 
       hold.open();
       await eventually(async () => (await metric('rewards_notifications_pending')) === 0, 10_000, 'delivery');
-      assert.equal(await metric('rewards_jobs_pending', { kind: DELIVER_NOTIFICATION }), 0);
+      assert.equal(await metric('rewards_jobs_pending', { kind: DELIVERIES }), 0);
       assert.equal(await metric('rewards_webhook_attempts_total', { event: 'registered-requests', outcome: 'succeeded' }), succeededBefore + 1);
       assert.equal(await metric('rewards_webhook_delivery_seconds_count', { event: 'registered-requests' }), observedBefore + 1);
       // Every observation falls in the +Inf bucket, and the held call took a measurable time.

@@ -9,8 +9,8 @@ import { startHttpReceiver, type Receiver, type RecordedRequest } from '../suppo
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
 import type { Db, Tx } from '../../src/storage/database.js';
 import { orderKey } from '../../src/domain/notifications/order.js';
-import { findPendingRegistered, insertNotifications, markHasWaiters, markNotificationFailed, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
-import { releaseHeld } from '../../src/services/schedule-delivery.js';
+import { failRun, releaseWaitingFor, RUNS_WITHOUT_OUTCOME } from '../../src/storage/deliveries.js';
+import { findPendingRegistered, insertNotifications, markHasWaiters, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
 
 /**
  * Notification order (docs/delivery.md, "Order"): per request and callback URL, a request's
@@ -209,13 +209,20 @@ for (const dialect of testDialects()) {
           const found = await db.selectFrom('notifications').select(['run_at', 'attempt_count']).where('id', '=', id).executeTakeFirstOrThrow();
           return Number(found.run_at) === now || found.attempt_count > 0;
         };
+        // A registered notification held by a delivery at its last run (written leased, not due: no
+        // worker claims it), and that run ending it failed, as a worker's would.
+        const leased = (notification: ReturnType<typeof row>) => ({ ...notification, lease: `w-test:${notification.id}`, lease_until: now + 60_000, runs: RUNS_WITHOUT_OUTCOME });
+        const endFailed = async (tx: Tx, notification: ReturnType<typeof leased>) => {
+          const delivery = { id: notification.id, accountId: notification.account_id, runs: notification.runs, lease: notification.lease, leaseUntil: notification.lease_until, createdAt: now };
+          assert.equal((await failRun(tx, delivery, 'ended', now)).state, 'failed');
+        };
 
         // The registered notification ends first (not yet committed): processing waits on its lock, then sees it ended.
-        const first = row('registered-requests');
+        const first = leased(row('registered-requests'));
         await insertNotifications(db, [first]);
         const ending = await openTransaction(db);
-        await markNotificationFailed(ending.tx, first.id, 'ended', now);
-        await releaseHeld(ending.tx, [first.id], now);
+        await endFailed(ending.tx, first);
+        await releaseWaitingFor(ending.tx, [first.id], now);
         const processing = await openTransaction(db);
         const found = findPendingRegistered(processing.tx, [{ requestId, url }]);
         const settled = await Promise.race([found.then(() => 'read'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 200))]);
@@ -225,7 +232,7 @@ for (const dialect of testDialects()) {
         await processing.commit();
 
         // Processing locks first: the ending transaction waits for its commit, then releases what it held.
-        const second = row('registered-requests');
+        const second = leased(row('registered-requests'));
         await insertNotifications(db, [second]);
         const processing2 = await openTransaction(db);
         const waitsFor = await findPendingRegistered(processing2.tx, [{ requestId, url }]);
@@ -234,8 +241,8 @@ for (const dialect of testDialects()) {
         await insertNotifications(processing2.tx, [held]);
         const ending2 = await openTransaction(db);
         const ended = (async () => {
-          await markNotificationFailed(ending2.tx, second.id, 'ended', now);
-          await releaseHeld(ending2.tx, [second.id], now);
+          await endFailed(ending2.tx, second);
+          await releaseWaitingFor(ending2.tx, [second.id], now);
         })();
         await new Promise((resolve) => setTimeout(resolve, 200));
         await processing2.commit();
@@ -272,7 +279,7 @@ for (const dialect of testDialects()) {
         await new Promise((resolve) => setTimeout(resolve, 200));
         await processing3.commit();
         assert.deepEqual([...(await waited).waitedFor], [third.id], 'the ending statement saw the flag the holder committed');
-        await releaseHeld(ending3.tx, [...(await waited).waitedFor], now);
+        await releaseWaitingFor(ending3.tx, [...(await waited).waitedFor], now);
         await ending3.commit();
         assert.equal(await stillHeld(held3.id), null, 'released');
       });

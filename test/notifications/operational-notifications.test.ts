@@ -3,10 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { DELIVER_NOTIFICATION } from '../../src/services/schedule-delivery.js';
-import type { ClaimedJob } from '../../src/storage/queue/index.js';
+import { RUNS_WITHOUT_OUTCOME, type Delivery } from '../../src/storage/deliveries.js';
 import { insertNotifications, newNotificationRow } from '../../src/storage/repositories/notifications.js';
-import { notificationJobHandlers } from '../../src/worker/notifications/deliver-notification-job.js';
+import { notificationDeliverer } from '../../src/worker/notifications/deliver-notification.js';
 import { startWorker } from '../../src/worker/start-worker.js';
 import type { JobWorker } from '../../src/worker/job-worker.js';
 import { testDialects } from '../support/databases.js';
@@ -135,24 +134,28 @@ for (const dialect of testDialects()) {
       assert.equal(othersOps.requests.length, 0, "another account's operational subscription is told nothing");
     });
 
-    it('a notification failed without an attempt (its delivery could not be run) is told too, in the same transaction', async () => {
+    it('a notification failed without an attempt (its delivery could not be run) is told too', async () => {
       const a = await tenant();
       const ops = await receiver(200);
       const opsSub = await a.subscribe({ event: 'failed-notification', callback: { url: `${ops.url}/ops` } });
-      // Not due for an hour: no worker takes it meanwhile.
-      const row = newNotificationRow(
-        { accountId: a.accountId, requestId: 'req_exhausted', subscriptionId: null, event: 'processed-requests', url: 'http://127.0.0.1:9/gone', payload: '{}' },
-        Date.now(),
-      );
-      row.run_at = Date.now() + 3_600_000;
+      // Held by a delivery at its last run (leased to this test, not due for an hour: no worker takes it meanwhile).
+      const now = Date.now();
+      const row = {
+        ...newNotificationRow({ accountId: a.accountId, requestId: 'req_exhausted', subscriptionId: null, event: 'processed-requests', url: 'http://127.0.0.1:9/gone', payload: '{}' }, now),
+        run_at: now + 3_600_000,
+        lease: 'w-test:exhausted',
+        lease_until: now + 60_000,
+        runs: RUNS_WITHOUT_OUTCOME,
+      };
       await insertNotifications(t.deps.db, [row]);
-      const handler = notificationJobHandlers(t.deps)[DELIVER_NOTIFICATION]!;
-      const job = { id: row.id, payload: { notificationId: row.id } } as unknown as ClaimedJob;
-      await t.deps.db.transaction().execute(async (tx) => {
-        await handler.onExhausted!(tx, job, new Error('database unreachable'), { db: t.deps.db, log: t.deps.log, clock: Date.now, workerId: 'w-test' });
-        const { rows } = await sql<{ n: number | string }>`select count(*) as n from notifications where account_id = ${a.accountId} and event = 'failed-notifications'`.execute(tx);
-        assert.equal(Number(rows[0]!.n), 1, 'written in the transaction that failed it');
-      });
+      const delivery: Delivery = { id: row.id, accountId: a.accountId, runs: RUNS_WITHOUT_OUTCOME, lease: row.lease, leaseUntil: row.lease_until, createdAt: now };
+      const told = sql<{ n: number | string }>`select count(*) as n from notifications where account_id = ${a.accountId} and event = 'failed-notifications'`;
+      assert.equal(Number((await told.execute(t.deps.db)).rows[0]!.n), 0);
+      await notificationDeliverer(t.deps).runFailed(delivery, new Error('database unreachable'));
+      // runFailed writes both in one transaction; after it, the notification is failed and the account told.
+      const failed = await t.deps.db.selectFrom('notifications').select(['status', 'last_error', 'completed_at']).where('id', '=', row.id).executeTakeFirstOrThrow();
+      assert.deepEqual({ status: failed.status, last_error: failed.last_error }, { status: 'failed', last_error: 'the delivery could not be run: database unreachable' });
+      assert.equal(Number((await told.execute(t.deps.db)).rows[0]!.n), 1, 'written with the failure');
       const call = await eventually(() => ops.requests[0], 15_000, 'the operational notification');
       const body = verifyWebhook(opsSub.secret, call);
       assert.deepEqual(
@@ -168,6 +171,7 @@ for (const dialect of testDialects()) {
           failedAt: undefined,
         },
       );
+      assert.equal(Date.parse(body.failedAt as string), Number(failed.completed_at), 'failed when the notification ended');
       assert.equal(await validates('failed-notifications', body), true);
     });
 

@@ -184,7 +184,7 @@ for (const dialect of testDialects()) {
       // lock: the second worker shares the deps (its own claims, batches and limiter all the same).
       const second: Deps = dialect === 'postgres' ? await createDeps({ ...t.config, databaseUrl: t.databaseUrl }, { prepare: false }) : t.deps;
       if (second !== t.deps) await warmUp(second);
-      const workers: JobWorker[] = [startWorker(t.deps, { pollIntervalMs: 25, concurrency: 2 }), startWorker(second, { pollIntervalMs: 25, concurrency: 2 })];
+      const workers: JobWorker[] = [startWorker(t.deps, { pollIntervalMs: 25, deliveryCapacity: 2 }), startWorker(second, { pollIntervalMs: 25, deliveryCapacity: 2 })];
       try {
         await tenant();
         const limited = await subscribe(`${receiver.url}/shared`, { rateLimit: 2 });

@@ -102,7 +102,7 @@ for (const dialect of testDialects()) {
       const before = await testCall(sub._id);
       assert.equal(verifies(sub.secret, before), true);
       const rotated = await rotate(`/v2/subscriptions/${sub._id}/secret/rotate`, '0m');
-      clock.advance(1_000); // the worker keeps an owner's secrets for a second (deliver-notification-job.ts)
+      clock.advance(1_000); // the worker keeps an owner's secrets for a second (deliver-notification.ts)
       const call = await testCall(sub._id);
       assert.deepEqual([signatures(call).length, verifies(rotated.secret, call), verifies(sub.secret, call)], [1, true, false]);
     });

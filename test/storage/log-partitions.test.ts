@@ -9,7 +9,7 @@ import { firstIdAt, newId } from '../../src/domain/ids.js';
 import { deleteOldNotifications } from '../../src/services/notification-retention.js';
 import { openStorage } from '../../src/storage/database.js';
 import { dropExpiredLogPartitions, ensureLogPartitions, listLogPartitions, logPeriodMs, pendingCheck } from '../../src/storage/log-partitions.js';
-import { claimDueDeliveries } from '../../src/storage/queue/delivery-rows.js';
+import { claimDeliveries } from '../../src/storage/deliveries.js';
 import { insertNotifications, newNotificationRow, recordAttempts } from '../../src/storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../src/domain/notifications/notification.js';
 import { postgresUrlWithSchema, testDialects } from '../support/databases.js';
@@ -230,7 +230,7 @@ if (testDialects().includes('postgres')) {
         await insertNotifications(t.deps.db, rows);
         // The updates of this transaction so far, over every partition (PostgreSQL counts them per partition).
         const counts = await t.deps.db.transaction().execute(async (tx) => {
-          const claimed = await claimDueDeliveries(tx, { workerId: `w-${randomBytes(6).toString('hex')}`, limit: 256, leaseMs: 60_000, now, maxRuns: 20 });
+          const claimed = await claimDeliveries(tx, { workerId: `w-${randomBytes(6).toString('hex')}`, limit: 256, leaseMs: 60_000, now });
           const {
             rows: [updates],
           } = await sql<{ all: string; hot: string }>`select sum(pg_stat_get_xact_tuples_updated(i.inhrelid))::text as all,

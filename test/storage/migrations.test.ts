@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { newId } from '../../src/domain/ids.js';
 import { migrateTo, migrateToLatest } from '../../src/storage/migrations/index.js';
-import { claimDueDeliveries } from '../../src/storage/queue/delivery-rows.js';
+import { claimDeliveries } from '../../src/storage/deliveries.js';
 import { createPostgresSchema, postgresUrl, testDialects } from '../support/databases.js';
 
 for (const dialect of testDialects()) {
@@ -136,9 +136,9 @@ for (const dialect of testDialects()) {
       const before017 = await everything();
       assert.deepEqual((await migrateTo(storage.db, '017_partitioned_delivery_log')).applied, ['017_partitioned_delivery_log']);
       assert.deepEqual(await everything(), before017, 'every row kept, unchanged');
-      const claimed = await claimDueDeliveries(storage.db, { workerId: 'w', limit: 10, leaseMs: 60_000, now: 7500, maxRuns: 20 });
+      const claimed = await claimDeliveries(storage.db, { workerId: 'w', limit: 10, leaseMs: 60_000, now: 7500 });
       assert.deepEqual(
-        claimed.map((job) => job.id),
+        claimed.map((delivery) => delivery.id),
         ['msg_limited', 'msg_old'],
       );
       if (dialect === 'postgres') {
@@ -280,6 +280,52 @@ for (const dialect of testDialects()) {
       }
       await migrateTo(storage.db, '021_account_failed_notifications');
       assert.ok(!(await columnsOf('notification_attempts')).includes('retry_after'));
+    });
+
+    it("024: the jobs lose what served deliveries (dedupe_key, group_key and its index); every job is kept with its columns' defaults and its kind index; and back", async () => {
+      const storage = await olderDatabase();
+      cleanups.unshift(() => storage.close());
+      await migrateTo(storage.db, '023_listen_sessions');
+      await sql`insert into jobs (id, kind, payload, state, run_at, attempts, max_attempts, locked_by, locked_at, last_error, dedupe_key, group_key, created_at, updated_at)
+                values ('job_register', 'register-request', '{"requestId":"req_1"}', 'pending', 5000, 1, 10, 'w-a:x', 4000, 'boom', null, null, 1000, 1000),
+                       ('job_process', 'process-request', '{"requestId":"req_2"}', 'failed', 6000, 10, 10, null, null, 'gone', 'process:req_2', 'acc_1', 1000, 2000)`.execute(storage.db);
+      const kept = sql.raw('id, kind, payload, state, run_at, attempts, max_attempts, locked_by, locked_at, last_error, created_at, updated_at');
+      const jobs = async () => (await sql<Record<string, unknown>>`select ${kept} from jobs order by id`.execute(storage.db)).rows;
+      const columnsOf = async (table: string) => (await storage.db.introspection.getTables()).find((t) => t.name === table)?.columns.map((c) => c.name) ?? [];
+      const indexes = async () =>
+        dialect === 'postgres'
+          ? (
+              await sql<{ name: string }>`select indexname as name from pg_indexes where tablename = 'jobs' and schemaname = current_schema() and indexname <> 'jobs_pkey' order by 1`.execute(
+                storage.db,
+              )
+            ).rows.map((row) => row.name)
+          : (await sql<{ name: string }>`select name from sqlite_master where type = 'index' and tbl_name = 'jobs' and name not like 'sqlite_autoindex_%' order by 1`.execute(storage.db)).rows.map(
+              (row) => row.name,
+            );
+      const before = await jobs();
+      assert.ok((await indexes()).includes('jobs_pending_group_run_at_idx'));
+
+      assert.deepEqual((await migrateTo(storage.db, '024_jobs_without_deliveries')).applied, ['024_jobs_without_deliveries']);
+      assert.deepEqual(await jobs(), before, 'every job kept, unchanged');
+      const columns = await columnsOf('jobs');
+      assert.ok(!columns.includes('dedupe_key') && !columns.includes('group_key'), columns.join());
+      assert.deepEqual(await indexes(), ['jobs_pending_kind_run_at_idx']);
+      await sql`insert into jobs (id, kind, payload, run_at, max_attempts, created_at, updated_at) values ('job_new', 'register-request', '{"requestId":"req_3"}', 7000, 10, 3000, 3000)`.execute(
+        storage.db,
+      );
+      const added = (await sql<Record<string, unknown>>`select state, attempts, locked_by from jobs where id = 'job_new'`.execute(storage.db)).rows[0]!;
+      assert.deepEqual({ ...added, attempts: Number(added.attempts) }, { state: 'pending', attempts: 0, locked_by: null }, 'the defaults are kept');
+      await assert.rejects(
+        sql`insert into jobs (id, kind, payload, run_at, max_attempts, created_at, updated_at) values ('job_new', 'register-request', '{}', 7000, 10, 3000, 3000)`.execute(storage.db),
+        /unique|duplicate/i,
+        'and the primary key',
+      );
+
+      const after024 = await jobs();
+      await migrateTo(storage.db, '023_listen_sessions');
+      assert.deepEqual(await jobs(), after024);
+      assert.ok((await columnsOf('jobs')).includes('dedupe_key') && (await columnsOf('jobs')).includes('group_key'));
+      assert.ok((await indexes()).includes('jobs_pending_group_run_at_idx'));
     });
   });
 }

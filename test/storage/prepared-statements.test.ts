@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import { prepareStatement, preparedStatementName } from '../../src/storage/prepared-statements.js';
-import { claimDueDeliveries } from '../../src/storage/queue/delivery-rows.js';
+import { claimDeliveries } from '../../src/storage/deliveries.js';
 import { findClientForAuthentication } from '../../src/storage/repositories/oauth-clients.js';
 import { insertNotifications, newNotificationRow } from '../../src/storage/repositories/notifications.js';
 import { createPostgresSchema, postgresUrl, testDialects } from '../support/databases.js';
@@ -53,7 +53,7 @@ describe('named prepared statements [postgres]', { skip: testDialects().includes
     await insertNotifications(storage.db, [
       newNotificationRow({ accountId: 'acc_1', requestId: 'req_1', subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, now),
     ]);
-    for (let i = 0; i < 3; i++) await claimDueDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now: now + i, maxRuns: 20 });
+    for (let i = 0; i < 3; i++) await claimDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now: now + i });
     await findClientForAuthentication(storage.db, 'cli_nobody');
     const statements = await prepared(storage);
     const claims = statements.filter((row) => row.statement.includes('update notifications set lease'));
@@ -65,13 +65,13 @@ describe('named prepared statements [postgres]', { skip: testDialects().includes
   it('a prepared statement still runs after a migration adds a column to its table', async () => {
     const storage = open(true);
     const now = Date.now();
-    await claimDueDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now, maxRuns: 20 });
+    await claimDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now });
     await sql`alter table notifications add column added_later text`.execute(storage.db);
     try {
       await insertNotifications(storage.db, [
         newNotificationRow({ accountId: 'acc_1', requestId: 'req_2', subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, now + 1),
       ]);
-      assert.equal((await claimDueDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now: now + 120_000, maxRuns: 20 })).length, 2);
+      assert.equal((await claimDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now: now + 120_000 })).length, 2);
     } finally {
       await sql`alter table notifications drop column added_later`.execute(storage.db);
     }
@@ -79,7 +79,7 @@ describe('named prepared statements [postgres]', { skip: testDialects().includes
 
   it('DATABASE_PREPARED_STATEMENTS=off: nothing is prepared', async () => {
     const storage = open(false);
-    await claimDueDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now: Date.now(), maxRuns: 20 });
+    await claimDeliveries(storage.db, { workerId: 'w', limit: 4, leaseMs: 60_000, now: Date.now() });
     assert.deepEqual(await prepared(storage), []);
   });
 });

@@ -10,15 +10,8 @@ import { openStorage, type Storage } from '../../src/storage/database.js';
 import { migrateToLatest } from '../../src/storage/migrations/index.js';
 import { newId } from '../../src/domain/ids.js';
 import type { Executor } from '../../src/storage/database.js';
-import {
-  countNotifications,
-  findNotificationsForDelivery,
-  insertNotifications,
-  listNotifications,
-  newNotificationRow,
-  releaseWaitingFor,
-  type NotificationFilter,
-} from '../../src/storage/repositories/notifications.js';
+import { countNotifications, findNotificationsForDelivery, insertNotifications, listNotifications, newNotificationRow, type NotificationFilter } from '../../src/storage/repositories/notifications.js';
+import { releaseWaitingFor } from '../../src/storage/deliveries.js';
 import { insertRequestRows, listRequests, listRequestsQuery, newRequestRow } from '../../src/storage/repositories/requests.js';
 import type { NotificationsTable } from '../../src/storage/tables/index.js';
 import { createPostgresSchema, postgresUrl, testDialects } from '../support/databases.js';

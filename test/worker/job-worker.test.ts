@@ -3,12 +3,27 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { openStorage, type Storage } from '../../src/storage/database.js';
-import { claimDueJobs, enqueueJobs, JobSignals, JOBS_CHANNEL, notifyOtherProcesses, type ClaimedJob, type NewJob } from '../../src/storage/queue/index.js';
+import { claimDueJobs, enqueueJobs, JobSignals, JOBS_CHANNEL, notifyOtherProcesses, type NewJob } from '../../src/storage/queue/index.js';
 import type { Executor } from '../../src/storage/database.js';
+import { applyHandOff, DELIVERIES, settleDeliveries, type Delivery } from '../../src/storage/deliveries.js';
+import { insertNotifications, newNotificationRow } from '../../src/storage/repositories/notifications.js';
+import type { NotificationsTable } from '../../src/storage/tables/index.js';
+import type { Deliverer } from '../../src/worker/delivery-loop.js';
 
 const enqueueJob = (db: Executor, job: NewJob) => enqueueJobs(db, [job]);
 import type { JobHandlers } from '../../src/worker/job-handlers.js';
 import { startJobWorker, type JobWorkerOptions } from '../../src/worker/job-worker.js';
+
+/** A notification of `accountId` due now, named `msg_<name>`. */
+const notificationRow = (name: string, accountId = 'acc_worker', now = Date.now()): NotificationsTable => ({
+  ...newNotificationRow({ accountId, requestId: `req_${name}`, subscriptionId: null, event: 'registered-requests', url: 'https://example.com/hook', payload: '{}' }, now),
+  id: `msg_${name}`,
+});
+/** Settles a delivery as succeeded under its lease; true when it still held it. */
+const succeed = async (db: Executor, delivery: Delivery) =>
+  (
+    await settleDeliveries(db, [{ id: delivery.id, lease: delivery.lease, status: 'succeeded', attemptCount: 1, lastStatusCode: 200, lastError: null, nextAttemptAt: null, now: Date.now() }])
+  ).settled.has(delivery.id);
 import { Liveness } from '../../src/liveness.js';
 import { testDialects } from '../support/databases.js';
 import { insertExperience, prizeStock } from '../support/experiences.js';
@@ -22,11 +37,10 @@ for (const dialect of testDialects()) {
     let experienceId: string;
     const HOUR = 3_600_000;
     const worker = (handlers: JobHandlers, options: Partial<JobWorkerOptions> = {}) =>
-      startJobWorker({ db: t.deps.db, log: t.deps.log, clock: Date.now, signals: t.deps.signals, pool: t.deps.storage.pool }, { handlers, leaseMs: 60_000, ...options });
+      startJobWorker({ db: t.deps.db, log: t.deps.log, clock: Date.now, signals: t.deps.signals, pool: t.deps.storage.pool }, { handlers, deliverer: null, leaseMs: 60_000, ...options });
     // Observable effect of a job: one unit of a prize's stock.
     const takeUnit: JobHandlers = {
       take: {
-        mode: 'transactional',
         async handle(tx, jobs) {
           for (const job of jobs) {
             if (job.payload === 'poison') throw new Error('poisoned job');
@@ -51,6 +65,7 @@ for (const dialect of testDialects()) {
     });
     beforeEach(async () => {
       await t.deps.db.deleteFrom('jobs').execute();
+      await t.deps.db.deleteFrom('notifications').execute();
       await t.deps.db.updateTable('prizes').set({ stock: 1000 }).execute();
     });
     after(() => t.close());
@@ -90,7 +105,6 @@ for (const dialect of testDialects()) {
       const liveness = new Liveness(300);
       const handlers: JobHandlers = {
         take: {
-          mode: 'transactional',
           async handle() {
             await stuck.wait;
           },
@@ -98,7 +112,7 @@ for (const dialect of testDialects()) {
       };
       const w = startJobWorker(
         { db: t.deps.db, log: t.deps.log, clock: Date.now, signals: t.deps.signals, pool: t.deps.storage.pool, liveness },
-        { handlers, leaseMs: 60_000, pollIntervalMs: 50, transactionalLoops: 1 },
+        { handlers, deliverer: null, leaseMs: 60_000, pollIntervalMs: 50, transactionalLoops: 1 },
       );
       assert.deepEqual(liveness.check(), { live: true });
       await enqueueJob(t.deps.db, { kind: 'take', payload: 1 });
@@ -126,86 +140,94 @@ for (const dialect of testDialects()) {
       await w.stop();
     });
 
-    it('standalone jobs run outside transactions, settle themselves or are completed; stop() waits for them', async () => {
+    it('deliveries run outside transactions and settle under their lease; a run that throws is due again later; stop() waits for the runs in flight', async () => {
       const slow = gate();
-      const seen: unknown[] = [];
-      const handlers: JobHandlers = {
-        call: {
-          mode: 'standalone',
-          async handle(job: ClaimedJob) {
-            seen.push(job.payload);
-            if (job.payload === 'slow') await slow.wait;
-            if (job.payload === 'fails') throw new Error('callback refused');
-          },
+      const seen: string[] = [];
+      const deliverer: Deliverer = {
+        async deliver(delivery, callOver) {
+          seen.push(delivery.id);
+          if (delivery.id === 'msg_slow') await slow.wait;
+          if (delivery.id === 'msg_fails') throw new Error('the attempt could not be made');
+          callOver();
+          return succeed(t.deps.db, delivery);
         },
+        runFailed: async (delivery) =>
+          void (await t.deps.db
+            .updateTable('notifications')
+            .set({ run_at: Date.now() + HOUR, lease: null, lease_until: null })
+            .where('id', '=', delivery.id)
+            .where('lease', '=', delivery.lease)
+            .execute()),
       };
-      await enqueueJobs(t.deps.db, [
-        { kind: 'call', payload: 'ok' },
-        { kind: 'call', payload: 'fails' },
-        { kind: 'call', payload: 'slow' },
-      ]);
-      t.deps.signals.enqueued();
-      const w = worker(handlers, { pollIntervalMs: HOUR, concurrency: 4 });
+      await insertNotifications(t.deps.db, [notificationRow('ok'), notificationRow('fails'), notificationRow('slow')]);
+      t.deps.signals.enqueued([DELIVERIES]);
+      const w = worker({}, { deliverer, pollIntervalMs: HOUR });
       await eventually(async () => (seen.length === 3 ? true : undefined), 60_000, 'all three to start');
       let stopped = false;
       const stopping = w.stop().then(() => (stopped = true));
       await sleep(50);
-      assert.equal(stopped, false, 'stop waits for the job in flight');
+      assert.equal(stopped, false, 'stop waits for the delivery in flight');
       slow.open();
       await stopping;
-      const left = await t.deps.db.selectFrom('jobs').select(['payload', 'last_error']).execute();
-      assert.deepEqual(left, [{ payload: '"fails"', last_error: 'callback refused' }]);
+      const rows = await t.deps.db.selectFrom('notifications').select(['id', 'status', 'run_at', 'lease']).orderBy('id').execute();
+      assert.deepEqual(
+        rows.map((row) => [row.id, row.status, row.run_at === null ? null : Number(row.run_at) > Date.now() ? 'later' : 'now', row.lease]),
+        [
+          ['msg_fails', 'pending', 'later', null],
+          ['msg_ok', 'succeeded', null, null],
+          ['msg_slow', 'succeeded', null, null],
+        ],
+      );
     });
 
-    it('standalone jobs a batch enqueues start after its commit, leased in that transaction (no claim), as far as slots allow', async () => {
-      const ENQUEUED_AT = 12_345; // a clock only the batch uses: a claim would write its own time
-      const seen: Array<[payload: unknown, lockedAt: number | null, ownLease: boolean]> = [];
+    it('the deliveries a batch writes start after its commit, leased in its transaction (no claim), as far as the loop has room', async () => {
+      const leases: Array<[id: string, lease: string, ownLease: boolean]> = [];
       const handlers: JobHandlers = {
         take: {
-          mode: 'transactional',
           async handle(tx, jobs, _ctx, batch) {
-            // The batch's offer, passed on explicitly: what this worker will run is said here.
-            await enqueueJobs(
+            const now = Date.now();
+            await insertNotifications(
               tx,
-              jobs.map((job) => ({ kind: 'call', payload: job.payload })),
-              { now: ENQUEUED_AT, leaseTo: batch.leaseTo },
+              applyHandOff(
+                jobs.map((job) => notificationRow(String(job.payload), 'acc_worker', now)),
+                batch.handOff,
+                now,
+              ),
             );
           },
         },
-        call: {
-          mode: 'standalone',
-          async handle(job) {
-            const row = await t.deps.db.selectFrom('jobs').select(['locked_by', 'locked_at']).where('id', '=', job.id).executeTakeFirstOrThrow();
-            seen.push([job.payload, row.locked_at === null ? null : Number(row.locked_at), row.locked_by === job.lease]);
-          },
+      };
+      const deliverer: Deliverer = {
+        async deliver(delivery, callOver) {
+          const row = await t.deps.db.selectFrom('notifications').select('lease').where('id', '=', delivery.id).executeTakeFirstOrThrow();
+          leases.push([delivery.id, delivery.lease, row.lease === delivery.lease]);
+          callOver();
+          return succeed(t.deps.db, delivery);
         },
+        runFailed: async () => assert.fail('no run fails'),
       };
       await enqueueJobs(
         t.deps.db,
         [1, 2, 3].map((n) => ({ kind: 'take', payload: n })),
       );
-      const w = worker(handlers, { autoStart: false, concurrency: 2 });
+      // A capacity of 4: an account alone holds at most 2.
+      const w = worker(handlers, { deliverer, autoStart: false, deliveryCapacity: 4 });
       await w.runUntilIdle();
-      seen.sort((a, b) => (a[0] as number) - (b[0] as number));
+      leases.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+      const handedOff = leases[0]![1];
       assert.deepEqual(
-        seen.map(([payload, lockedAt, ownLease]) => [payload, lockedAt === ENQUEUED_AT ? 'handed off' : 'claimed', ownLease]),
+        leases.map(([id, lease, ownLease]) => [id, lease === handedOff ? 'handed off' : 'claimed', ownLease]),
         [
-          [1, 'handed off', true],
-          [2, 'handed off', true],
-          [3, 'claimed', true], // two slots: the third waited for a claim
+          ['msg_1', 'handed off', true],
+          ['msg_2', 'handed off', true],
+          ['msg_3', 'claimed', true], // room for two: the third waited for a claim
         ],
       );
-      assert.equal(
-        Number(
-          (
-            await t.deps.db
-              .selectFrom('jobs')
-              .select((eb) => eb.fn.countAll<number>().as('n'))
-              .executeTakeFirstOrThrow()
-          ).n,
-        ),
-        0,
-        'every job completed once',
+      const statuses = await t.deps.db.selectFrom('notifications').select('status').execute();
+      assert.deepEqual(
+        statuses.map((row) => row.status),
+        ['succeeded', 'succeeded', 'succeeded'],
+        'every delivery settled once',
       );
       await w.stop();
     });
@@ -216,7 +238,6 @@ for (const dialect of testDialects()) {
       const done: unknown[] = [];
       const handlers: JobHandlers = {
         take: {
-          mode: 'transactional',
           async handle(tx, jobs) {
             active += 1;
             most = Math.max(most, active);
@@ -247,7 +268,7 @@ for (const dialect of testDialects()) {
 
     it('takes up to 512 transactional jobs per batch on PostgreSQL, 256 on SQLite, unless told', async () => {
       const sizes: number[] = [];
-      const handlers: JobHandlers = { take: { mode: 'transactional', handle: async (_tx, jobs) => void sizes.push(jobs.length) } };
+      const handlers: JobHandlers = { take: { handle: async (_tx, jobs) => void sizes.push(jobs.length) } };
       await enqueueJobs(
         t.deps.db,
         Array.from({ length: 600 }, (_, i) => ({ kind: 'take', payload: i })),
@@ -256,46 +277,36 @@ for (const dialect of testDialects()) {
       assert.deepEqual(sizes, dialect === 'postgres' ? [512, 88] : [256, 256, 88]);
     });
 
-    it('a job that reports its external work done frees its slot while its outcome is still being recorded', async () => {
+    it('a delivery whose call is over frees its room while its outcome is still being recorded', async () => {
       const bookkeeping = gate();
       let started = 0;
       let finished = 0;
-      const handlers: JobHandlers = {
-        call: {
-          mode: 'standalone',
-          async handle(_job, _ctx, control) {
-            started += 1;
-            control.externalWorkDone();
-            await bookkeeping.wait; // the outcome's commit, still to come
-            finished += 1;
-          },
+      const deliverer: Deliverer = {
+        async deliver(delivery, callOver) {
+          started += 1;
+          callOver();
+          await bookkeeping.wait; // the outcome's commit, still to come
+          finished += 1;
+          return succeed(t.deps.db, delivery);
         },
+        runFailed: async () => assert.fail('no run fails'),
       };
-      await enqueueJobs(
+      await insertNotifications(
         t.deps.db,
-        Array.from({ length: 10 }, (_, i) => ({ kind: 'call', payload: i })),
+        Array.from({ length: 10 }, (_, i) => notificationRow(String(i))),
       );
-      t.deps.signals.enqueued();
-      const w = worker(handlers, { pollIntervalMs: HOUR, concurrency: 2 });
-      // Two call slots, but jobs past their call do not hold one: more start, up to 2 × concurrency held.
-      await eventually(async () => (started === 4 ? true : undefined), 60_000, 'four jobs to start with two slots');
+      t.deps.signals.enqueued([DELIVERIES]);
+      const w = worker({}, { deliverer, pollIntervalMs: HOUR, deliveryCapacity: 2 });
+      // Room for two calls, but deliveries past their call do not hold it: more start, up to 2 × the capacity in flight.
+      await eventually(async () => (started === 4 ? true : undefined), 60_000, 'four deliveries to start with room for two');
       await sleep(100);
-      assert.equal(started, 4, 'jobs still recording their outcome are bounded too');
+      assert.equal(started, 4, 'deliveries still recording their outcome are bounded too');
       assert.equal(finished, 0);
       bookkeeping.open();
-      await eventually(async () => (finished === 10 ? true : undefined), 60_000, 'every job to finish');
+      await eventually(async () => (finished === 10 ? true : undefined), 60_000, 'every delivery to finish');
       await w.stop();
-      assert.equal(
-        Number(
-          (
-            await t.deps.db
-              .selectFrom('jobs')
-              .select((eb) => eb.fn.countAll<number>().as('n'))
-              .executeTakeFirstOrThrow()
-          ).n,
-        ),
-        0,
-      );
+      const pending = await t.deps.db.selectFrom('notifications').select('id').where('status', '=', 'pending').execute();
+      assert.deepEqual(pending, []);
     });
   });
 }
@@ -318,7 +329,6 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
     });
     const handlers = (held?: Promise<void>): JobHandlers => ({
       take: {
-        mode: 'transactional',
         async handle(tx) {
           await tx
             .updateTable('prizes')
@@ -330,7 +340,7 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       },
     });
     const start = (storage: Storage, h: JobHandlers, options: Partial<JobWorkerOptions> = {}) =>
-      startJobWorker({ db: storage.db, log: t.deps.log, clock: Date.now, signals: new JobSignals(), pool: storage.pool }, { handlers: h, leaseMs: 60_000, ...options });
+      startJobWorker({ db: storage.db, log: t.deps.log, clock: Date.now, signals: new JobSignals(), pool: storage.pool }, { handlers: h, deliverer: null, leaseMs: 60_000, ...options });
 
     it('LISTEN/NOTIFY wakes a worker of another process (polling set to an hour)', async () => {
       const w = start(t.deps.storage, handlers(), { pollIntervalMs: 3_600_000 });
@@ -350,18 +360,24 @@ for (const dialect of testDialects().filter((d) => d === 'postgres')) {
       await w.stop();
     });
 
-    it('a NOTIFY naming only delivery kinds wakes the delivery loop and leaves the transactional loops asleep', async () => {
+    it('a NOTIFY naming only deliveries wakes the delivery loop and leaves the transactional loops asleep', async () => {
       let calls = 0;
-      const w = start(t.deps.storage, { ...handlers(), call: { mode: 'standalone', handle: async () => void (calls += 1) } }, { pollIntervalMs: 3_600_000 });
+      const deliverer: Deliverer = {
+        async deliver(delivery, callOver) {
+          calls += 1;
+          callOver();
+          return succeed(t.deps.db, delivery);
+        },
+        runFailed: async () => assert.fail('no run fails'),
+      };
+      const w = start(t.deps.storage, handlers(), { deliverer, pollIntervalMs: 3_600_000 });
       try {
         await sleep(300); // LISTEN is established and both loops found nothing
         const stock = await prizeStock(t.deps.db, experienceId, 'p');
         await other.db.transaction().execute(async (tx) => {
-          await enqueueJobs(tx, [
-            { kind: 'take', payload: 1 },
-            { kind: 'call', payload: 1 },
-          ]);
-          await notifyOtherProcesses(tx, ['call']);
+          await enqueueJobs(tx, [{ kind: 'take', payload: 1 }]);
+          await insertNotifications(tx, [notificationRow('notified')]);
+          await notifyOtherProcesses(tx, [DELIVERIES]);
         });
         await eventually(async () => (calls === 1 ? true : undefined), 60_000, 'the delivery loop to wake');
         await sleep(300);

@@ -124,6 +124,11 @@ export type SubscriptionBody = NonNullable<paths['/v2/subscriptions']['post']['r
 export type Stats = paths['/v2/subscriptions/{subscriptionId}/stats']['get']['responses'][200]['content']['application/json'];
 type NotificationPage = paths['/v2/notifications']['get']['responses'][200]['content']['application/json'];
 export type Notification = NotificationPage['data'][number];
+/** A notification event (plural), as the delivery log names and filters them (domain/notifications/events.ts is the list). */
+export type NotificationEvent = NonNullable<NonNullable<paths['/v2/notifications']['get']['parameters']['query']>['event']>;
+type Singular<Event> = Event extends `${infer Name}s` ? Name : never;
+/** Subscriptions name each event in the singular: the notification event without its final `s` (as domain/notifications/events.ts has them). */
+export type SubscriptionEvent = Singular<NotificationEvent>;
 export type NotificationDetail = paths['/v2/notifications/{notificationId}']['get']['responses'][200]['content']['application/json'];
 export type RewardRequest = paths['/v2/requests/{id}']['get']['responses'][200]['content']['application/json'];
 export type RequestEvent = paths['/v2/request/{id}/events']['get']['responses'][200]['content']['application/json'][number];

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api, call, type Notification, type NotificationDetail } from '../api/client';
+import { api, call, type Notification, type NotificationDetail, type NotificationEvent } from '../api/client';
 import { can } from '../session';
 import { href } from '../router';
 import { FilterForm, Pager, useListFilters } from '../list-filters';
@@ -13,6 +13,14 @@ export function statusBadge(status: string) {
 }
 
 const FILTERS = ['status', 'subscriptionId', 'event', 'since', 'until', 'requestId'] as const;
+
+/** The event filter's options: one per event the API knows (a missing or unknown one is a type error). */
+const EVENT_OPTIONS: Record<NotificationEvent, string> = {
+  'registered-requests': 'registered-requests',
+  'processed-requests': 'processed-requests',
+  'failed-notifications': 'failed-notifications (operational)',
+  'disabled-subscriptions': 'disabled-subscriptions (operational)',
+};
 
 /**
  * GET /v2/notifications?status=&subscriptionId=&event=&since=&until=&requestId=&limit=50&cursor=:
@@ -38,7 +46,7 @@ export function Deliveries() {
               limit: PAGE,
               ...(filters.status ? { status: filters.status as 'pending' | 'succeeded' | 'failed' } : {}),
               ...(filters.subscriptionId ? { subscriptionId: filters.subscriptionId } : {}),
-              ...(filters.event ? { event: filters.event as 'registered-requests' | 'processed-requests' | 'failed-notifications' | 'disabled-subscriptions' } : {}),
+              ...(filters.event ? { event: filters.event as NotificationEvent } : {}),
               ...(filters.since ? { since: filters.since } : {}),
               ...(filters.until ? { until: filters.until } : {}),
               ...(filters.requestId ? { requestId: filters.requestId } : {}),
@@ -86,13 +94,7 @@ export function Deliveries() {
           label="Event"
           value={draft.event}
           onValue={edit('event')}
-          options={[
-            ['', 'Any'],
-            ['registered-requests', 'registered-requests'],
-            ['processed-requests', 'processed-requests'],
-            ['failed-notifications', 'failed-notifications (operational)'],
-            ['disabled-subscriptions', 'disabled-subscriptions (operational)'],
-          ]}
+          options={[['', 'Any'], ...Object.entries(EVENT_OPTIONS)]}
           error={problem?.field('querystring.event')}
           data-testid="filter-event"
         />

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import type { Subscription, SubscriptionBody } from '../api/client';
+import type { Subscription, SubscriptionBody, SubscriptionEvent } from '../api/client';
 import { ActionForm, type Action } from '../actions';
 import { Checkbox, Field, Problem, Select } from '../ui';
 
@@ -36,7 +36,7 @@ export function formOf(s?: Subscription): FormState {
   const oauth = (auth.oauth2 ?? (auth.mtls as { twoFactor?: { oauth2?: unknown } } | undefined)?.twoFactor?.oauth2) as Partial<OAuth2Form> | undefined;
   const authType: AuthType = auth.Bearer ? 'Bearer' : auth.Basic ? 'Basic' : auth.oauth2 ? 'oauth2' : auth.mtls ? (oauth ? 'mtls-oauth2' : 'mtls') : 'none';
   return {
-    event: s?.event ?? 'registered-request',
+    event: s?.event ?? ('registered-request' satisfies SubscriptionEvent),
     description: s?.description ?? '',
     active: s?.active ?? true,
     experiences: (s?.experiences ?? []).join(', '),
@@ -101,8 +101,19 @@ export function bodyOf(form: FormState, creating: boolean): SubscriptionBody {
   };
 }
 
-/** Events about the account's own deliveries, not about requests (docs/subscriptions.md, "Events"). */
-const OPERATIONAL_EVENTS = new Set(['failed-notification', 'disabled-subscription']);
+/**
+ * The events a subscription binds, one per event the API knows (a missing or unknown one is a type
+ * error). Operational ones tell about the account's own deliveries, not about requests
+ * (docs/subscriptions.md, "Events").
+ */
+const EVENTS: Record<SubscriptionEvent, { label: string; operational: boolean }> = {
+  'registered-request': { label: 'registered-request (registered or rejected)', operational: false },
+  'processed-request': { label: 'processed-request (delivered and canceled prizes)', operational: false },
+  'failed-notification': { label: 'failed-notification (operational: a notification failed after its last attempt)', operational: true },
+  'disabled-subscription': { label: 'disabled-subscription (operational: a subscription was switched off)', operational: true },
+};
+const EVENT_OPTIONS = Object.entries(EVENTS).map(([event, { label }]): [string, string] => [event, label]);
+const OPERATIONAL_EVENTS: ReadonlySet<string> = new Set(Object.entries(EVENTS).flatMap(([event, { operational }]) => (operational ? [event] : [])));
 
 const PLACED = ['body.event', 'body.description', 'body.active', 'body.experiences', 'body.callback.url', 'body.callback.authorization', 'body.callback.customHeaders', 'body.rateLimit'];
 
@@ -116,19 +127,7 @@ export function SubscriptionForm({ initial, action, onSubmit, submitLabel }: { i
   const masked = (v: string) => v.startsWith('****');
   return (
     <ActionForm action={action} testid="subscription-form" onRun={() => onSubmit(form)}>
-      <Select
-        label="Event"
-        value={form.event}
-        onValue={(v) => set('event', v)}
-        options={[
-          ['registered-request', 'registered-request (registered or rejected)'],
-          ['processed-request', 'processed-request (delivered and canceled prizes)'],
-          ['failed-notification', 'failed-notification (operational: a notification failed after its last attempt)'],
-          ['disabled-subscription', 'disabled-subscription (operational: a subscription was switched off)'],
-        ]}
-        error={err('body.event')}
-        data-testid="sub-event"
-      />
+      <Select label="Event" value={form.event} onValue={(v) => set('event', v)} options={EVENT_OPTIONS} error={err('body.event')} data-testid="sub-event" />
       {OPERATIONAL_EVENTS.has(form.event) ? (
         <p class="hint" data-testid="sub-event-operational">
           An operational event tells you about your own deliveries, not about requests: its body names the notification or subscription concerned, so you can retry, recover or switch it back on. It

@@ -1,5 +1,5 @@
 import type { AttemptOutcomeKind } from './endpoint-health.js';
-import type { AnyNotificationEvent } from './routing.js';
+import type { AnyNotificationEvent } from './events.js';
 
 /** Where a notification stands: `pending` until an attempt succeeds or the last one fails. */
 export type NotificationStatus = 'pending' | 'succeeded' | 'failed';

@@ -1,4 +1,6 @@
 import { Type, type Static } from 'typebox';
+import { eventSchema } from './event-schema.js';
+import { REQUEST_EVENTS } from './events.js';
 
 /**
  * The bodies of the two notifications, exactly the seed's tables, as JSON Schemas. The types the
@@ -108,7 +110,7 @@ export const FailedNotificationsPayloadSchema = Type.Object(
   {
     notificationId: Type.String({ description: 'the failed notification (`msg_…`, its `webhook-id`): GET /notifications/{id} shows its attempts, POST /notifications/{id}/retry sends it again' }),
     requestId: Type.String({ description: 'the request the failed notification was about' }),
-    event: Type.Union([Type.Literal('registered-requests'), Type.Literal('processed-requests')], { description: "the failed notification's event" }),
+    event: eventSchema(REQUEST_EVENTS, { description: "the failed notification's event" }),
     url: Type.String({ description: 'the URL it was sent to' }),
     attempts: Type.Integer({ minimum: 0, description: 'attempts made (0 when it failed without one)' }),
     lastStatusCode: Type.Union([Type.Integer(), Type.Null()], { description: 'the HTTP status of the last answer; null when there was none (no answer, or no attempt)' }),

@@ -1,33 +1,4 @@
-import type { SubscriptionEvent } from '../subscriptions/types.js';
-
-/**
- * Where a notification goes (PRODUCT.md §7). The most specific level wins:
- *  1. the request's own callback URL for the event;
- *  2. else the account's subscriptions for the event that list the request's experience — every
- *     active one gets a delivery; if all of them are inactive nothing is sent (this is how a client
- *     skips one event for one experience);
- *  3. else the account's subscriptions for the event with no experiences (account-wide): each
- *     active one gets a delivery.
- */
-export type NotificationEvent = 'registered-requests' | 'processed-requests';
-/** Operational events (services/operational-notifications.ts): about the account's own deliveries, not routed by request. */
-export type OperationalNotificationEvent = 'disabled-subscriptions' | 'failed-notifications';
-/** Every event a notification carries (its `x-webhook-event` header). */
-export type AnyNotificationEvent = NotificationEvent | OperationalNotificationEvent;
-
-/** Subscriptions store the singular event name the seed shows; notifications carry the plural. */
-export const SUBSCRIPTION_EVENT_OF: Record<AnyNotificationEvent, SubscriptionEvent> = {
-  'registered-requests': 'registered-request',
-  'processed-requests': 'processed-request',
-  'disabled-subscriptions': 'disabled-subscription',
-  'failed-notifications': 'failed-notification',
-};
-export const NOTIFICATION_EVENT_OF: Record<SubscriptionEvent, AnyNotificationEvent> = {
-  'registered-request': 'registered-requests',
-  'processed-request': 'processed-requests',
-  'disabled-subscription': 'disabled-subscriptions',
-  'failed-notification': 'failed-notifications',
-};
+import type { NotificationEvent } from './events.js';
 
 export interface RoutableRequest {
   experience: string;
@@ -43,6 +14,15 @@ export interface RoutableSubscription {
 
 export type NotificationTarget = { kind: 'request-url'; url: string } | { kind: 'subscription'; subscriptionId: string };
 
+/**
+ * Where a notification goes (PRODUCT.md §7). The most specific level wins:
+ *  1. the request's own callback URL for the event;
+ *  2. else the account's subscriptions for the event that list the request's experience — every
+ *     active one gets a delivery; if all of them are inactive nothing is sent (this is how a client
+ *     skips one event for one experience);
+ *  3. else the account's subscriptions for the event with no experiences (account-wide): each
+ *     active one gets a delivery.
+ */
 export function routeNotification(event: NotificationEvent, request: RoutableRequest, subscriptionsForEvent: readonly RoutableSubscription[]): NotificationTarget[] {
   const ownUrl = event === 'registered-requests' ? request.registeredCallbackUrl : request.processedCallbackUrl;
   if (ownUrl) return [{ kind: 'request-url', url: ownUrl }];

@@ -3,7 +3,7 @@ import { buildProcessingResult } from '../requests/items.js';
 import type { ProcessedRequestsPayload, RegisteredRequestsPayload } from '../requests/outcomes.js';
 import { iso } from '../time.js';
 import type { DisabledSubscriptionsPayload, FailedNotificationsPayload } from './payload-schemas.js';
-import type { AnyNotificationEvent } from './routing.js';
+import type { AnyNotificationEvent } from './events.js';
 
 /** Header sent on every call of a test send, so a receiver can tell it from real traffic. */
 export const TEST_SEND_HEADER = 'x-webhook-test';

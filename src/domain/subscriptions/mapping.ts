@@ -1,6 +1,7 @@
 import { maskAuthorization } from './authorization.js';
 import type { RotatedSecret, SigningSecret } from './types.js';
-import type { CallbackAuthorization, Subscription, SubscriptionEvent } from './types.js';
+import type { SubscriptionEvent } from '../notifications/events.js';
+import type { CallbackAuthorization, Subscription } from './types.js';
 import { iso } from '../time.js';
 
 /** The API representation (seed "Subscription"): secrets masked, times as ISO 8601 strings. */

@@ -1,18 +1,9 @@
+import type { SubscriptionEvent } from '../notifications/events.js';
+
 /**
  * The webhook subscription model (seed "Subscription", PRODUCT.md §5). Secrets inside
  * `authorization` are plain here; storage encrypts them and the API masks them.
  */
-
-/**
- * Stored and returned singular; the plural notification names are accepted as input too. The
- * first two are request events; the others are operational events, which tell the account about
- * its own deliveries (docs/subscriptions.md, "Events"): a subscription switched off, a notification
- * failed after its last attempt.
- */
-export type SubscriptionEvent = 'registered-request' | 'processed-request' | 'disabled-subscription' | 'failed-notification';
-const OPERATIONAL_EVENTS = ['disabled-subscription', 'failed-notification'] as const satisfies readonly SubscriptionEvent[];
-export type OperationalSubscriptionEvent = (typeof OPERATIONAL_EVENTS)[number];
-export const isOperationalEvent = (event: SubscriptionEvent): event is OperationalSubscriptionEvent => (OPERATIONAL_EVENTS as readonly string[]).includes(event);
 
 export interface OAuth2Credentials {
   client_id: string;

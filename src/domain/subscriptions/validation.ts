@@ -1,6 +1,7 @@
 import { CallbackUrlError, parseCallbackUrl } from '../../net/callback-url.js';
 import { normalizeAuthorization } from './authorization.js';
-import { isOperationalEvent, LIMITS, type CallbackBody, type FieldError, type SubscriptionBody, type SubscriptionChanges, type SubscriptionEvent } from './types.js';
+import { EVENT_ALIASES, isOperationalEvent, type SubscriptionEvent } from '../notifications/events.js';
+import { LIMITS, type CallbackBody, type FieldError, type SubscriptionBody, type SubscriptionChanges } from './types.js';
 
 /**
  * Pure validation of a subscription body whose JSON shape is already checked: the rules a schema
@@ -8,23 +9,12 @@ import { isOperationalEvent, LIMITS, type CallbackBody, type FieldError, type Su
  * happen later, in the service. Paths name the body member (`body.callback.url`).
  */
 
-const EVENT_ALIASES: Record<string, SubscriptionEvent> = {
-  'registered-request': 'registered-request',
-  'registered-requests': 'registered-request',
-  'processed-request': 'processed-request',
-  'processed-requests': 'processed-request',
-  'disabled-subscription': 'disabled-subscription',
-  'disabled-subscriptions': 'disabled-subscription',
-  'failed-notification': 'failed-notification',
-  'failed-notifications': 'failed-notification',
-};
-
 /** `registered-requests` → `registered-request`; undefined for anything else. */
 export function normalizeEvent(name: string): SubscriptionEvent | undefined {
-  return EVENT_ALIASES[name];
+  return EVENT_ALIASES.get(name);
 }
 
-export const ACCEPTED_EVENT_NAMES = Object.keys(EVENT_ALIASES);
+export const ACCEPTED_EVENT_NAMES = [...EVENT_ALIASES.keys()];
 
 /** RFC 9110 §5.6.2 token. */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;

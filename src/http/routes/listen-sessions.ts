@@ -50,7 +50,7 @@ export async function listenSessionRoutes(app: TypedApp, deps: ListenContext): P
       return reply.code(201).send({
         id: session.id,
         accountId: session.accountId,
-        events: session.events as Array<'registered-requests' | 'processed-requests'>,
+        events: session.events,
         createdAt: iso(session.createdAt),
         expiresAt: iso(session.expiresAt),
         signingSecrets: session.signingSecrets,

@@ -1,10 +1,12 @@
 import { Type } from 'typebox';
+import { eventSchema } from '../../domain/notifications/event-schema.js';
+import { REQUEST_EVENTS } from '../../domain/notifications/events.js';
 import { OperatorQuerySchema } from './subscription.js';
 import { IDS, SAMPLE_REGISTERED_PAYLOAD } from './samples.js';
 
 /** `rewards listen` (docs/receiving-webhooks.md, "Webhooks on a laptop"). */
 
-const ListenEventSchema = Type.Union([Type.Literal('registered-requests'), Type.Literal('processed-requests')], {
+const ListenEventSchema = eventSchema(REQUEST_EVENTS, {
   description: 'a notification event',
   examples: ['registered-requests'],
 });
@@ -19,18 +21,18 @@ export const ListenSessionBodySchema = Type.Object(
         minItems: 1,
         uniqueItems: true,
         description: 'the events the session receives; default both',
-        examples: [['registered-requests', 'processed-requests']],
+        examples: [[...REQUEST_EVENTS]],
       }),
     ),
   },
-  { title: 'ListenSessionInput', additionalProperties: false, examples: [{ events: ['registered-requests', 'processed-requests'] }] },
+  { title: 'ListenSessionInput', additionalProperties: false, examples: [{ events: [...REQUEST_EVENTS] }] },
 );
 
 export const ListenSessionSchema = Type.Object(
   {
     id: Type.String({ description: 'the session; its copies show in the delivery log with url `listen:<id>`', examples: [SAMPLE_SESSION_ID] }),
     accountId: Type.String({ description: 'the account whose events it receives', examples: [IDS.account] }),
-    events: Type.Array(ListenEventSchema, { description: 'the events it receives', examples: [['registered-requests', 'processed-requests']] }),
+    events: Type.Array(ListenEventSchema, { description: 'the events it receives', examples: [[...REQUEST_EVENTS]] }),
     createdAt: Type.String({ format: 'date-time', examples: ['2024-07-01T12:00:00.000Z'] }),
     expiresAt: Type.String({
       format: 'date-time',
@@ -57,7 +59,7 @@ export const ListenSessionSchema = Type.Object(
       {
         id: SAMPLE_SESSION_ID,
         accountId: IDS.account,
-        events: ['registered-requests', 'processed-requests'],
+        events: [...REQUEST_EVENTS],
         createdAt: '2024-07-01T12:00:00.000Z',
         expiresAt: '2024-07-01T12:01:00.000Z',
         signingSecrets: [

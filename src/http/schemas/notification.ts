@@ -1,4 +1,6 @@
 import { Type } from 'typebox';
+import { eventSchema } from '../../domain/notifications/event-schema.js';
+import { NOTIFICATION_EVENTS } from '../../domain/notifications/events.js';
 import { CreatedRangeQueryProperties } from './paging.js';
 import { SAMPLE_DELIVERED_NOTIFICATION, SAMPLE_NOTIFICATION, SAMPLE_RETRYING_NOTIFICATION } from './samples.js';
 
@@ -77,7 +79,7 @@ export const NotificationDetailSchema = Type.Intersect([NotificationSchema, Type
   examples: [SAMPLE_DELIVERED_NOTIFICATION, SAMPLE_RETRYING_NOTIFICATION],
 });
 
-const NotificationEventSchema = Type.Union([Type.Literal('registered-requests'), Type.Literal('processed-requests'), Type.Literal('disabled-subscriptions'), Type.Literal('failed-notifications')]);
+const NotificationEventSchema = eventSchema(NOTIFICATION_EVENTS);
 
 export const NotificationListQuerySchema = Type.Object({
   requestId: Type.Optional(Type.String({ maxLength: 64, description: 'only the notifications of this request' })),

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox';
+import { EVENTS, SUBSCRIPTION_EVENTS } from '../../domain/notifications/events.js';
 import { SAMPLE_SUBSCRIPTION } from './samples.js';
 
 /**
@@ -47,15 +48,16 @@ const CallbackInput = Type.Object(
   { additionalProperties: false, title: 'CallbackInput' },
 );
 
+const requestEvents = EVENTS.filter((e) => e.kind === 'request');
+const operationalEvents = EVENTS.filter((e) => e.kind === 'operational');
+const singulars = (events: readonly { subscription: string }[]) => events.map((e) => e.subscription).join(' | ');
+/** What `event` takes, said from the one list of events (domain/notifications/events.ts). */
+const EVENT_INPUT_DESCRIPTION = `${singulars(requestEvents)} (request events), or ${singulars(operationalEvents)} (operational events: ${operationalEvents.map((e) => e.description).join(', ')}); plural forms accepted`;
+
 /** Create and update share one body; create requires `event` and `callback` (checked in the domain). */
 export const SubscriptionBodySchema = Type.Object(
   {
-    event: Type.Optional(
-      Type.String({
-        description:
-          'registered-request | processed-request (request events), or disabled-subscription | failed-notification (operational events: a subscription switched off, a notification failed after its last attempt); plural forms accepted',
-      }),
-    ),
+    event: Type.Optional(Type.String({ description: EVENT_INPUT_DESCRIPTION })),
     description: Type.Optional(Type.String({ maxLength: 500 })),
     active: Type.Optional(Type.Boolean()),
     experiences: Type.Optional(Type.Array(Type.String(), { maxItems: 100, description: 'experience names; [] = every experience. Must be [] for an operational event' })),
@@ -127,7 +129,7 @@ export const CreatedSubscriptionSchema = Type.Object(
 export const SubscriptionParamsSchema = Type.Object({ subscriptionId: Type.String({ maxLength: 128 }) });
 
 export const SubscriptionListQuerySchema = Type.Object({
-  event: Type.Optional(Type.String({ description: 'registered-request | processed-request | disabled-subscription | failed-notification (plural forms accepted)' })),
+  event: Type.Optional(Type.String({ description: `${SUBSCRIPTION_EVENTS.join(' | ')} (plural forms accepted)` })),
   experience: Type.Optional(Type.String({ description: 'only subscriptions whose experiences name this one' })),
   active: Type.Optional(Type.Boolean()),
   accountId: Type.Optional(Type.String({ description: 'operators: act for this account' })),

@@ -1,3 +1,4 @@
+import type { AnyNotificationEvent } from '../../domain/notifications/events.js';
 import { DisabledSubscriptionsPayloadSchema, FailedNotificationsPayloadSchema, ProcessedRequestsPayloadSchema, RegisteredRequestsPayloadSchema } from '../../domain/notifications/payload-schemas.js';
 import { IDS, SAMPLE_PROCESSED_PAYLOAD, SAMPLE_REGISTERED_PAYLOAD, SAMPLE_REJECTED_PAYLOAD } from './samples.js';
 
@@ -94,4 +95,5 @@ export const WEBHOOKS = {
       },
     },
   ),
-};
+  // One entry per event of domain/notifications/events.ts: a missing or unknown one is a type error.
+} satisfies Record<AnyNotificationEvent, ReturnType<typeof webhook>>;

@@ -23,6 +23,7 @@ import * as m020 from './020_manual_retry.js';
 import * as m021 from './021_account_failed_notifications.js';
 import * as m022 from './022_attempt_retry_after.js';
 import * as m023 from './023_listen_sessions.js';
+import * as m024 from './024_jobs_without_deliveries.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -52,6 +53,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '021_account_failed_notifications': m021,
   '022_attempt_retry_after': m022,
   '023_listen_sessions': m023,
+  '024_jobs_without_deliveries': m024,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -12,58 +12,42 @@ import type { StorageDialect } from '../dialect.js';
  * part's rows beyond what the merge keeps stay locked only until the statement's transaction
  * ends. One part needs no merge. The literal `state = 'pending'` lets both planners use the
  * partial index.
- *
- * `excludeGroups` leaves out the jobs of those groups (a fair claim: docs/delivery.md, "Fair
- * delivery"). Those groups may have long backlogs, so their rows are not stepped over: the claim
- * reads the ranges of `jobs_pending_group_run_at_idx` between them instead (one part per range, as
- * per kind above), and costs what the other groups have due, not what the excluded ones have. Jobs
- * of no group are in no range: they are left to the plain claim.
- *
- * `excludeIds` leaves out jobs by id: the deliveries the claiming process still runs whose lease
- * may have ended (delivery-ownership.ts). Usually none, and then the statement does not name it.
  */
-export function dueJobs(options: {
-  kinds: readonly string[];
-  limit: number;
-  now: number;
-  dialect: StorageDialect;
-  excludeGroups?: readonly string[] | undefined;
-  excludeIds?: readonly string[] | undefined;
-}): RawBuilder<unknown> {
-  return dueWith({
-    ...options,
-    table: 'jobs',
-    groupColumn: 'group_key',
-    groupIndex: 'jobs_pending_group_run_at_idx',
-    parts: options.kinds.map((kind) => sql<boolean>`state = 'pending' and kind = ${kind}`),
-  });
+export function dueJobs(options: { kinds: readonly string[]; limit: number; now: number; dialect: StorageDialect }): RawBuilder<unknown> {
+  return dueWith({ ...options, table: 'jobs', parts: options.kinds.map((kind) => sql<boolean>`state = 'pending' and kind = ${kind}`) });
 }
 
-/** Where due rows are read from: one table, its group column and the index of (group, run_at), and the predicate of each part. */
+/** Where due rows are read from: one table, the predicate of each part, and (for `excludeGroups`) its group column and the index of (group, run_at). */
 export interface DueSource {
   table: string;
-  groupColumn: string;
-  groupIndex: string;
+  groups?: { column: string; index: string };
   /** One part per predicate (each a range of a partial index: written as the index's predicate, literally, so both planners use it). */
   parts: readonly RawBuilder<boolean>[];
 }
 
 /**
  * Up to `limit` due rows of `source`, oldest `run_at` first, read as `dueJobs` says: each part on
- * its own index range (locked `SKIP LOCKED` on PostgreSQL), merged in `run_at` order; the ranges
- * between `excludeGroups`; none of `excludeIds`.
+ * its own index range (locked `SKIP LOCKED` on PostgreSQL), merged in `run_at` order; none of
+ * `excludeIds` (the claimer's own runs whose lease may have ended: worker/delivery-ownership.ts;
+ * usually none, and then the statement does not name it).
+ *
+ * `excludeGroups` leaves out the rows of those groups (the deliveries of accounts the delivery loop
+ * holds enough of). Those groups may have long backlogs, so their rows are not stepped over: the
+ * statement reads the ranges of `groups.index` between them instead (one part per range), and
+ * costs what the other groups have due, not what the excluded ones have.
  *
  * It is a `with` clause naming them `due` (columns `id`, `run_at`), to start the statement that
  * leases or reads them: `${dueWith(…)} update … where id in (select id from due)`. `due` is
  * MATERIALIZED, read once per statement. As a subquery (`where id in (select … limit n for update
  * skip locked)`) PostgreSQL may plan a nested loop that runs it again for every row it compares, and
  * each run skips the rows the statement has already updated and locks the next ones: a claim of 6
- * leased all 20 due rows (test/storage/delivery-rows.test.ts forces that plan).
+ * leased all 20 due rows (test/storage/deliveries.test.ts forces that plan).
  */
 export function dueWith(
   options: DueSource & { limit: number; now: number; dialect: StorageDialect; excludeGroups?: readonly string[] | undefined; excludeIds?: readonly string[] | undefined },
 ): RawBuilder<unknown> {
   const { limit, dialect } = options;
+  if (options.excludeGroups?.length && !options.groups) throw new Error(`${options.table} has no groups to leave out`);
   const ranges = groupRanges(options.excludeGroups ?? []);
   const notIds = options.excludeIds?.length ? sql` and not ${dialect.inList(sql.ref('id'), dialect.list(options.excludeIds))}` : sql``;
   const parts = options.parts.flatMap((predicate) => ranges.map((range) => duePart(options, predicate, range, notIds)));
@@ -89,11 +73,15 @@ function groupRanges(excluded: readonly string[]): GroupRange[] {
 
 function duePart(source: DueSource & { limit: number; now: number; dialect: StorageDialect }, predicate: RawBuilder<boolean>, range: GroupRange, notIds: RawBuilder<unknown>): RawBuilder<unknown> {
   const { dialect, limit, now } = source;
-  // Byte order, as groupRanges sorts (and the index is built).
-  const key = dialect.byteOrder(source.groupColumn);
-  const groups = range.all ? sql`` : sql`${range.above !== undefined ? sql` and ${key} > ${range.above}` : sql``}${range.below !== undefined ? sql` and ${key} < ${range.below}` : sql``}`;
-  // SQLite would rather walk the run_at index (no sort) and step over the excluded groups' rows: told which index to use.
-  const table = range.all ? sql.table(source.table) : dialect.tableUsingIndex(source.table, source.groupIndex);
+  let table = sql.table(source.table);
+  let groups = sql``;
+  if (!range.all && source.groups) {
+    // Byte order, as groupRanges sorts (and the index is built).
+    const key = dialect.byteOrder(source.groups.column);
+    groups = sql`${range.above !== undefined ? sql` and ${key} > ${range.above}` : sql``}${range.below !== undefined ? sql` and ${key} < ${range.below}` : sql``}`;
+    // SQLite would rather walk the run_at index (no sort) and step over the excluded groups' rows: told which index to use.
+    table = dialect.tableUsingIndex(source.table, source.groups.index);
+  }
   return sql`select id, run_at from ${table} where ${predicate} and run_at <= cast(${now} as bigint)${groups}${notIds}
     order by run_at limit ${limit}${dialect.rowLock({ skipLocked: true })}`;
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { JobsTable } from '../tables/index.js';
 
 /** A job as the worker sees it; `payload` is the parsed JSON. */
@@ -10,14 +11,12 @@ export interface Job<Payload = unknown> {
   maxAttempts: number;
   lastError: string | null;
   createdAt: number;
-  /** Whose job it is, for fair claims (a delivery's account); null for the jobs of no one in particular. */
-  groupKey: string | null;
 }
 
 /**
  * A job this worker holds, in one of two ways, both said by `lease`:
- * - a lease token written in the row (a claim, or a batch's hand-off with `leaseTo`), unique to
- *   that claim: only its holder can complete, fail or renew it, until `leaseUntil`;
+ * - a lease token written in the row by a claim (`claimDueJobs`), unique to that claim: only its
+ *   holder can complete or fail it, until `leaseUntil`;
  * - TRANSACTION_LEASE: the open transaction that took it (`takeDueJobs`) holds it, and nothing is
  *   written: it is completed in that transaction or not at all.
  */
@@ -30,10 +29,9 @@ export interface ClaimedJob<Payload = unknown> extends Job<Payload> {
 /** The `lease` of jobs held by the transaction that took them (`takeDueJobs`): no lease row is written. */
 export const TRANSACTION_LEASE = '(this transaction)';
 
-/** A lease to write: its token and its end. */
-export interface Lease {
-  token: string;
-  until: number;
+/** A lease token unique to one claim (or one hand-off of deliveries) of this worker: its id and 72 random bits. */
+export function newLease(workerId: string): string {
+  return `${workerId}:${randomBytes(9).toString('base64url')}`;
 }
 
 /** Thrown where a caller needs every job it held and one was taken over by another worker. */
@@ -54,7 +52,6 @@ export function toClaimedJob(row: JobsTable, lease = row.locked_by!): ClaimedJob
     maxAttempts: row.max_attempts,
     lastError: row.last_error,
     createdAt: row.created_at,
-    groupKey: row.group_key,
     lease,
     leaseUntil: row.run_at,
   };

@@ -1,11 +1,7 @@
-import { sql } from 'kysely';
 import { firstIdAt } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
+import { LISTEN_URL_PREFIX, listenUrl } from '../deliveries.js';
 import type { ListenSessionsTable, NotificationsTable } from '../tables/index.js';
-
-/** The delivery log's `url` of a listen session's copies (docs/delivery.md, "Listen copies"). */
-export const listenUrl = (sessionId: string) => `listen:${sessionId}`;
-export const LISTEN_URL_PREFIX = 'listen:';
 
 export interface ListenSession {
   id: string;
@@ -70,41 +66,6 @@ export async function listEndedListenSessions(db: Executor, before: number, limi
 
 export async function deleteListenSession(db: Executor, id: string): Promise<void> {
   await db.deleteFrom('listen_sessions').where('id', '=', id).execute();
-}
-
-/**
- * Leases up to `limit` of the session's copies that wait for a CLI (pending, no lease or an ended
- * one), oldest first, under `lease` until `leaseUntil`. The update checks the lease again, so two
- * pollers of one session never both get a copy: on PostgreSQL the second waits for the first's
- * commit and then sees the new lease; SQLite runs one write at a time.
- */
-export async function leaseListenCopies(db: Executor, session: ListenSession, lease: string, now: number, leaseUntil: number, limit: number): Promise<NotificationsTable[]> {
-  const free = sql<boolean>`(lease_until is null or lease_until <= ${now})`;
-  const candidates = await db
-    .selectFrom('notifications')
-    .select('id')
-    .where('account_id', '=', session.accountId)
-    .where('id', '>=', firstIdAt('msg', session.createdAt))
-    .where('url', '=', listenUrl(session.id))
-    .where('status', '=', 'pending')
-    .where(free)
-    .orderBy('id')
-    .limit(limit)
-    .execute();
-  if (candidates.length === 0) return [];
-  const taken = await db
-    .updateTable('notifications')
-    .set({ lease, lease_until: leaseUntil })
-    .where(
-      'id',
-      'in',
-      candidates.map((row) => row.id),
-    )
-    .where('status', '=', 'pending')
-    .where(free)
-    .returningAll()
-    .execute();
-  return taken.sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
 /** One copy of the session (its account's), as stored. */

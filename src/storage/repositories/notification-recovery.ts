@@ -35,29 +35,6 @@ export function findFailedPage(db: Executor, page: { subscriptionId: string; aft
 }
 
 /**
- * Puts the notifications of `ids` that are still failed with completed_at in [since, until) back
- * to pending, for an automatic attempt (a manual retry's mark, left on a row that ended without
- * settling it, is cleared); returns the ids it took. The guard is what makes concurrent recoveries
- * safe: one that took a row first changed its status, so a second one skips it.
- *
- * The ids: one list parameter (`StorageDialect.list`). On PostgreSQL `id = any($1::text[])` is
- * planned with the actual array (1,000 elements, the primary key, or at worst one pass over the
- * window's part of the partial index), where
- * `id in (select jsonb_array_elements_text($1))`, a subquery estimated at 100 rows, was planned
- * on stale statistics (a table the outage just filled, not yet analyzed) as a nested loop: the
- * whole list read again for every failed row of the window, seconds per page, and worse as they
- * grow.
- */
-const takeFailed = precompiled<[string | string[], number, number, number], { id: string }>(
-  (db, ids, since, until, now) =>
-    sql<{ id: string }>`update notifications set status = 'pending', completed_at = null, updated_at = cast(${now} as bigint),
-            run_at = cast(${now} as bigint), runs = 0, lease = null, lease_until = null, manual_resume_at = null
-          where ${dialectOf(db).inList(sql.ref('id'), ids)}
-            and status = 'failed' and completed_at >= cast(${since} as bigint) and completed_at < cast(${until} as bigint)
-          returning id`,
-);
-
-/**
  * PostgreSQL: the transaction that takes a page first waits until no other recovery of the same
  * subscription holds a page's transaction open (a transaction-level advisory lock on a hash of the
  * id; a collision only makes two subscriptions take turns). Its UPDATE then starts after the other
@@ -69,9 +46,4 @@ const takeFailed = precompiled<[string | string[], number, number, number], { id
  */
 export async function lockRecoveryOf(tx: Executor, subscriptionId: string): Promise<void> {
   await dialectOf(tx).serialize(tx, `recover:${subscriptionId}`);
-}
-
-export async function takeFailedNotifications(db: Executor, ids: string[], window: { since: number; until: number }, now: number): Promise<string[]> {
-  if (ids.length === 0) return [];
-  return (await takeFailed(db, dialectOf(db).list(ids), window.since, window.until, now)).map((row) => row.id);
 }

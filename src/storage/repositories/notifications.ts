@@ -1,9 +1,11 @@
+import { NOTIFICATION_EVENTS } from '../../domain/notifications/events.js';
 import { orderKey } from '../../domain/notifications/order.js';
 import { sql, type SelectQueryBuilder } from 'kysely';
 import { firstIdAt, newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
 import { dialectOf, type RecordColumnType } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
+import { newSchedule, settleDeliveries } from '../deliveries.js';
 import type { DeliveryAttempt, Notification, NotificationStatus } from '../../domain/notifications/notification.js';
 import type { Database, NotificationAttemptsTable, NotificationsTable } from '../tables/index.js';
 
@@ -96,7 +98,6 @@ export interface NotificationPage extends NotificationFilter {
 }
 
 const STATUSES: readonly NotificationStatus[] = ['pending', 'succeeded', 'failed'];
-const EVENTS: readonly NotificationsTable['event'][] = ['registered-requests', 'processed-requests', 'disabled-subscriptions', 'failed-notifications'];
 
 /**
  * The rows a filter names (and, for a page, those before its cursor): one predicate for the list
@@ -123,7 +124,7 @@ function whereFilter<O>(
     q = q.where(sql.ref('notifications.status'), '=', sql.lit(filter.status));
   }
   if (filter.event !== undefined) {
-    if (!EVENTS.includes(filter.event)) throw new Error(`not a notification event: ${filter.event}`);
+    if (!NOTIFICATION_EVENTS.includes(filter.event)) throw new Error(`not a notification event: ${filter.event}`);
     q = q.where(sql.ref('notifications.event'), '=', sql.lit(filter.event));
   }
   if (test !== undefined) q = q.where(sql.ref('notifications.test'), '=', sql.lit(test));
@@ -224,62 +225,31 @@ const attemptColumns = sql.raw(Object.keys(ATTEMPT_COLUMNS).join(', '));
 const insertAttempts = precompiled((db, rows: string) => sql`insert into notification_attempts (${attemptColumns}) select ${attemptColumns} from ${dialectOf(db).records(rows, 'a', ATTEMPT_COLUMNS)}`);
 
 /**
- * The settle of a delivery: its outcome, its next attempt's time, and the lease let go; only where
- * the lease is still the one it ran under. An attempt a manual retry asked for (`manual_resume_at`
- * set: the row is held under the lease, so it is what the worker read) is counted in
- * `manual_attempts`, and the retry is used up.
- */
-const moveNotificationsOn = precompiled(
-  (db, rows: string) =>
-    sql<{ id: string; has_waiters: number }>`update notifications as n set status = m.status, attempt_count = m.attempt_count,
-            last_status_code = m.last_status_code, last_error = m.last_error, updated_at = m.updated_at, completed_at = m.completed_at,
-            run_at = m.next_run_at, lease = null, lease_until = null, postponed = 0, runs = 0,
-            manual_attempts = case when n.manual_resume_at is null then n.manual_attempts else coalesce(n.manual_attempts, 0) + 1 end, manual_resume_at = null
-          from ${dialectOf(db).records(rows, 'm', {
-            notification_id: 'text',
-            held_lease: 'text',
-            status: 'text',
-            attempt_count: 'int',
-            last_status_code: 'int',
-            last_error: 'text',
-            updated_at: 'bigint',
-            completed_at: 'bigint',
-            next_run_at: 'bigint',
-          })}
-          where n.id = m.notification_id and n.lease = m.held_lease returning id, has_waiters`,
-);
-
-/**
  * Settles finished attempts, in the caller's transaction: each notification still held under the
- * attempt's lease moves on (its outcome, its next attempt's time, its lease let go) and its
- * attempt is logged; an attempt whose delivery another worker took over writes nothing (rule 4 of
- * delivery-ownership.ts). Two statements for the whole batch, each one fixed SQL text with the rows
- * as one JSON parameter. Answers the ids settled, and those of them that something is held behind
+ * attempt's lease moves on (`settleDeliveries`: its outcome, its next attempt's time, its lease
+ * let go) and its attempt is logged; an attempt whose delivery another worker took over writes
+ * nothing (rule 4 of delivery-ownership.ts). Two statements for the whole batch, each one fixed
+ * SQL text with the rows as one JSON parameter. Answers the ids settled, and those of them that something is held behind
  * (`has_waiters`, docs/delivery.md "Order") as the statement saw them: on PostgreSQL a
  * transaction holding one concurrently had it locked, so this statement waited for its commit.
  */
 export async function recordAttempts(db: Executor, outcomes: AttemptOutcome[]): Promise<{ settled: Set<string>; waitedFor: Set<string> }> {
-  if (outcomes.length === 0) return { settled: new Set(), waitedFor: new Set() };
-  const moved = await moveNotificationsOn(
+  const result = await settleDeliveries(
     db,
-    JSON.stringify(
-      outcomes.map(({ attempt, lease, status, nextAttemptAt, now }) => ({
-        notification_id: attempt.notification_id,
-        held_lease: lease,
-        status,
-        attempt_count: attempt.attempt,
-        last_status_code: attempt.status_code,
-        last_error: attempt.error,
-        updated_at: now,
-        completed_at: status === 'pending' ? null : now,
-        next_run_at: status === 'pending' ? nextAttemptAt : null,
-      })),
-    ),
+    outcomes.map(({ attempt, lease, status, nextAttemptAt, now }) => ({
+      id: attempt.notification_id,
+      lease,
+      status,
+      attemptCount: attempt.attempt,
+      lastStatusCode: attempt.status_code,
+      lastError: attempt.error,
+      nextAttemptAt,
+      now,
+    })),
   );
-  const settled = new Set(moved.map((row) => row.id));
-  const logged = outcomes.filter(({ attempt }) => settled.has(attempt.notification_id)).map(({ attempt }) => attempt);
+  const logged = outcomes.filter(({ attempt }) => result.settled.has(attempt.notification_id)).map(({ attempt }) => attempt);
   if (logged.length > 0) await insertAttempts(db, JSON.stringify(logged));
-  return { settled, waitedFor: new Set(moved.filter((row) => Number(row.has_waiters) === 1).map((row) => row.id)) };
+  return result;
 }
 
 /** Notification order: the registered notifications that processed ones are being held behind (their rows are locked by the caller on PostgreSQL). */
@@ -310,40 +280,6 @@ const notificationsForDelivery = precompiled<[string | string[]], NotificationFo
 
 export function findNotificationsForDelivery(db: Executor, ids: readonly string[]): Promise<NotificationForDelivery[]> {
   return notificationsForDelivery(db, dialectOf(db).list(ids));
-}
-
-/** Ends a pending notification as failed without an attempt (its delivery could not be run); answers it as ended, or undefined when it was not pending. */
-export async function markNotificationFailed(
-  db: Executor,
-  id: string,
-  error: string,
-  at: number,
-): Promise<Pick<NotificationsTable, 'account_id' | 'request_id' | 'event' | 'url' | 'test' | 'attempt_count' | 'last_status_code'> | undefined> {
-  return db
-    .updateTable('notifications')
-    .set({ status: 'failed', last_error: error, updated_at: at, completed_at: at, run_at: null })
-    .where('id', '=', id)
-    .where('status', '=', 'pending')
-    .returning(['account_id', 'request_id', 'event', 'url', 'test', 'attempt_count', 'last_status_code'])
-    .executeTakeFirst();
-}
-
-/**
- * A manual retry (docs/delivery.md, "Manual retry"): the notification is due now for one extra
- * attempt, whether it waits for its next one, is held (it waits no more), or ended. It writes what
- * that attempt's failure goes back to (`manual_resume_at`, read by the worker's decision): a
- * pending one's automatic attempt when it was due (a held one's: now), an ended one's nothing (0).
- * A second retry before the attempt keeps what the first wrote. One in flight (under a lease that
- * has not ended) is left as it is.
- */
-export async function retryNotificationNow(db: Executor, id: string, at: number): Promise<void> {
-  const resumeAt = sql<number>`case when status <> 'pending' then 0 when manual_resume_at is not null then manual_resume_at else coalesce(run_at, cast(${at} as bigint)) end`;
-  await db
-    .updateTable('notifications')
-    .set({ status: 'pending', completed_at: null, waits_for: null, run_at: at, runs: 0, postponed: 0, lease: null, lease_until: null, updated_at: at, manual_resume_at: resumeAt })
-    .where('id', '=', id)
-    .where((eb) => eb.or([eb('lease', 'is', null), eb('lease_until', '<=', at)]))
-    .execute();
 }
 
 /**
@@ -378,22 +314,6 @@ export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{
   return found;
 }
 
-const releaseWaiting = precompiled<[string | string[], number], { id: string }>(
-  (db, ids, now) =>
-    sql<{ id: string }>`update notifications set waits_for = null, run_at = case when status = 'pending' then cast(${now} as bigint) else run_at end
-          where waits_for is not null and ${dialectOf(db).inList(sql.ref('waits_for'), ids)} returning id`,
-);
-
-/**
- * Notifications that ended (succeeded, or failed for good): the ones held for them wait no more,
- * and those still pending are due `now`. One statement for the batch, on the partial index of
- * waiting notifications. Answers the ids released.
- */
-export async function releaseWaitingFor(db: Executor, endedIds: readonly string[], now: number): Promise<string[]> {
-  if (endedIds.length === 0) return [];
-  return (await releaseWaiting(db, dialectOf(db).list(endedIds), now)).map((row) => row.id);
-}
-
 /** A new notification, pending and due now (its own delivery job); its id (`msg_…`) becomes the `webhook-id`. */
 export function newNotificationRow(
   input: { accountId: string; requestId: string; subscriptionId: string | null; event: NotificationsTable['event']; url: string; payload: string; test?: boolean },
@@ -417,11 +337,7 @@ export function newNotificationRow(
     test: input.test ? 1 : 0,
     waits_for: null,
     has_waiters: 0,
-    run_at: now,
-    lease: null,
-    lease_until: null,
-    runs: 0,
-    postponed: 0,
+    ...newSchedule(now),
     manual_attempts: null,
     manual_resume_at: null,
   };

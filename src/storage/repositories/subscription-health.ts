@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { failPendingOf } from '../deliveries.js';
 import type { HealthChange, StatsIncrement } from '../../domain/notifications/endpoint-health.js';
 import type { Executor } from '../database.js';
 import { HISTOGRAM_COLUMNS } from '../migrations/009_delivery_operations.js';
@@ -155,18 +156,8 @@ export async function disableSubscription(
     .returning(['account_id', 'event', 'callback_url'])
     .executeTakeFirst();
   if (!disabled) return undefined;
-  const failed = await db
-    .updateTable('notifications')
-    .set({ status: 'failed', last_error: `not sent: the subscription was switched off: ${reason}`, updated_at: now, completed_at: now, run_at: null })
-    .where('subscription_id', '=', subscriptionId)
-    .where('status', '=', 'pending')
-    .where('test', '=', 0)
-    // One in flight is left to its attempt, whose settle (under its lease) would write over this;
-    // if it is to be tried again, its next attempt is refused: the subscription is inactive.
-    .where('lease', 'is', null)
-    .returning('id')
-    .execute();
-  return { accountId: disabled.account_id, event: disabled.event, url: disabled.callback_url, failedPending: failed.length, failedIds: failed.map((row) => row.id) };
+  const failedIds = await failPendingOf(db, subscriptionId, `not sent: the subscription was switched off: ${reason}`, now);
+  return { accountId: disabled.account_id, event: disabled.event, url: disabled.callback_url, failedPending: failedIds.length, failedIds };
 }
 
 /** Housekeeping: rollup buckets older than the longest window. */

@@ -1,5 +1,6 @@
 import type { SecretBox } from '../../domain/crypto/secret-box.js';
-import type { CallbackAuthorization, Subscription, SubscriptionEvent } from '../../domain/subscriptions/types.js';
+import type { SubscriptionEvent } from '../../domain/notifications/events.js';
+import type { CallbackAuthorization, Subscription } from '../../domain/subscriptions/types.js';
 import type { Db, Executor } from '../database.js';
 import { precompiled } from '../precompiled.js';
 import { dialectOf } from '../dialect.js';

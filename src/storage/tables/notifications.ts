@@ -1,6 +1,6 @@
 import type { AttemptOutcomeKind } from '../../domain/notifications/endpoint-health.js';
 import type { NotificationStatus } from '../../domain/notifications/notification.js';
-import type { AnyNotificationEvent } from '../../domain/notifications/routing.js';
+import type { AnyNotificationEvent } from '../../domain/notifications/events.js';
 
 /** One notification: a payload bound for one callback URL; its id is the Standard Webhooks `webhook-id`. */
 

@@ -53,9 +53,10 @@ export interface IdempotencyKeysTable {
 }
 
 /**
- * The durable job queue shared by every background task (request registration and processing,
- * notification delivery …). A claimed job keeps state 'pending' with `locked_by` set and `run_at`
- * moved to the end of its lease, so an expired lease makes it due again without any sweeper.
+ * The durable job queue of the transactional work (request registration and processing; a
+ * delivery is its notification row, storage/deliveries.ts). A claimed job keeps state 'pending'
+ * with `locked_by` set and `run_at` moved to the end of its lease, so an expired lease makes it
+ * due again without any sweeper.
  */
 export interface JobsTable {
   id: string;
@@ -69,10 +70,6 @@ export interface JobsTable {
   locked_by: string | null;
   locked_at: number | null;
   last_error: string | null;
-  /** Optional unique key: enqueueing a second job with the same key is a no-op. */
-  dedupe_key: string | null;
-  /** Whose job it is, for fair claims: a delivery's account (null: shared by no one, e.g. registration). */
-  group_key: string | null;
   created_at: number;
   updated_at: number;
 }

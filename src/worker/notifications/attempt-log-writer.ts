@@ -3,16 +3,16 @@ import { isDatabaseUnavailable } from '../../storage/database-errors.js';
 import { whileLeaseHolds } from '../while-lease-holds.js';
 import type { Db } from '../../storage/database.js';
 import { lightTransaction } from '../../storage/light-transaction.js';
-import type { ClaimedJob } from '../../storage/queue/index.js';
+import { releaseWaitingFor, type Delivery } from '../../storage/deliveries.js';
 import { recordAttempts, type NotificationAttemptRow } from '../../storage/repositories/notifications.js';
 import type { NotificationStatus } from '../../domain/notifications/notification.js';
 import type { NotificationsTable } from '../../storage/tables/index.js';
-import { releaseHeld } from '../../services/schedule-delivery.js';
 import { recordEndpointHealth, type DisabledSubscription } from '../../services/endpoint-health.js';
 import { reportsFailure, writeOperationalNotifications, type FailedNotification } from '../../services/operational-notifications.js';
 
 export interface AttemptSettlement {
-  job: ClaimedJob;
+  /** The delivery the attempt was made for, held under its lease. */
+  delivery: Delivery;
   accountId: string;
   attempt: NotificationAttemptRow;
   status: NotificationStatus;
@@ -31,7 +31,7 @@ export interface AttemptLogOptions {
   disableAfterMs?: number;
   /** After the commit that switched a subscription off. */
   onDisabled?: (disabled: DisabledSubscription) => void;
-  /** After a commit that wrote operational notifications (new delivery jobs): wakes this process's worker. */
+  /** After a commit that wrote operational notifications (new deliveries): wakes this process's worker. */
   onEnqueued?: () => void;
   /** An attempt could not be written because the database cannot serve; it is written again after `waitMs`. */
   onRetry?: (error: unknown, waitMs: number) => void;
@@ -55,14 +55,14 @@ export const ANSWER_NOT_STORED = 'the answer could not be stored; the attempt is
  * transaction. A commit blocks the event loop (SQLite), so nothing joins a batch while
  * one is written: the 5 ms let the attempts finishing meanwhile share the next commit. It delays
  * only the bookkeeping, not the call to the receiver.
- * An attempt whose lease was lost (another worker took the job over) is left out, not recorded.
+ * An attempt whose lease was lost (another worker took the delivery over) is left out, not recorded.
  *
- * A call whose attempt is not recorded is made again (its job is retried), so one attempt the
+ * A call whose attempt is not recorded is made again (its delivery runs again), so one attempt the
  * database refuses must not take the others of its commit down with it: a failed group is written
  * again one attempt at a time, and an attempt refused on its own is written once more without the
  * receiver's answer, its Retry-After and the error text (the parts of an attempt that come from
  * outside). Only what still fails then (the database unreachable, the notification gone) is left
- * to the job's retry.
+ * to the delivery's next run.
  */
 export class AttemptLogWriter {
   readonly #batcher: Batcher<AttemptSettlement, boolean>;
@@ -75,13 +75,13 @@ export class AttemptLogWriter {
   }
 
   /**
-   * Resolves true once committed, false when the job's lease was lost meanwhile. While the
+   * Resolves true once committed, false when the delivery's lease was lost meanwhile. While the
    * database cannot serve, the attempt is written again for as long as the lease holds
    * (whileLeaseHolds): a call made just before a failover is recorded once the new primary
    * answers, not made again a lease later.
    */
   settle(settlement: AttemptSettlement): Promise<boolean> {
-    return whileLeaseHolds(settlement.job, () => this.#batcher.submit(settlement), this.options.onRetry);
+    return whileLeaseHolds(settlement.delivery, () => this.#batcher.submit(settlement), this.options.onRetry);
   }
 
   async #record(settlements: AttemptSettlement[]): Promise<boolean[]> {
@@ -99,7 +99,7 @@ export class AttemptLogWriter {
     for (const disabled of written.disabled) this.options.onDisabled?.(disabled);
     if (written.enqueued > 0) this.options.onEnqueued?.();
     return settlements.map((settlement) => {
-      const recorded = written.held.has(settlement.job.id);
+      const recorded = written.held.has(settlement.delivery.id);
       if (!recorded) this.options.onLeaseLost?.();
       return recorded;
     });
@@ -120,13 +120,13 @@ export class AttemptLogWriter {
       const now = Math.max(...settlements.map((settlement) => settlement.now));
       const { settled, waitedFor } = await recordAttempts(
         tx,
-        settlements.map(({ job, attempt, status, nextAttemptAt }) => ({ attempt, lease: job.lease, status, nextAttemptAt, now })),
+        settlements.map(({ delivery, attempt, status, nextAttemptAt }) => ({ attempt, lease: delivery.lease, status, nextAttemptAt, now })),
       );
-      const recorded = settlements.filter((settlement) => settled.has(settlement.job.id));
+      const recorded = settlements.filter((settlement) => settled.has(settlement.delivery.id));
       // Notifications held behind the ones that ended here go out now (docs/delivery.md, "Order");
       // only ended ones flagged `has_waiters` can have any, so usually there is no statement to run.
       const ended = recorded.flatMap((settlement) => (settlement.status !== 'pending' && waitedFor.has(settlement.attempt.notification_id) ? [settlement.attempt.notification_id] : []));
-      await releaseHeld(tx, ended, now);
+      await releaseWaitingFor(tx, ended, now);
       const counted = recorded.flatMap(({ attempt, countsFor }) =>
         countsFor === null
           ? []

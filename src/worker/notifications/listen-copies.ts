@@ -1,6 +1,7 @@
 import type { OutcomeRecorder } from '../outcome-recorder.js';
 import type { Tx } from '../../storage/database.js';
-import { listenUrl, listLiveListenSessions, type ListenSession } from '../../storage/repositories/listen-sessions.js';
+import { listenUrl, newSchedule } from '../../storage/deliveries.js';
+import { listLiveListenSessions, type ListenSession } from '../../storage/repositories/listen-sessions.js';
 import { insertNotifications, newNotificationRow } from '../../storage/repositories/notifications.js';
 import { notificationEventOf, type OutcomeRecorderDeps } from './record-notifications.js';
 import { LISTEN_SESSIONS_REFRESH_MS } from '../../services/listen-sessions.js';
@@ -41,7 +42,7 @@ export function listenCopyRecorder(deps: OutcomeRecorderDeps): OutcomeRecorder {
           { accountId: session.accountId, requestId: outcome.request.id, subscriptionId: null, event, url: listenUrl(session.id), payload: JSON.stringify(outcome.payload) },
           now,
         );
-        rows.push({ ...row, run_at: null });
+        rows.push({ ...row, ...newSchedule(null) });
       }
     }
     await insertNotifications(tx, rows);

@@ -1,7 +1,7 @@
 import { Batcher } from '../../batcher.js';
 import type { Db } from '../../storage/database.js';
 import { lightTransaction } from '../../storage/light-transaction.js';
-import { postponeDeliveries, type ClaimedJob } from '../../storage/queue/index.js';
+import { postpone, type Delivery } from '../../storage/deliveries.js';
 import { countRateWindowTurns } from '../../storage/repositories/rate-windows.js';
 
 /** The rate limit's window: `rateLimit` deliveries per calendar second of the worker's clock. */
@@ -21,8 +21,8 @@ export function turnTime(windowStart: number, position: number, limit: number): 
 }
 
 export interface TurnRequest {
-  /** The delivery job, held under its written lease. */
-  job: ClaimedJob;
+  /** The delivery, held under its written lease. */
+  delivery: Delivery;
   subscriptionId: string;
   /** The subscription's rateLimit: deliveries per second. */
   limit: number;
@@ -30,14 +30,14 @@ export interface TurnRequest {
   test: boolean;
 }
 
-/** `now`: send it. `postponed`: its job is due again at its turn and released. `lost`: another worker holds the job. */
+/** `now`: send it. `postponed`: it is due again at its turn, its lease let go. `lost`: another worker holds it. */
 export type Turn = 'now' | 'postponed' | 'lost';
 
 /**
  * Per-subscription rate limit at delivery time, shared by every worker through the database (a
  * fixed one-second window per subscription, rate-windows.ts). The deliveries asking in the same
- * tick (the jobs of one claim) are one batch (a Batcher): one statement counts their turns, and one
- * more postpones those over the limit, without using a delivery attempt or a run of their job.
+ * tick (the deliveries of one claim) are one batch (a Batcher): one statement counts their turns, and one
+ * more postpones those over the limit, without using a delivery attempt or a run.
  * Only deliveries to subscriptions with a rateLimit ask: the others cost nothing.
  */
 export class RateLimiter {
@@ -50,7 +50,7 @@ export class RateLimiter {
     this.#batcher = new Batcher({ gather: 'microtask', maxBatch: 1000, run: (requests) => this.#run(requests) });
   }
 
-  /** Asks for the delivery's turn; when it is not now, its job has been postponed (or lost) when this resolves. */
+  /** Asks for the delivery's turn; when it is not now, it has been postponed (or lost) when this resolves. */
   turn(request: TurnRequest): Promise<Turn> {
     return this.#batcher.submit(request);
   }
@@ -64,7 +64,7 @@ export class RateLimiter {
 
     // This batch holds the last `count` turns of each window, in the order the deliveries asked.
     const nextPosition = new Map([...windows].map(([id, window]) => [id, window.granted - counts.get(id)! + 1]));
-    const postponements: Array<{ job: ClaimedJob; runAt: number; limit: number }> = [];
+    const postponements: Array<{ delivery: Delivery; runAt: number; limit: number }> = [];
     const turns = requests.map((request): Turn => {
       const window = windows.get(request.subscriptionId);
       // Deleted meanwhile: the delivery goes on and finds out.
@@ -73,12 +73,12 @@ export class RateLimiter {
       nextPosition.set(request.subscriptionId, position + 1);
       const runAt = turnTime(window.windowStart, position, request.limit);
       if (runAt === undefined || request.test) return 'now';
-      postponements.push({ job: request.job, runAt, limit: request.limit });
+      postponements.push({ delivery: request.delivery, runAt, limit: request.limit });
       return 'postponed';
     });
     if (postponements.length === 0) return turns;
 
-    const held = await lightTransaction(this.db, (tx) => postponeDeliveries(tx, postponements, now), { singleStatement: true });
-    return turns.map((turn, i) => (turn === 'postponed' && !held.has(requests[i]!.job.id) ? 'lost' : turn));
+    const held = await lightTransaction(this.db, (tx) => postpone(tx, postponements, now), { singleStatement: true });
+    return turns.map((turn, i) => (turn === 'postponed' && !held.has(requests[i]!.delivery.id) ? 'lost' : turn));
   }
 }

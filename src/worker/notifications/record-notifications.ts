@@ -1,12 +1,13 @@
 import { orderKey } from '../../domain/notifications/order.js';
 import type { RequestOutcome } from '../../domain/requests/outcomes.js';
 import type { OutcomeRecorder } from '../outcome-recorder.js';
-import { routeNotification, SUBSCRIPTION_EVENT_OF, type NotificationEvent } from '../../domain/notifications/routing.js';
+import { SUBSCRIPTION_EVENT_OF, type NotificationEvent } from '../../domain/notifications/events.js';
+import { routeNotification } from '../../domain/notifications/routing.js';
 import type { Tx } from '../../storage/database.js';
 import type { NotificationsTable } from '../../storage/tables/index.js';
 import { findPendingRegistered, insertNotifications, markHasWaiters, newNotificationRow } from '../../storage/repositories/notifications.js';
 import { listSubscriptionsForEvent, type SubscriptionRoute } from '../../storage/repositories/subscriptions.js';
-import { offerDeliveries } from '../../services/schedule-delivery.js';
+import { applyHandOff } from '../../storage/deliveries.js';
 
 /** What the outcome recorders (this one and listen-copies.ts) use. */
 export interface OutcomeRecorderDeps {
@@ -36,9 +37,9 @@ function subscriptionReader(tx: Tx): (accountId: string, event: NotificationEven
 /**
  * The notification hook of the request pipeline: inside the transaction that registers, rejects
  * or processes a batch of requests, it routes each outcome and writes one notification per target
- * (each its own delivery job), with one multi-row insert. Both commit with the state change or
- * not at all (the transactional outbox). The deliveries go to the batch's lease offer: this worker
- * starts what it took right after the commit, and wakes the others for the rest.
+ * (each its own delivery), with one multi-row insert. Both commit with the state change or not at
+ * all (the transactional outbox). The deliveries go to the batch's hand-off: this worker starts
+ * what it took right after the commit, and wakes the others for the rest.
  */
 export function notificationRecorder(deps: OutcomeRecorderDeps): OutcomeRecorder {
   return async (tx: Tx, outcomes: RequestOutcome[], batch) => {
@@ -71,9 +72,8 @@ export function notificationRecorder(deps: OutcomeRecorderDeps): OutcomeRecorder
       }
     }
     await holdBehindRegistered(tx, rows);
-    // Each row is its own delivery job, due now unless held; those the batch's worker has room for are leased to it.
-    const offered = offerDeliveries(rows, batch?.leaseTo, now);
-    await insertNotifications(tx, offered);
+    // Each row is its own delivery, due now unless held; those the batch's worker has room for are leased to it.
+    await insertNotifications(tx, applyHandOff(rows, batch?.handOff, now));
   };
 }
 
@@ -81,7 +81,7 @@ export function notificationRecorder(deps: OutcomeRecorderDeps): OutcomeRecorder
  * Notification order (docs/delivery.md, "Order"): a `processed-requests` notification whose
  * request's `registered-requests` to the same receiver (`orderKey`: the URL's origin) has not
  * ended yet (still pending, in the database or in this batch) is written held: `waits_for` names
- * that notification and no delivery job is enqueued; the transaction that ends the registered one
+ * that notification and it is not due (`run_at` null); the transaction that ends the registered one
  * releases it. URLs are compared as the notifications were written (a subscription's URL edited
  * in between does not count). One statement per batch, and only for batches with processed notifications; one more when it holds
  * some behind registered notifications already written (their `has_waiters` flag).

@@ -1,4 +1,4 @@
-import { AccountSlots, LIGHT_ACCOUNT_SLOTS } from '../fair-share.js';
+import { AccountSlots, LIGHT_ACCOUNT_SLOTS } from './fair-share.js';
 
 /**
  * Bounds the callback calls in flight and shares them fairly between accounts (fair-share.ts):

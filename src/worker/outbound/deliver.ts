@@ -1,3 +1,4 @@
+import type { AnyNotificationEvent } from '../../domain/notifications/events.js';
 import { maskRequestHeaders } from '../../domain/notifications/request-headers.js';
 import { buildWebhookHeaders } from '../../domain/notifications/signing.js';
 import { TEST_SEND_HEADER } from '../../domain/notifications/test-sample.js';
@@ -12,8 +13,6 @@ import type { OAuth2TokenCache } from './oauth2-token-cache.js';
  * log; what to do next is retry-policy.ts's decision.
  */
 
-type NotificationEventType = 'registered-requests' | 'processed-requests' | 'disabled-subscriptions' | 'failed-notifications';
-
 /** `x-webhook-event`, and the first 1 KiB of each answer the delivery log keeps (PRODUCT.md §7). */
 import { EVENT_TYPE_HEADER, MAX_LOGGED_RESPONSE_BYTES } from '../../domain/notifications/webhook-headers.js';
 
@@ -26,7 +25,7 @@ export interface DeliveryAttemptInput {
   url: string;
   /** Exact JSON text sent and signed. */
   body: string;
-  eventType: NotificationEventType;
+  eventType: AnyNotificationEvent;
   /** `webhook-id`: the notification's id, the same on every retry. */
   msgId: string;
   /** Signing secrets valid now (`whsec_…`). */

@@ -7,15 +7,16 @@ import type { Db } from '../../storage/database.js';
 import { decideAfterAttempt } from '../../domain/notifications/retry-policy.js';
 import { loadDeliveryTarget, type DeliveryTarget } from '../../services/delivery-targets.js';
 import { loadSigningSecrets, loadSigningSecretsForUrl, type SigningSecret } from '../../services/signing-secrets.js';
-import { DELIVERY_ROWS_QUEUE, endHeldDeliveries, type ClaimedJob, type JobSignals } from '../../storage/queue/index.js';
-import { findNotificationsForDelivery, markNotificationFailed, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
-import type { JobHandlers, StandaloneJobControl } from '../job-handlers.js';
+import { DELIVERIES, failRun, letGo, releaseWaitingFor, type Delivery } from '../../storage/deliveries.js';
+import type { JobSignals } from '../../storage/queue/index.js';
+import { findNotificationsForDelivery, type NotificationForDelivery } from '../../storage/repositories/notifications.js';
+import type { Deliverer } from '../delivery-loop.js';
+import { whileLeaseHolds } from '../while-lease-holds.js';
 import type { AttemptResult, DeliveryAttemptInput } from '../outbound/deliver.js';
 import type { OutboundDelivery } from '../outbound/outbound-config.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
 import { reportsFailure, writeOperationalNotifications } from '../../services/operational-notifications.js';
 import { RateLimiter } from './rate-limiter.js';
-import { DELIVER_NOTIFICATION, releaseHeld, type DeliverNotificationPayload } from '../../services/schedule-delivery.js';
 
 /** What delivering notifications uses; the composition root (deps.ts) builds it. */
 export interface NotificationDeliveryDeps {
@@ -123,30 +124,29 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
 
 /**
  * One delivery attempt of one notification. The HTTP call runs outside any transaction; then,
- * under the job's lease and together with other attempts finishing at the same time, the attempt
- * is logged, the notification moves on and the next attempt (if any) is scheduled. A crash in
- * between repeats the attempt with the same webhook-id, which receivers use to drop duplicates
- * (at-least-once delivery).
+ * under the delivery's lease and together with other attempts finishing at the same time, the
+ * attempt is logged, the notification moves on and the next attempt (if any) is scheduled. A
+ * crash in between repeats the attempt with the same webhook-id, which receivers use to drop
+ * duplicates (at-least-once delivery). Resolves false when the lease was lost meanwhile.
  */
-async function deliverNotification(context: DeliveryContext, job: ClaimedJob<DeliverNotificationPayload>, control?: StandaloneJobControl): Promise<'settled'> {
+async function deliverNotification(context: DeliveryContext, delivery: Delivery, callOver: () => void): Promise<boolean> {
   const { deps } = context;
-  const row = await context.notifications.load(job.payload.notificationId);
+  const row = await context.notifications.load(delivery.id);
   if (!row || row.status !== 'pending') {
-    // Nothing to send (already delivered, or gone): the job is done, whoever holds it now.
-    await endHeldDeliveries(deps.db, [job]);
-    return 'settled';
+    // Nothing to send (already delivered, or gone): let it go, if it is still this worker's.
+    await letGo(deps.db, [delivery]);
+    return true;
   }
   const startedAt = deps.clock();
   const prepared = await prepareAttempt(context, row);
-  // Rate limit: over its subscription's limit, the delivery is not sent now; its job waits for its
-  // turn (postponed by the limiter, released) and it uses no attempt.
+  // Rate limit: over its subscription's limit, the delivery is not sent now; it waits for its turn
+  // (postponed by the limiter, its lease let go) and it uses no attempt.
   if ('input' in prepared && prepared.rateLimit !== null) {
-    const turn = await context.limiter.turn({ job, subscriptionId: row.subscription_id!, limit: prepared.rateLimit, test: row.test === 1 });
-    if (turn === 'lost') deps.metrics.queue.leasesLost.inc();
-    if (turn !== 'now') return 'settled';
+    const turn = await context.limiter.turn({ delivery, subscriptionId: row.subscription_id!, limit: prepared.rateLimit, test: row.test === 1 });
+    if (turn !== 'now') return turn === 'postponed';
   }
   const result: AttemptResult = 'input' in prepared ? await deps.outbound.deliverAttempt(prepared.input) : { ok: false, latencyMs: 0, error: prepared.refused };
-  control?.externalWorkDone();
+  callOver();
   const attempt = row.attempt_count + 1;
   const now = deps.clock();
   const decision =
@@ -165,7 +165,7 @@ async function deliverNotification(context: DeliveryContext, job: ClaimedJob<Del
           jitter: Math.random(),
         });
   const recorded = await context.log.settle({
-    job,
+    delivery,
     accountId: row.account_id,
     attempt: {
       notification_id: row.id,
@@ -191,52 +191,67 @@ async function deliverNotification(context: DeliveryContext, job: ClaimedJob<Del
     deps.metrics.deliveryAttempts.inc({ event: row.event, outcome: decision.kind });
     deps.metrics.deliveryLatency.observe({ event: row.event }, result.latencyMs / 1000);
   }
-  return 'settled';
+  return recorded;
 }
 
-export function notificationJobHandlers(deps: NotificationDeliveryDeps): JobHandlers {
+/**
+ * A run that threw (its attempt could not be made or recorded): tried again after a retry delay,
+ * or, after RUNS_WITHOUT_OUTCOME such runs, ended failed instead of waiting forever, and told to
+ * the account like a failed last attempt. Written again while the database cannot serve, as long
+ * as the lease holds.
+ */
+async function runFailed(context: DeliveryContext, delivery: Delivery, error: unknown): Promise<void> {
+  const { deps } = context;
+  const reason = `the delivery could not be run: ${error instanceof Error ? error.message : String(error)}`.slice(0, 1000);
+  const record = () =>
+    deps.db.transaction().execute(async (tx) => {
+      const now = deps.clock();
+      const outcome = await failRun(tx, delivery, reason, now);
+      if (outcome.state !== 'failed') return outcome.state;
+      const { ended } = outcome;
+      await releaseWaitingFor(tx, [delivery.id], now);
+      const notification = { event: ended.event, requestId: ended.request_id, test: Number(ended.test) === 1 };
+      if (reportsFailure(notification)) {
+        const failed = {
+          accountId: ended.account_id,
+          notificationId: delivery.id,
+          requestId: ended.request_id,
+          event: notification.event,
+          url: ended.url,
+          attempts: Number(ended.attempt_count),
+          lastStatusCode: ended.last_status_code,
+          lastError: reason,
+          at: now,
+        };
+        await writeOperationalNotifications(tx, { failed: [failed], disabled: [] }, now);
+      }
+      return outcome.state;
+    });
+  try {
+    const state = await whileLeaseHolds(delivery, record);
+    if (state === 'lost') deps.metrics.queue.leasesLost.inc();
+    deps.log.warn({ err: error, notificationId: delivery.id, run: delivery.runs, state }, 'a delivery run ended without an outcome');
+  } catch (failure) {
+    deps.log.error({ err: failure, notificationId: delivery.id }, 'could not record a failed delivery run; its lease will end and a claim will take it');
+  }
+}
+
+/** The delivery loop's deliverer: notifications, sent through the outbound thread and settled by the attempt log. */
+export function notificationDeliverer(deps: NotificationDeliveryDeps): Deliverer {
   const context: DeliveryContext = {
     deps,
     notifications: new NotificationLoader(deps.db),
     cache: new TargetCache(deps.clock),
     limiter: new RateLimiter(deps.db, deps.clock),
     log: new AttemptLogWriter(deps.db, {
-      onLeaseLost: () => deps.metrics.queue.leasesLost.inc(),
       disableAfterMs: deps.config.subscriptionDisableAfterMs,
       onDisabled: (disabled) => deps.log.warn(disabled, 'subscription switched off: every attempt failed for SUBSCRIPTION_DISABLE_AFTER'),
-      onEnqueued: () => deps.signals.enqueued([DELIVER_NOTIFICATION]),
+      onEnqueued: () => deps.signals.enqueued([DELIVERIES]),
       onRetry: (error, waitMs) => deps.log.debug({ err: error, waitMs }, 'an attempt could not be recorded (the database cannot serve): trying again while its lease holds'),
     }),
   };
   return {
-    [DELIVER_NOTIFICATION]: {
-      mode: 'standalone',
-      queue: DELIVERY_ROWS_QUEUE,
-      handle: (job, _ctx, control) => deliverNotification(context, job as ClaimedJob<DeliverNotificationPayload>, control),
-      // DELIVERY_RUNS_WITHOUT_OUTCOME runs ended without an outcome: the notification fails instead of waiting forever.
-      onExhausted: async (tx, job, error, ctx) => {
-        const reason = `the delivery could not be run: ${error instanceof Error ? error.message : String(error)}`.slice(0, 1000);
-        const notificationId = (job.payload as DeliverNotificationPayload).notificationId;
-        const now = ctx.clock();
-        const ended = await markNotificationFailed(tx, notificationId, reason, now);
-        await releaseHeld(tx, [notificationId], now);
-        // Told to the account like a failed last attempt (other processes are woken by the write; this one polls).
-        const notification = ended ? { event: ended.event, requestId: ended.request_id, test: Number(ended.test) === 1 } : undefined;
-        if (ended && notification && reportsFailure(notification)) {
-          const failed = {
-            accountId: ended.account_id,
-            notificationId,
-            requestId: ended.request_id,
-            event: notification.event,
-            url: ended.url,
-            attempts: Number(ended.attempt_count),
-            lastStatusCode: ended.last_status_code,
-            lastError: reason,
-            at: now,
-          };
-          await writeOperationalNotifications(tx, { failed: [failed], disabled: [] }, now);
-        }
-      },
-    },
+    deliver: (delivery, callOver) => deliverNotification(context, delivery, callOver),
+    runFailed: (delivery, error) => runFailed(context, delivery, error),
   };
 }
