@@ -55,7 +55,7 @@ for (const dialect of testDialects()) {
 
       // One request registered before the cut (a worker that only registers), one only accepted.
       const registeredBefore = await send();
-      const registrar = startWorker(t.deps, { autoStart: false, handlers: { [REGISTER_REQUEST_JOB]: buildJobHandlers(t.deps)[REGISTER_REQUEST_JOB]! } });
+      const registrar = startWorker(t.deps, { autoStart: false, deliverer: null, handlers: { [REGISTER_REQUEST_JOB]: buildJobHandlers(t.deps)[REGISTER_REQUEST_JOB]! } });
       await registrar.runUntilIdle();
       await registrar.stop();
       assert.equal((await api(t.url, 'GET', `/v2/requests/${registeredBefore}`, { token })).body.status, 'registered');
