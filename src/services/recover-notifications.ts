@@ -43,8 +43,8 @@ function instant(value: string, member: 'since' | 'until'): number {
  *   that fails again is failed at a later time, outside this window, so this call never takes it twice.
  * - The failed notifications are read a page at a time by a keyset cursor on (completed_at, id),
  *   the order of the partial index that holds only failed rows; each page is taken in one short
- *   transaction: back to pending under a guard (still failed, still in the window), the failed
- *   delivery jobs under their keys deleted, one delivery job each enqueued, other processes told.
+ *   transaction: back to pending under a guard (still failed, still in the window), each due now
+ *   as its own delivery (`recoverFailed`), other processes told.
  *   Memory holds one page of ids, never the whole set.
  * - Concurrent calls (overlapping windows, other processes): a notification is taken by exactly one
  *   of them, the one whose guarded UPDATE changes it first; the others skip it, and the count each

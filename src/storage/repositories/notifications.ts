@@ -314,7 +314,7 @@ export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{
   return found;
 }
 
-/** A new notification, pending and due now (its own delivery job); its id (`msg_…`) becomes the `webhook-id`. */
+/** A new notification, pending and due now (its own delivery); its id (`msg_…`) becomes the `webhook-id`. */
 export function newNotificationRow(
   input: { accountId: string; requestId: string; subscriptionId: string | null; event: NotificationsTable['event']; url: string; payload: string; test?: boolean },
   now: number,

@@ -26,11 +26,11 @@ export interface NotificationsTable {
   completed_at: number | null;
   /** 1 for a test send: one attempt, sent to an inactive subscription too, marked in the log and to the receiver. */
   test: number;
-  /** A held `processed-requests`: the id of the same request's `registered-requests` to the same URL it waits for (no delivery job meanwhile). */
+  /** A held `processed-requests`: the id of the same request's `registered-requests` to the same URL it waits for (not due meanwhile). */
   waits_for: string | null;
   /** 1 on a `registered-requests` notification that a processed one was held behind: ending it releases them. */
   has_waiters: number;
-  /** When its next attempt is due; null once it ended, and while it is held (`waits_for`). The row is its own delivery job. */
+  /** When its next attempt is due; null once it ended, and while it is held (`waits_for`). The row is its own delivery (storage/deliveries.ts). */
   run_at: number | null;
   /** The token of the claim or hand-off that holds its delivery, and when that lease ends (worker/delivery-ownership.ts). */
   lease: string | null;

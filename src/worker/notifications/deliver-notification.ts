@@ -27,7 +27,7 @@ export interface NotificationDeliveryDeps {
   log: Logger;
   config: Pick<Config, 'retryMaxAttempts' | 'retryIntervalMs' | 'subscriptionDisableAfterMs'>;
   metrics: Pick<Metrics, 'deliveryAttempts' | 'deliveryLatency' | 'queue'>;
-  /** Wakes this process's worker after a commit that wrote operational notifications (new delivery jobs). */
+  /** Wakes this process's worker after a commit that wrote operational notifications (new deliveries). */
   signals: JobSignals;
   outbound: Pick<OutboundDelivery, 'deliverAttempt'>;
 }
