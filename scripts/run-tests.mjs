@@ -85,7 +85,10 @@ const perFile = process.env.TEST_ISOLATION === 'file' || files.length <= 1;
 const bundles = perFile ? { entries: files, cleanup: () => {} } : bundle(files, concurrency);
 
 await dropTestSchemas(false);
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries], {
+// A test that fails before it stops what it started (a worker, a server) leaves handles open: the
+// run reports it and exits (--test-force-exit) instead of waiting for them forever, and no test
+// may run longer than five minutes.
+const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-force-exit', '--test-timeout=300000', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries], {
   stdio: 'inherit',
   cwd: root,
   env: { ...process.env, TEST_RUN_ID: runId },
