@@ -88,11 +88,15 @@ await dropTestSchemas(false);
 // A test that fails before it stops what it started (a worker, a server) leaves handles open: the
 // run reports it and exits (--test-force-exit) instead of waiting for them forever, and no test
 // may run longer than five minutes.
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-force-exit', '--test-timeout=300000', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries], {
-  stdio: 'inherit',
-  cwd: root,
-  env: { ...process.env, TEST_RUN_ID: runId },
-});
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-force-exit', '--test-timeout=300000', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries],
+  {
+    stdio: 'inherit',
+    cwd: root,
+    env: { ...process.env, TEST_RUN_ID: runId },
+  },
+);
 bundles.cleanup();
 if (!process.env.TEST_POSTGRES_URL && wanted.includes('postgres')) {
   console.log('\nNote: PostgreSQL tests were SKIPPED (TEST_POSTGRES_URL not set); only SQLite was tested.');
