@@ -7,7 +7,7 @@
 // most of what a small test file costs. A test file therefore leaves no
 // global state behind (process.env, process listeners). TEST_ISOLATION=file runs each file in a
 // process of its own, as `node --test` does.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,18 +85,26 @@ const perFile = process.env.TEST_ISOLATION === 'file' || files.length <= 1;
 const bundles = perFile ? { entries: files, cleanup: () => {} } : bundle(files, concurrency);
 
 await dropTestSchemas(false);
-// A test that fails before it stops what it started (a worker, a server) leaves handles open: the
-// run reports it and exits (--test-force-exit) instead of waiting for them forever, and no test
-// may run longer than five minutes.
-const result = spawnSync(
-  process.execPath,
-  ['--import', 'tsx', '--test', '--test-force-exit', '--test-timeout=300000', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries],
-  {
-    stdio: 'inherit',
-    cwd: root,
-    env: { ...process.env, TEST_RUN_ID: runId },
-  },
-);
+// A test that fails before it stops what it started (a worker, a server) can leave handles open,
+// and its process then never ends (--test-force-exit is no cure: with the files of a bundle
+// imported one after the other, it ends the bundle after its first file). So no test may run
+// longer than five minutes, and a whole run that outlives TEST_RUN_LIMIT_MINUTES (default 30) is
+// ended, its processes with it, and fails with a message saying so.
+const limitMs = Number(process.env.TEST_RUN_LIMIT_MINUTES ?? 30) * 60_000;
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-timeout=300000', '--test-reporter=spec', `--test-concurrency=${concurrency}`, ...bundles.entries], {
+  stdio: 'inherit',
+  cwd: root,
+  env: { ...process.env, TEST_RUN_ID: runId },
+  detached: true,
+});
+let timedOut = false;
+const limit = setTimeout(() => {
+  timedOut = true;
+  console.error(`\nThe test run outlived ${limitMs / 60_000} minutes: a test process is stuck (open handles after a failure?). Ending it.`);
+  process.kill(-child.pid, 'SIGKILL');
+}, limitMs);
+const result = { status: await new Promise((resolve) => child.on('exit', (code) => resolve(timedOut ? 1 : code))) };
+clearTimeout(limit);
 bundles.cleanup();
 if (!process.env.TEST_POSTGRES_URL && wanted.includes('postgres')) {
   console.log('\nNote: PostgreSQL tests were SKIPPED (TEST_POSTGRES_URL not set); only SQLite was tested.');
