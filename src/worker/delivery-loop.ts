@@ -206,13 +206,13 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     return deliveries;
   }
 
-  let renewing = false;
+  /** The renewal in flight, if any: one at a time, and `drain` waits for it. */
+  let renewing: Promise<void> | undefined;
   const heartbeat = setInterval(
     () => {
       if (held.size === 0) return;
       if (renewing) return metrics.leaseRenewals.inc({ outcome: 'skipped' });
-      renewing = true;
-      lightTransaction(db, (tx) => renewLeases(tx, held.all(), clock() + leaseMs), { singleStatement: true })
+      renewing = lightTransaction(db, (tx) => renewLeases(tx, held.all(), clock() + leaseMs), { singleStatement: true })
         .then((renewed) => {
           metrics.leaseRenewals.inc({ outcome: 'ok' });
           metrics.renewedLeases.inc(renewed);
@@ -221,7 +221,7 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
           metrics.leaseRenewals.inc({ outcome: 'failed' });
           log.warn({ err: error }, 'could not renew delivery leases');
         })
-        .finally(() => (renewing = false));
+        .finally(() => (renewing = undefined));
     },
     Math.max(50, Math.floor(leaseMs / 3)),
   );
@@ -266,6 +266,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       while (runs.size > 0) await Promise.all(runs);
       if (state.mode === 'stopping') {
         clearInterval(heartbeat);
+        // A renewal that began before the last run ended must not outlive the loop (and the pool it writes through).
+        await renewing;
         enter('stopped');
       }
     },
