@@ -201,6 +201,8 @@ class ConnectionWatchdog {
       verdict = await answeredWithin(client.connect(), this.bounds.connectTimeoutMs);
       sentAt = Date.now();
     }
+    // Stopped while the heartbeat's connection was being opened: `stop` has ended it, nothing is sent.
+    if (this.#stopped || !this.#heartbeat) return;
     if (verdict === 'answered') verdict = await answeredWithin(this.#heartbeat.query('select 1'), this.bounds.heartbeatTimeoutMs);
     if (this.#stopped) return;
     if (verdict === 'answered') {
