@@ -134,8 +134,7 @@ async function deliverNotification(context: DeliveryContext, delivery: Delivery,
   const row = await context.notifications.load(delivery.id);
   if (!row || row.status !== 'pending') {
     // Nothing to send (already delivered, or gone): let it go, if it is still this worker's.
-    await letGo(deps.db, [delivery]);
-    return true;
+    return (await letGo(deps.db, [delivery])).has(delivery.id);
   }
   const startedAt = deps.clock();
   const prepared = await prepareAttempt(context, row);
