@@ -1,3 +1,4 @@
+// needs: nothing
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig, parseDuration } from '../src/config.js';

@@ -1,3 +1,4 @@
+// needs: database
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

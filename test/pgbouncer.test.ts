@@ -1,3 +1,4 @@
+// needs: postgres
 // Behind PgBouncer in transaction pooling mode (docs/deployment.md, "Behind a connection pooler"):
 // one API process and two worker processes whose DATABASE_URL goes through PgBouncer. LISTEN
 // needs a session that stays one server connection, so the workers LISTEN on a direct connection

@@ -1,3 +1,4 @@
+// needs: database
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';

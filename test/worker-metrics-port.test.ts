@@ -1,3 +1,4 @@
+// needs: sqlite
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { childEnvironment, startChildService } from './support/child-service.js';

@@ -1,3 +1,4 @@
+// needs: database
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';

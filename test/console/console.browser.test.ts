@@ -1,3 +1,4 @@
+// needs: database, chromium
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';

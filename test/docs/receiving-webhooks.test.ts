@@ -1,3 +1,4 @@
+// needs: database, python, go, java
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

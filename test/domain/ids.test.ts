@@ -1,3 +1,4 @@
+// needs: nothing
 import assert from 'node:assert/strict';
 import { describe, it, test } from 'node:test';
 import { firstIdAt, idTime, newId } from '../../src/domain/ids.js';

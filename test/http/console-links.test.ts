@@ -1,3 +1,4 @@
+// needs: database
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';

@@ -1,3 +1,4 @@
+// needs: nothing
 // Clients generated from the OpenAPI document get the API's own type names (README.md, "The
 // OpenAPI document"): every object type of a request body, a response or a webhook payload is a
 // named component referred to with `$ref`, and three common generators — openapi-typescript,

@@ -1,3 +1,4 @@
+// needs: nothing
 // Every operation of the OpenAPI document shows an example of its request body and of each JSON
 // answer, and every example is valid against the schema beside it (README.md, "The OpenAPI
 // document"): an integrator copying an example gets something the service accepts, and a schema

@@ -1,3 +1,4 @@
+// needs: nothing
 // The served OpenAPI document passes Redocly's recommended rules with no error and no warning
 // (README.md, "The OpenAPI document"). The linter is @redocly/cli, pinned exactly in
 // package.json; it runs as its own process over the document written to a temporary directory,

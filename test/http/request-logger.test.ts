@@ -1,3 +1,4 @@
+// needs: nothing
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';

@@ -1,3 +1,4 @@
+// needs: database, every-node-line
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { Readable } from 'node:stream';

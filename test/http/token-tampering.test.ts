@@ -1,3 +1,4 @@
+// needs: database
 import assert from 'node:assert/strict';
 import { createHmac, createPublicKey, randomUUID, sign } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';

@@ -1,3 +1,4 @@
+// needs: every-node-line
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { embeddedIPv4, isPublicAddress, resolvePublicAddresses, ForbiddenAddressError } from '../../src/net/address-policy.js';

@@ -1,3 +1,4 @@
+// needs: database
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { bucketOf, STATS_BUCKET_MS, STATS_WINDOWS, type CountedAttempt } from '../../src/domain/notifications/endpoint-health.js';

@@ -1,3 +1,4 @@
+// needs: database
 // NOTIFICATION_RETENTION (docs/notifications.md, "Retention"): the worker deletes ended
 // notifications older than the retention, with their attempts, in batches;
 // pending ones are kept however old, and so is everything newer.

@@ -1,3 +1,4 @@
+// needs: nothing
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decideAfterAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter, RETRY_JITTER } from '../../src/domain/notifications/retry-policy.js';

@@ -1,3 +1,4 @@
+// needs: database, every-node-line
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,3 +1,4 @@
+// needs: database, every-node-line
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

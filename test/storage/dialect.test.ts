@@ -1,3 +1,4 @@
+// needs: database, every-node-line
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';

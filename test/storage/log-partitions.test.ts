@@ -1,3 +1,4 @@
+// needs: database
 // The delivery log's periods on PostgreSQL (src/storage/log-partitions.ts; docs/notifications.md,
 // "Retention"): partitions made ahead, rows routed by id, whole periods dropped with their
 // attempts once past the retention and with nothing pending, the rest deleted row by row.

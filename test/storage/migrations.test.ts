@@ -1,3 +1,4 @@
+// needs: database, every-node-line
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,3 +1,4 @@
+// needs: database, every-node-line
 // The hot statements as named prepared statements on PostgreSQL (src/storage/prepared-statements.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -1,3 +1,4 @@
+// needs: database
 // Lookups by a list of ids read the primary key, never the whole table (src/storage/precompiled.ts,
 // `idList`): `in (select jsonb_array_elements_text(…))` was planned as a sequential scan of every
 // notification on each claim of the delivery loop. PostgreSQL counts, per transaction, the rows

@@ -1,3 +1,4 @@
+// needs: sqlite, every-node-line
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';

@@ -1,3 +1,4 @@
+// needs: database
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { REGISTER_REQUEST_JOB } from '../../src/domain/requests/job-kinds.js';

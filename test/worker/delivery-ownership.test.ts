@@ -1,3 +1,4 @@
+// needs: database
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { createQueueMetrics } from '../../src/metrics.js';
