@@ -1,3 +1,4 @@
+// needs: database
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SCOPES } from '../../src/domain/tokens/scopes.js';
@@ -199,12 +200,12 @@ for (const dialect of testDialects()) {
           const foreign = await call(route, path, a.token);
           assert.equal(foreign.status, 404, `A: ${route.method} ${path} (B's ${kind.resource})`);
           assert.match(String(foreign.headers.get('content-type')), /^application\/problem\+json/);
-          const unknown = await call(
-            route,
-            pathOf(route, { subscription: 'sub_unknown', request: 'req_unknown', notification: 'msg_unknown', 'listen-session': 'lsn_unknown' }, a.client.accountId),
-            a.token,
-          );
+          const unknownIds = { subscription: 'sub_unknown', request: 'req_unknown', notification: 'msg_unknown', 'listen-session': 'lsn_unknown' };
+          const unknown = await call(route, pathOf(route, unknownIds, a.client.accountId), a.token);
           assert.equal(unknown.status, 404, `A: ${route.method} ${route.url} with an unknown id`);
+          // The same answer but for the id it names: nothing tells that the resource exists.
+          const withoutIds = (body: unknown, ids: Record<Resource, string>) => Object.values(ids).reduce((text, id) => text.replaceAll(id, '<id>'), JSON.stringify(body));
+          assert.equal(withoutIds(foreign.body, b.ids), withoutIds(unknown.body, unknownIds), `A: ${route.method} ${path}: another account's resource answers as an unknown one`);
         }
         const actingForB = await call(route, `${pathOf(route, a.ids, a.client.accountId)}?accountId=${b.client.accountId}`, a.token);
         assert.equal(actingForB.status, 404, `A: ${route.method} ${route.url}?accountId=B`);
@@ -228,6 +229,14 @@ for (const dialect of testDialects()) {
         requests.map((r: { id: string }) => r.id),
         [a.ids.request],
       );
+    });
+
+    it('each account has its own default signing secret; rotating one leaves the other', async () => {
+      const secretA = (await api(t.url, 'GET', '/v2/signing-secret', { token: a.token })).body.secret;
+      const secretB = (await api(t.url, 'GET', '/v2/signing-secret', { token: b.token })).body.secret;
+      assert.notEqual(secretA, secretB);
+      await api(t.url, 'POST', '/v2/signing-secret/rotate', { token: b.token });
+      assert.equal((await api(t.url, 'GET', '/v2/signing-secret', { token: a.token })).body.secret, secretA);
     });
 
     it("the operator reaches B's resources only with ?accountId=B", async () => {
