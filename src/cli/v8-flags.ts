@@ -7,9 +7,9 @@ import { setFlagsFromString } from 'node:v8';
  * Allocation-site pretenuring off: V8 decides per allocation site, from what survived the last
  * scavenges, to allocate its objects straight in the old generation. Under steady load that
  * guess sometimes went wrong for the short-lived objects of a request, and stayed wrong: the
- * process then ran a major GC every second or so and spent far more CPU per request, in
- * about one process start out of three; with the setting off, none of the starts measured did
- * (`npm run bench -- --only token`, repeated).
+ * process then kept running major GCs and spent far more CPU per request; which processes did
+ * depended only on how their start went. With the setting off none does, so every process
+ * performs alike (`npm run bench -- --only token`, repeated; docs/benchmarks.md).
  * The objects that live long here are few (caches, keys), so promoting them the usual way costs
  * nothing visible.
  *

@@ -27,7 +27,8 @@ interface LoadedKeys {
 
 /**
  * The service's token signing keys: Ed25519 as node:crypto KeyObjects (signing through WebCrypto
- * cost several times as much per token), private halves encrypted at rest with SECRET_KEY.
+ * cost more per token, and tokens are signed on the busiest route), private halves encrypted at
+ * rest with SECRET_KEY.
  * The newest unretired key signs; every unexpired key verifies and is published in the JWKS.
  */
 export class KeyStore {

@@ -8,10 +8,10 @@ const placeholder = (index: number) => `\u0000precompiled-parameter-${index}\u00
 /**
  * A hot-path query built and compiled once per SQL dialect, then run with new arguments.
  *
- * Building and compiling a Kysely query costs several times what SQLite then takes to run the
- * prepared statement (the token endpoint's client lookup is one). `build` receives
- * placeholder strings instead of the real arguments, so it must use each argument as a plain
- * value: no `in` lists of variable length, no branching on it. It may ask the dialect
+ * Building and compiling a Kysely query costs more than SQLite then takes to run the prepared
+ * statement, so on a hot path (the token endpoint's client lookup is one) it is done once.
+ * `build` receives placeholder strings instead of the real arguments, so it must use each
+ * argument as a plain value: no `in` lists of variable length, no branching on it. It may ask the dialect
  * (`dialectOf(db)`: it runs once per dialect) and return raw `sql` as well as a query builder.
  */
 export function precompiled<Args extends unknown[], Row>(build: (db: Db, ...args: { [K in keyof Args]: string }) => Compilable<Row> | RawBuilder<Row>) {

@@ -16,8 +16,8 @@ import type BetterSqlite3 from 'better-sqlite3';
  *
  * So: 13 wherever Node-API 10 exists, 12 elsewhere. When the supported floor moves to Node 22,
  * delete the `better-sqlite3-node20` alias and this choice (docs/deployment.md, "Node.js lines").
- * 13 stays on 13.0.x: 13.1's SQLite 3.54 compiles most of our statements again on every run
- * (several times the cost of an empty subscriptions list); the same section says why.
+ * 13 stays on 13.0.x: 13.1's SQLite 3.54 compiles most of our statements again on every run,
+ * which would make recompiling the main cost of a cheap read; the same section says why.
  */
 export type SqliteDatabase = BetterSqlite3.Database;
 type SqliteConstructor = typeof BetterSqlite3;

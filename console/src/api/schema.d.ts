@@ -71,7 +71,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description Prometheus text exposition of the API and worker metrics (docs/operators.md). Public: restrict it at the network edge.
+         * @description Prometheus text exposition of the API and worker metrics (docs/notifications.md, "Metrics"). Public: restrict it at the network edge.
          */
         get: operations["getMetrics"];
         put?: never;

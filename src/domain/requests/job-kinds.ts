@@ -6,7 +6,7 @@ export interface RequestJobPayload {
   requestId: string;
 }
 
-/** Attempts before a request job gives up and marks the request `failed` (~17 min of retries). */
+/** Attempts before a request job gives up and marks the request `failed` (11 waits of 1 s doubling to a 10-minute cap: about 27 minutes of retries). */
 const REQUEST_JOB_MAX_ATTEMPTS = 12;
 
 /** A request job as the queue's `enqueueJobs` takes it. */

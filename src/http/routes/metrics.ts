@@ -9,7 +9,7 @@ export async function metricsRoute(app: TypedApp, deps: { metrics: Metrics }): P
       schema: {
         tags: ['operations'],
         operationId: 'getMetrics',
-        description: 'Prometheus text exposition of the API and worker metrics (docs/operators.md). Public: restrict it at the network edge.',
+        description: 'Prometheus text exposition of the API and worker metrics (docs/notifications.md, "Metrics"). Public: restrict it at the network edge.',
         summary: 'Prometheus metrics',
         response: { 200: { description: 'the Prometheus text exposition', content: { 'text/plain': { schema: { type: 'string' } } } } },
       },

@@ -186,8 +186,8 @@ export interface ProcessedRequestUpdate {
 
 /**
  * Marks a batch of registered requests processed in ONE statement (UPDATE … FROM a VALUES list,
- * valid on SQLite ≥ 3.33 and PostgreSQL): one statement per request cost the worker more than
- * half of its time in statement preparation. Returns the ids that changed.
+ * valid on SQLite ≥ 3.33 and PostgreSQL): with one statement per request, preparing statements
+ * was where the worker's time went, and the batch prepares one. Returns the ids that changed.
  */
 export async function markRequestsProcessed(db: Executor, updates: ProcessedRequestUpdate[], now: number): Promise<Set<string>> {
   if (updates.length === 0) return new Set();

@@ -127,9 +127,9 @@ function parseRawHeaders(raw: Buffer[]): Record<string, string | string[]> {
 /**
  * One call through undici's dispatcher API with a handler that keeps the first `maxBodyBytes` of
  * the answer. undici's `request()` wraps each answer in a Readable stream (plus an AsyncResource
- * and, for the timeout, an AbortSignal: an EventTarget per call); those cost more CPU than the call
- * itself at a few thousand deliveries a second (docs/benchmarks.md). `timeoutMs` bounds the whole
- * call, connect to last byte; an answer longer than `maxBodyBytes` is cut by closing the
+ * and, for the timeout, an AbortSignal: an EventTarget per call); at the delivery rates the worker
+ * aims for, those cost more CPU than the call itself (docs/benchmarks.md). `timeoutMs` bounds the
+ * whole call, connect to last byte; an answer longer than `maxBodyBytes` is cut by closing the
  * connection, so a huge or endless body costs at most one chunk.
  */
 function dispatchCall(dispatcher: Dispatcher, url: URL, outbound: OutboundRequest, timeoutMs: number): Promise<OutboundResponse> {

@@ -21,11 +21,12 @@ import type { FromOutboundThread, OutboundThreadData, ToOutboundThread } from '.
  * job worker retries them like any failed attempt) and the next call starts a new one.
  */
 /**
- * The thread's heap. Its young generation otherwise grows to 32 MiB under load, which took a
- * worker process delivering a large batch past the 256 MiB RSS budget; capped at 4 MiB it stays
- * within it, for somewhat fewer deliveries a second (more frequent scavenges). Measured by
- * `npm run bench -- --only backlog` (worker peak RSS; docs/benchmarks.md). The old generation cap is a safety net: calls
- * in flight are small, and a thread that runs out of heap fails its calls and is replaced.
+ * The thread's heap. Left to V8's default its young generation grows under load until a worker
+ * process delivering a large batch goes past its memory budget (docs/deployment.md); capped small
+ * it stays within it, at the price of more frequent scavenges and so somewhat fewer deliveries a
+ * second: memory is the budget that must hold (`npm run bench -- --only backlog` reports the
+ * worker's peak RSS; docs/benchmarks.md). The old generation cap is a safety net: calls in flight
+ * are small, and a thread that runs out of heap fails its calls and is replaced.
  */
 const THREAD_LIMITS = { maxYoungGenerationSizeMb: 4, maxOldGenerationSizeMb: 128 };
 
