@@ -18,6 +18,7 @@ import { requestEventRoutes } from './http/routes/request-events.js';
 import { tokenRouteV1, tokenRouteV2 } from './http/routes/oauth-token.js';
 import { requestIdOf } from './http/request-id.js';
 import { jsonHasNul, NUL_REFUSED, urlHasNul } from './http/nul-characters.js';
+import { invalidJsonMessage } from './http/json-syntax.js';
 import { invalid } from './domain/errors.js';
 import { createTokenEndpoint } from './http/token-endpoint.js';
 import { tokenFastPath } from './http/token-fast-path.js';
@@ -114,7 +115,11 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (jsonHasNul(body as string)) return done(invalid(`request body ${NUL_REFUSED}`), undefined);
     // Fastify's default JSON parser is its callback form (its type admits the async one too): it answers through `done`.
-    void parseJson(request, body as string, done);
+    void parseJson(request, body as string, (error, parsed) => {
+      // Fastify's parser drops where the text went wrong; the problem says it (json-syntax.ts).
+      if ((error as { code?: string } | null)?.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return done(invalid(invalidJsonMessage(body as string)), undefined);
+      done(error, parsed);
+    });
   });
   // Callback-style (not async) hooks: they run on every request, and a promise per hook shows in profiles.
   // A global hook must be reproduced by the token fast path too (REPRODUCED_GLOBAL_HOOKS, tested).

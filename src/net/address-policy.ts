@@ -92,13 +92,25 @@ export function isPublicAddress(address: string): boolean {
   return !BLOCKED_V6.check(address, 'ipv6');
 }
 
+/**
+ * The way forward every refusal of a non-public address names, at save time and in the delivery
+ * log alike: what a developer with a receiver on their own machine or network can do.
+ */
+export const PRIVATE_ADDRESS_WAY_FORWARD = 'for local development, use `rewards listen --forward-to <url>`, or set CALLBACK_ALLOW_PRIVATE_NETWORKS=true on the service';
+
+/** Why `host` is refused: it is (an IP literal) or resolves to `address`, a non-public address; and what to do instead. */
+export function forbiddenAddressMessage(host: string, address: string): string {
+  const what = host === address ? `${host} is` : `${host} resolves to ${address},`;
+  return `${what} a loopback, private, link-local or reserved address; ${PRIVATE_ADDRESS_WAY_FORWARD}`;
+}
+
 export class ForbiddenAddressError extends Error {
   readonly code = 'ERR_CALLBACK_ADDRESS_FORBIDDEN';
   constructor(
     readonly hostname: string,
     readonly address: string,
   ) {
-    super(`${hostname} resolves to ${address}, a loopback, private, link-local or reserved address`);
+    super(forbiddenAddressMessage(hostname, address));
     this.name = 'ForbiddenAddressError';
   }
 }

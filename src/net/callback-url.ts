@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { ForbiddenAddressError, hostForLookup, isPublicAddress, resolvePublicAddresses } from './address-policy.js';
+import { ForbiddenAddressError, forbiddenAddressMessage, hostForLookup, isPublicAddress, PRIVATE_ADDRESS_WAY_FORWARD, resolvePublicAddresses } from './address-policy.js';
 import { DomainError, invalid, type FieldError } from '../domain/errors.js';
 
 const MAX_CALLBACK_URL_LENGTH = 2048;
@@ -19,7 +19,7 @@ export function parseCallbackUrl(raw: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new CallbackUrlError('must be an absolute URL');
+    throw new CallbackUrlError('must be an absolute URL, like https://example.com/webhooks');
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CallbackUrlError('must use http or https');
   if (!url.hostname) throw new CallbackUrlError('must name a host');
@@ -36,15 +36,15 @@ export async function checkCallbackUrl(raw: string, allowPrivate: boolean): Prom
   const host = hostForLookup(url.hostname);
   if (allowPrivate) return url;
   if (isIP(host)) {
-    if (!isPublicAddress(host)) throw new CallbackUrlError(`host ${host} is a loopback, private, link-local or reserved address`);
+    if (!isPublicAddress(host)) throw new CallbackUrlError(`host ${forbiddenAddressMessage(host, host)}`);
     return url;
   }
-  if (host === 'localhost' || host.endsWith('.localhost')) throw new CallbackUrlError(`host ${host} is loopback`);
+  if (host === 'localhost' || host.endsWith('.localhost')) throw new CallbackUrlError(`host ${host} is loopback; ${PRIVATE_ADDRESS_WAY_FORWARD}`);
   try {
     await resolvePublicAddresses(host, false);
   } catch (error) {
-    if (error instanceof ForbiddenAddressError) throw new CallbackUrlError(error.message);
-    throw new CallbackUrlError(`host ${host} does not resolve`);
+    if (error instanceof ForbiddenAddressError) throw new CallbackUrlError(`host ${error.message}`);
+    throw new CallbackUrlError(`host ${host} does not resolve; check its spelling and that it is in public DNS (the service looks it up when saving)`);
   }
   return url;
 }

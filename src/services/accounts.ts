@@ -4,7 +4,7 @@ import { deleteOAuthClient, findOAuthClient, insertOAuthClient, listOAuthClients
 import type { Page } from '../storage/repositories/page.js';
 import type { TokenRevocations } from './token-revocations.js';
 import { generateClientSecret } from '../domain/tokens/client-secret.js';
-import { DEFAULT_CLIENT_SCOPES, isScope, parseScopeList } from '../domain/tokens/scopes.js';
+import { DEFAULT_CLIENT_SCOPES, isScope, parseScopeList, SCOPES, unknownScopesMessage } from '../domain/tokens/scopes.js';
 import { conflict, invalid, notFound } from '../domain/errors.js';
 import { isUniqueViolation } from '../storage/database-errors.js';
 import type { Account } from '../domain/accounts/account.js';
@@ -141,7 +141,7 @@ export function resolveScopes(text: string | undefined, field: string): string[]
   if (text === undefined) return [...DEFAULT_CLIENT_SCOPES];
   const scopes = parseScopeList(text);
   const unknown = scopes.filter((s) => !isScope(s));
-  if (unknown.length > 0) throw invalid('scopes', [{ path: field, message: `unknown scope: ${unknown.join(' ')}` }]);
+  if (unknown.length > 0) throw invalid('scopes', [{ path: field, message: `${unknownScopesMessage(scopes)}; the scopes are ${SCOPES.join(' ')}` }]);
   return scopes;
 }
 

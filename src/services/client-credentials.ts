@@ -4,7 +4,7 @@ import type { AccessTokens } from './access-tokens.js';
 import { secretMatches } from '../domain/tokens/client-secret.js';
 import type { FailureLimiter } from '../domain/tokens/failure-limiter.js';
 import { OAuthError } from '../domain/tokens/oauth-errors.js';
-import { isScope, parseScopeList } from '../domain/tokens/scopes.js';
+import { isScope, parseScopeList, unknownScopesMessage } from '../domain/tokens/scopes.js';
 
 export interface TokenRequest {
   clientId: string;
@@ -79,13 +79,15 @@ export async function grantClientCredentials(deps: ClientCredentialsContext, req
 
   let granted = client.scopes;
   if (request.scopeRequired) {
+    // Said only to whoever proved the secret: what this client may ask for, and the scope it most likely meant.
+    const mayAskFor = `this client may ask for: ${client.scopes.join(' ')} (space-separated)`;
     const requested = parseScopeList(request.scope ?? '');
-    if (requested.length === 0) return failure(request, new OAuthError('invalid_scope', 'scope is required'));
+    if (requested.length === 0) return failure(request, new OAuthError('invalid_scope', `scope is required; ${mayAskFor}`));
     const unknown = requested.filter((s) => !isScope(s));
-    if (unknown.length > 0) return failure(request, new OAuthError('invalid_scope', `unknown scope: ${unknown.join(' ')}`));
+    if (unknown.length > 0) return failure(request, new OAuthError('invalid_scope', `${unknownScopesMessage(requested)}; ${mayAskFor}`));
     const allowed = client.scopes;
     const notAllowed = requested.filter((s) => !allowed.includes(s));
-    if (notAllowed.length > 0) return failure(request, new OAuthError('invalid_scope', `scope not allowed for this client: ${notAllowed.join(' ')}`));
+    if (notAllowed.length > 0) return failure(request, new OAuthError('invalid_scope', `scope not allowed for this client: ${notAllowed.join(' ')}; ${mayAskFor}`));
     granted = requested;
   }
 

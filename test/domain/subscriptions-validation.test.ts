@@ -130,7 +130,7 @@ describe('subscription validation: whole body', () => {
     const { errors } = parseSubscriptionBody({ event: 'registered-request', description: 'x'.repeat(501), callback: { url: 'not a url' } }, 'create', owner);
     assert.deepEqual(errors, [
       { path: 'body.description', message: 'must be at most 500 characters' },
-      { path: 'body.callback.url', message: 'must be an absolute URL' },
+      { path: 'body.callback.url', message: 'must be an absolute URL, like https://example.com/webhooks' },
     ]);
   });
 });

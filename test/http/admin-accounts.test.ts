@@ -180,6 +180,25 @@ for (const dialect of testDialects()) {
         assert.equal(operatorClient.status, 201);
       });
 
+      it('an unknown scope names the scope most likely meant, a comma-separated list the separator, and every scope', async () => {
+        const client = await t.createClientAccount();
+        const path = `/v2/admin/accounts/${client.accountId}/clients`;
+        const every = 'the scopes are subscriptions:read subscriptions:write requests:read requests:write events:read events:write admin';
+        const expectations: Array<[unknown, string]> = [
+          [['request:write', 'events:read'], `unknown scope: request:write (did you mean requests:write?); ${every}`],
+          ['request:write events:red', `unknown scopes: request:write (did you mean requests:write?), events:red (did you mean events:read?); ${every}`],
+          ['requests:write,events:read', `scopes are separated by spaces, not commas: send "requests:write events:read"; ${every}`],
+          [['root'], `unknown scope: root; ${every}`],
+        ];
+        for (const [scopes, message] of expectations) {
+          const response = await api(t.url, 'POST', path, { token: admin, body: { scopes } });
+          assert.equal(response.status, 400, JSON.stringify(scopes));
+          assert.deepEqual(response.body.errors, [{ path: 'body.scopes', message }], JSON.stringify(scopes));
+        }
+        const patched = await api(t.url, 'PATCH', `${path}/${client.clientId}`, { token: admin, body: { scopes: 'subscription:read' } });
+        assert.deepEqual(patched.body.errors, [{ path: 'body.scopes', message: `unknown scope: subscription:read (did you mean subscriptions:read?); ${every}` }]);
+      });
+
       it('rotates a secret: both secrets work during the grace period', async () => {
         const client = await t.createClientAccount();
         const rotated = await api(t.url, 'POST', `/v2/admin/accounts/${client.accountId}/clients/${client.clientId}/rotate-secret`, { token: admin });

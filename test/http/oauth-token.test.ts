@@ -180,6 +180,32 @@ for (const dialect of testDialects()) {
         assert.equal(body.headers.get('www-authenticate'), null);
       });
 
+      it('invalid_scope says what this client may ask for, the scope most likely meant, and that scopes are separated by spaces', async () => {
+        const holds = 'this client may ask for: subscriptions:read requests:write (space-separated)';
+        const expectations: Array<[string | undefined, string]> = [
+          [undefined, `scope is required; ${holds}`],
+          ['', `scope is required; ${holds}`],
+          ['request:write', `unknown scope: request:write (did you mean requests:write?); ${holds}`],
+          ['subscriptions:read requests:wrte', `unknown scope: requests:wrte (did you mean requests:write?); ${holds}`],
+          ['Requests:Write', `unknown scope: Requests:Write (did you mean requests:write?); ${holds}`],
+          ['teleport', `unknown scope: teleport; ${holds}`],
+          ['requests:write,subscriptions:read', `scopes are separated by spaces, not commas: send "requests:write subscriptions:read"; ${holds}`],
+          ['requests:write, subscriptions:read', `scopes are separated by spaces, not commas: send "requests:write subscriptions:read"; ${holds}`],
+          ['admin', `scope not allowed for this client: admin; ${holds}`],
+          ['events:read requests:write', `scope not allowed for this client: events:read; ${holds}`],
+        ];
+        for (const [scope, description] of expectations) {
+          const { scope: _, ...rest } = valid();
+          const response = await postForm(tokenUrl, scope === undefined ? rest : { ...rest, scope });
+          assert.equal(response.status, 400, String(scope));
+          assert.deepEqual(response.body, { error: 'invalid_scope', error_description: description }, String(scope));
+        }
+        // Before the client has authenticated, nothing about its scopes is said.
+        const wrongSecret = await postForm(tokenUrl, { ...valid(), client_secret: 'rrs_cs_wrong', scope: 'request:write' });
+        assert.equal(wrongSecret.body.error, 'invalid_client');
+        assert.doesNotMatch(wrongSecret.body.error_description, /scope/);
+      });
+
       it('a client without any scope is unauthorized_client', async () => {
         const noScopes = await createClient(t.deps.db, client.accountId, []);
         const response = await postForm(tokenUrl, { grant_type: 'client_credentials', client_id: noScopes.client.clientId, client_secret: noScopes.clientSecret, scope: 'requests:read' });
@@ -282,6 +308,9 @@ for (const dialect of testDialects()) {
           ['v2 Basic failure', v2({ grant_type: 'client_credentials', scope: 'subscriptions:read' }, { authorization: basic(client.clientId, 'nope') })],
           ['v2 duplicated parameter', { ...v2(valid), body: `${new URLSearchParams(valid)}&scope=requests:write` }],
           ['v2 missing grant_type', v2({ client_id: client.clientId, client_secret: client.clientSecret })],
+          ['v2 scope near miss', v2({ ...valid, scope: 'request:write' })],
+          ['v2 comma-separated scopes', v2({ ...valid, scope: 'requests:write,subscriptions:read' })],
+          ['v2 scope missing', v2({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret })],
           ['v2 JSON body', { path: '/v2/oauth/token', headers: { 'content-type': 'application/json' }, body: JSON.stringify(valid) }],
           ['v2 no content type', { path: '/v2/oauth/token', headers: {}, body: '' }],
           [

@@ -4,6 +4,9 @@ import { after, before, describe, it } from 'node:test';
 import { testDialects } from '../support/databases.js';
 import { api, startTestApp, type TestApp } from '../support/test-app.js';
 
+/** What every refusal of a loopback or private callback address tells the user to do instead. */
+const LOCAL_DEVELOPMENT = 'for local development, use `rewards listen --forward-to <url>`, or set CALLBACK_ALLOW_PRIVATE_NETWORKS=true on the service';
+
 const valid = { event: 'registered-request', callback: { url: 'http://127.0.0.1:9/hook' } };
 const withCallback = (callback: object) => ({ event: 'registered-request', callback: { url: 'http://127.0.0.1:9/hook', ...callback } });
 
@@ -58,7 +61,7 @@ for (const dialect of testDialects()) {
       ['experiences are non-empty', { ...valid, experiences: ['a', ''] }, 'body.experiences.1', 'must not be empty'],
       ['experiences are strings', { ...valid, experiences: [1] }, 'body.experiences.0', 'must be a string'],
       ['callback.url must be http(s)', withCallback({ url: 'ftp://127.0.0.1/x' }), 'body.callback.url', 'must use http or https'],
-      ['callback.url must be absolute', withCallback({ url: '/relative/hook' }), 'body.callback.url', 'must be an absolute URL'],
+      ['callback.url must be absolute', withCallback({ url: '/relative/hook' }), 'body.callback.url', 'must be an absolute URL, like https://example.com/webhooks'],
       ['callback.url carries no credentials', withCallback({ url: 'https://user:pw@127.0.0.1/x' }), 'body.callback.url', 'must not carry credentials; use callback.authorization'],
       ['callback.url ≤ 2048 characters', withCallback({ url: `http://127.0.0.1/${'a'.repeat(2049)}` }), 'body.callback.url', 'must be at most 2048 characters'],
       ['customHeaders values are strings', withCallback({ customHeaders: { 'X-N': 1 } }), 'body.callback.customHeaders.X-N', 'must be a string'],
@@ -176,7 +179,7 @@ for (const dialect of testDialects()) {
     it('malformed JSON is a 400, a non-JSON body a 415, a body over 1 MiB a 413', async () => {
       const malformed = await api(t.url, 'POST', '/v2/subscriptions', { token, body: '{"event":', headers: { 'content-type': 'application/json' } });
       assert.equal(malformed.status, 400);
-      assert.equal(malformed.body.detail, 'request body is not valid JSON');
+      assert.equal(malformed.body.detail, 'request body is not valid JSON: the body ends early at line 1, column 10');
       const text = await api(t.url, 'POST', '/v2/subscriptions', { token, body: '<event/>', headers: { 'content-type': 'application/xml' } });
       assert.equal(text.status, 415);
       const huge = await post({ ...valid, description: 'x'.repeat(1024 * 1024) });
@@ -197,25 +200,27 @@ for (const dialect of testDialects()) {
     after(() => t.close());
 
     const refused: [string, string][] = [
-      ['http://127.0.0.1/hook', 'host 127.0.0.1 is a loopback, private, link-local or reserved address'],
-      ['http://localhost:8080/hook', 'host localhost is loopback'],
-      ['http://[::1]/hook', 'host ::1 is a loopback, private, link-local or reserved address'],
-      ['https://10.1.2.3/hook', 'host 10.1.2.3 is a loopback, private, link-local or reserved address'],
-      ['https://192.168.0.10/hook', 'host 192.168.0.10 is a loopback, private, link-local or reserved address'],
-      ['http://169.254.169.254/latest/meta-data', 'host 169.254.169.254 is a loopback, private, link-local or reserved address'],
-      ['https://100.64.0.1/hook', 'host 100.64.0.1 is a loopback, private, link-local or reserved address'],
-      ['https://[::ffff:10.0.0.1]/hook', 'host ::ffff:a00:1 is a loopback, private, link-local or reserved address'],
+      ['http://127.0.0.1/hook', `host 127.0.0.1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['http://localhost:8080/hook', `host localhost is loopback; ${LOCAL_DEVELOPMENT}`],
+      ['http://[::1]/hook', `host ::1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['https://10.1.2.3/hook', `host 10.1.2.3 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['https://192.168.0.10/hook', `host 192.168.0.10 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['http://169.254.169.254/latest/meta-data', `host 169.254.169.254 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['https://100.64.0.1/hook', `host 100.64.0.1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['https://[::ffff:10.0.0.1]/hook', `host ::ffff:a00:1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
       // Loopback inside IPv6 carriers, accepted before the policy judged addresses by block.
-      ['http://[::7f00:1]/', 'host ::7f00:1 is a loopback, private, link-local or reserved address'],
-      ['http://[::ffff:0:7f00:1]/', 'host ::ffff:0:7f00:1 is a loopback, private, link-local or reserved address'],
-      ['http://[64:ff9b:1::7f00:1]/', 'host 64:ff9b:1::7f00:1 is a loopback, private, link-local or reserved address'],
-      ['http://[2002:7f00:1::1]/', 'host 2002:7f00:1::1 is a loopback, private, link-local or reserved address'],
-      ['http://[::5efe:7f00:1]/', 'host ::5efe:7f00:1 is a loopback, private, link-local or reserved address'],
+      ['http://[::7f00:1]/', `host ::7f00:1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['http://[::ffff:0:7f00:1]/', `host ::ffff:0:7f00:1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['http://[64:ff9b:1::7f00:1]/', `host 64:ff9b:1::7f00:1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['http://[2002:7f00:1::1]/', `host 2002:7f00:1::1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['http://[::5efe:7f00:1]/', `host ::5efe:7f00:1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
       // IPv4 spellings the URL parser turns into 127.0.0.1, and a trailing-dot host name.
-      ['http://2130706433/hook', 'host 127.0.0.1 is a loopback, private, link-local or reserved address'],
-      ['http://0x7f.1/hook', 'host 127.0.0.1 is a loopback, private, link-local or reserved address'],
-      ['http://0177.0.0.1/hook', 'host 127.0.0.1 is a loopback, private, link-local or reserved address'],
-      ['http://localhost./hook', 'host localhost is loopback'],
+      ['http://2130706433/hook', `host 127.0.0.1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['http://0x7f.1/hook', `host 127.0.0.1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['http://0177.0.0.1/hook', `host 127.0.0.1 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`],
+      ['http://localhost./hook', `host localhost is loopback; ${LOCAL_DEVELOPMENT}`],
+      // A name that does not resolve (.invalid never does, RFC 6761): what to check.
+      ['https://hooks.example.invalid/hook', 'host hooks.example.invalid does not resolve; check its spelling and that it is in public DNS (the service looks it up when saving)'],
     ];
     for (const [url, message] of refused) {
       it(`refuses ${url}`, async () => {
@@ -233,17 +238,17 @@ for (const dialect of testDialects()) {
           callback: { url: 'https://93.184.216.34/hook', authorization: { oauth2: { client_id: 'c', client_secret: 's', url: 'http://[2002:a9fe:a9fe::]/token' } } },
         },
       });
-      assert.deepEqual(sixToFour.body, badRequest('body.callback.authorization.oauth2.url', 'host 2002:a9fe:a9fe:: is a loopback, private, link-local or reserved address'));
+      assert.deepEqual(sixToFour.body, badRequest('body.callback.authorization.oauth2.url', `host 2002:a9fe:a9fe:: is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`));
       const authorization = { oauth2: { client_id: 'c', client_secret: 's', url: 'http://10.0.0.5/token' } };
       const created = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback: { url: 'https://93.184.216.34/hook', authorization } } });
-      assert.deepEqual(created.body, badRequest('body.callback.authorization.oauth2.url', 'host 10.0.0.5 is a loopback, private, link-local or reserved address'));
+      assert.deepEqual(created.body, badRequest('body.callback.authorization.oauth2.url', `host 10.0.0.5 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`));
       const ok = await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-request', callback: { url: 'https://93.184.216.34/hook' } } });
       assert.equal(ok.status, 201, 'a public address is accepted (nothing is contacted when saving)');
       const moved = await api(t.url, 'PUT', `/v2/subscriptions/${ok.body._id}`, {
         token,
         body: { callback: { url: 'https://93.184.216.34/hook', authorization: { mtls: { twoFactor: authorization } } } },
       });
-      assert.deepEqual(moved.body, badRequest('body.callback.authorization.mtls.twoFactor.oauth2.url', 'host 10.0.0.5 is a loopback, private, link-local or reserved address'));
+      assert.deepEqual(moved.body, badRequest('body.callback.authorization.mtls.twoFactor.oauth2.url', `host 10.0.0.5 is a loopback, private, link-local or reserved address; ${LOCAL_DEVELOPMENT}`));
       const privateUpdate = await api(t.url, 'PUT', `/v2/subscriptions/${ok.body._id}`, { token, body: { callback: { url: 'http://127.0.0.2/' } } });
       assert.equal(privateUpdate.status, 400);
       assert.equal((await api(t.url, 'GET', `/v2/subscriptions/${ok.body._id}`, { token })).body.callback.url, 'https://93.184.216.34/hook');

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { embeddedIPv4, isPublicAddress, resolvePublicAddresses, ForbiddenAddressError } from '../../src/net/address-policy.js';
 import { checkCallbackUrl, CallbackUrlError, parseCallbackUrl } from '../../src/net/callback-url.js';
+import { createOutbound } from '../../src/worker/outbound/create-outbound.js';
 
 describe('address policy (SSRF guard)', () => {
   it('refuses loopback, private, CGNAT, link-local, metadata and reserved addresses', () => {
@@ -116,5 +117,25 @@ describe('address policy (SSRF guard)', () => {
     await assert.rejects(checkCallbackUrl('http://localhost/hook', false), CallbackUrlError);
     assert.ok(await checkCallbackUrl('http://127.0.0.1:9000/hook', true));
     assert.ok(await checkCallbackUrl('https://8.8.8.8/hook', false));
+  });
+
+  it('names the way forward for a local receiver, when saving and in the delivery log', async () => {
+    const wayForward = 'for local development, use `rewards listen --forward-to <url>`, or set CALLBACK_ALLOW_PRIVATE_NETWORKS=true on the service';
+    await assert.rejects(checkCallbackUrl('http://127.0.0.1:3000/webhooks', false), { message: `host 127.0.0.1 is a loopback, private, link-local or reserved address; ${wayForward}` });
+    await assert.rejects(checkCallbackUrl('http://localhost:3000/webhooks', false), { message: `host localhost is loopback; ${wayForward}` });
+    await assert.rejects(resolvePublicAddresses('localhost', false), (error: Error) => error.message.endsWith(`a loopback, private, link-local or reserved address; ${wayForward}`));
+    const outbound = createOutbound({ callbackTimeoutMs: 5000, callbackAllowPrivateNetworks: false, mtlsCertFile: undefined, mtlsKeyFile: undefined, mtlsCaFile: undefined });
+    try {
+      const attempt = (url: string) =>
+        outbound.deliverAttempt({ url, body: '{}', eventType: 'registered-requests', accountId: 'acc_test', msgId: 'ntf_0123456789', secrets: [`whsec_${Buffer.alloc(32, 7).toString('base64')}`] });
+      const literal = await attempt('http://127.0.0.1:3000/webhooks');
+      assert.equal(literal.ok, false);
+      assert.equal(literal.error, `refused to connect: 127.0.0.1 is a loopback, private, link-local or reserved address; ${wayForward}`);
+      const named = await attempt('http://localhost:3000/webhooks');
+      assert.match(named.error!, /^refused to connect: localhost resolves to (127\.0\.0\.1|::1), a loopback, private, link-local or reserved address; /);
+      assert.ok(named.error!.endsWith(wayForward), named.error);
+    } finally {
+      await outbound.close();
+    }
   });
 });

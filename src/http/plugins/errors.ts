@@ -6,6 +6,7 @@ import { DomainError, invalid, unavailable, type DomainErrorKind } from '../../d
 import { HttpProblem } from '../problem.js';
 import { explainSchemaErrors } from '../../schema-validation.js';
 import { unknownParameterMessage } from '../query-parameters.js';
+import { ROOT_INDEX, RouteTable } from '../not-found.js';
 
 /** Retry-After of a 503 while the database is away (a restart takes seconds). */
 export const DATABASE_RETRY_AFTER_S = 2;
@@ -122,7 +123,15 @@ export const errorsPlugin = fp(
       } else if (problem.status >= 500) request.log.error({ err: error }, 'request failed');
       return sendProblem(reply, problem);
     });
-    app.setNotFoundHandler((request, reply) => sendError(reply, new DomainError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`)));
+    // A request no route takes: `/` gets the index, any other path the route it most likely meant (not-found.ts).
+    const routes = new RouteTable();
+    app.addHook('onRoute', routes.collect);
+    app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?')[0]!;
+      if (path === '/' && (request.method === 'GET' || request.method === 'HEAD')) return reply.code(200).send(ROOT_INDEX);
+      const hint = routes.hint(request.method, path);
+      return sendError(reply, new DomainError('not_found', `no route for ${request.method} ${path}${hint ? `; ${hint}` : ''}`));
+    });
   },
   { name: 'errors' },
 );

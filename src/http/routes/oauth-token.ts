@@ -51,7 +51,10 @@ const TokenErrorSchema = Type.Object(
     description: 'an RFC 6749 §5.2 error',
     examples: [
       { error: 'invalid_client', error_description: 'the client id or secret is wrong; check both, or ask the operator for a new secret' },
-      { error: 'invalid_scope', error_description: 'scope not allowed for this client: admin' },
+      {
+        error: 'invalid_scope',
+        error_description: 'unknown scope: request:write (did you mean requests:write?); this client may ask for: subscriptions:read requests:write (space-separated)',
+      },
     ],
   },
 );
