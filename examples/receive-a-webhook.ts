@@ -76,7 +76,10 @@ async function main(): Promise<void> {
     // 3. A test send: a sample body of the contract's shape, signed like any notification.
     const sent = await api.POST('/v2/subscriptions/{subscriptionId}/test', { params: { path: { subscriptionId } } });
     if (!sent.data) throw new Error(`test send: ${JSON.stringify(sent.error)}`);
-    const call = await Promise.race([receiver.next, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no call within 15 s')), 15_000))]);
+    // Wait at most 15 s, and clear the timer once the call came: a pending timer keeps Node running.
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no call within 15 s')), 15_000)));
+    const call = await Promise.race([receiver.next, timeout]).finally(() => clearTimeout(timer));
     const headers = Object.fromEntries(Object.entries(call.headers).map(([name, value]) => [name, String(value)]));
     const payload = new Webhook(secret).verify(call.body, headers) as { id: string; rewardValue: number };
     console.log(

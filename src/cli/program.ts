@@ -17,6 +17,7 @@ import { openStorage } from '../storage/database.js';
 import { startServer, type Role } from '../server.js';
 import { iso } from '../domain/time.js';
 import { addListenCommand } from './listen.js';
+import { addDemoCommand } from './demo.js';
 
 /** The settings of this run (the configuration file under the environment) and the configuration they make. */
 interface Effective {
@@ -220,7 +221,8 @@ function buildProgram(io: CliIo): Command {
         return { kid, previous_keys_valid_until: iso(deps.clock() + deps.config.tokenTtlMs) };
       }),
     );
-  addListenCommand(program, io);
+  addListenCommand(program, io, effective);
+  addDemoCommand(program, io, effective);
   const configCommand = program.command('config').description('the settings the commands and the service read (docs/operators.md)');
   configCommand
     .command('show')

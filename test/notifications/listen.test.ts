@@ -252,7 +252,8 @@ describe('rewards listen: what it needs', () => {
   };
 
   it('says what to give when the deployment, the client or the URL is missing or wrong (exit 2)', async () => {
-    const noApi = await run(['--forward-to', 'http://localhost:3000/hooks'], { REWARDS_CLIENT_ID: 'cli_x', REWARDS_CLIENT_SECRET: 'x' });
+    // No --api-url: the local service of the configuration (PORT), where nothing answers here.
+    const noApi = await run(['--forward-to', 'http://localhost:3000/hooks'], { REWARDS_CLIENT_ID: 'cli_x', REWARDS_CLIENT_SECRET: 'x', PORT: '9' });
     assert.equal(noApi.code, 2);
     assert.match(noApi.err, /--api-url .*REWARDS_API_URL/);
     const noClient = await run(['--forward-to', 'http://localhost:3000/hooks', '--api-url', 'http://127.0.0.1:9']);
