@@ -31,20 +31,28 @@ export function useListFilters<N extends string>(path: string, names: readonly N
   };
 }
 
-export function FilterForm({ label, testid, onApply, children }: { label: string; testid: string; onApply: () => void; children: ComponentChildren }) {
+/**
+ * The filters behind a "Filters" disclosure, so that the rows come first: closed unless a filter is
+ * applied on a wide screen (a phone keeps it closed; its summary says how many are applied).
+ */
+export function FilterForm({ label, testid, onApply, applied, children }: { label: string; testid: string; onApply: () => void; applied: number; children: ComponentChildren }) {
+  const [open, setOpen] = useState(() => applied > 0 && window.matchMedia('(min-width: 600px)').matches);
   return (
-    <form
-      class="form inline filters"
-      role="search"
-      aria-label={label}
-      data-testid={testid}
-      onSubmit={(e) => {
-        e.preventDefault();
-        onApply();
-      }}
-    >
-      {children}
-    </form>
+    <details class="filters-box" open={open} onToggle={(e) => setOpen(e.currentTarget.open)} data-testid={`${testid}-box`}>
+      <summary data-testid={`${testid}-toggle`}>Filters{applied > 0 ? <span class="hint-inline"> · {applied} applied</span> : null}</summary>
+      <form
+        class="form inline filters"
+        role="search"
+        aria-label={label}
+        data-testid={testid}
+        onSubmit={(e) => {
+          e.preventDefault();
+          onApply();
+        }}
+      >
+        {children}
+      </form>
+    </details>
   );
 }
 

@@ -4,7 +4,6 @@ import { useStore, session, signOut, can, isOperator, actingAccount, actFor, typ
 import { route, href } from './router';
 import { SignIn, consumeLinkFragment } from './pages/sign-in';
 import { Overview } from './pages/overview';
-import { SubscriptionList, SubscriptionPage, NewSubscription } from './pages/subscriptions';
 import { Deliveries, DeliveryPage } from './pages/deliveries';
 import { RequestSearch, RequestTimeline } from './pages/requests';
 import { AccountSwitcher } from './pages/account-switcher';
@@ -12,13 +11,18 @@ import { Loading, Problem, useAsync } from './ui';
 
 type OperatorPages = typeof import('./pages/operator');
 const operatorPages = () => import('./pages/operator');
+type SubscriptionPages = typeof import('./pages/subscription-pages');
+const subscriptionPages = () => import('./pages/subscription-pages');
 
-/** An operator page, rendered once its chunk is in (it is fetched once, then cached by the browser and the module map). */
-function OperatorPage({ render }: { render: (pages: OperatorPages) => ComponentChildren }) {
-  const pages = useAsync(operatorPages, []);
+/** A page of a chunk loaded on demand, rendered once the chunk is in (it is fetched once, then cached by the browser and the module map). */
+function ChunkPage<T>({ load, render }: { load: () => Promise<T>; render: (pages: T) => ComponentChildren }) {
+  const pages = useAsync(load, []);
   if (pages.data) return <>{render(pages.data)}</>;
   return pages.error ? <Problem problem={pages.error} /> : <Loading label="Loading the page…" />;
 }
+
+const OperatorPage = ({ render }: { render: (pages: OperatorPages) => ComponentChildren }) => <ChunkPage load={operatorPages} render={render} />;
+const SubscriptionsPage = ({ render }: { render: (pages: SubscriptionPages) => ComponentChildren }) => <ChunkPage load={subscriptionPages} render={render} />;
 
 interface NavItem {
   path: string;
@@ -45,8 +49,7 @@ function Page({ path }: { path: string }) {
   const [first, second, third] = parts;
   if (!first) return can('subscriptions:read') ? <Overview /> : <Forbidden />;
   if (first === 'subscriptions' && can('subscriptions:read')) {
-    if (second === 'new') return <NewSubscription />;
-    return second ? <SubscriptionPage id={second} /> : <SubscriptionList />;
+    return <SubscriptionsPage render={(p) => (second === 'new' ? <p.NewSubscription /> : second ? <p.SubscriptionPage id={second} /> : <p.SubscriptionList />)} />;
   }
   if (first === 'deliveries' && can('subscriptions:read')) return second ? <DeliveryPage id={second} /> : <Deliveries />;
   if (first === 'requests' && can('requests:read')) return second ? <RequestTimeline id={second} /> : <RequestSearch />;
@@ -74,6 +77,26 @@ function Forbidden() {
   );
 }
 
+/**
+ * Who is signed in, by name: the account's name, then (on a wide screen) the client or console link
+ * and the account's id; every id is in the tooltip. An operator acting for another account sees
+ * that account's name in the "Acting for" select beside it.
+ */
+function Who({ current }: { current: Session }) {
+  const client = current.via === 'link' ? 'console link' : `client ${current.clientId}`;
+  const ids = `account ${current.accountId} · ${client}`;
+  return (
+    <span class="who" data-testid="signed-in-as" title={ids}>
+      <strong class="who-name" data-testid="who-account">
+        {current.accountName ?? current.accountId}
+      </strong>
+      <span class="who-ids wide-only" data-testid="signed-in-ids">
+        {ids}
+      </span>
+    </span>
+  );
+}
+
 function Shell({ current }: { current: Session }) {
   const { path } = useStore(route);
   const acting = useStore(actingAccount);
@@ -98,10 +121,10 @@ function Shell({ current }: { current: Session }) {
         Skip to content
       </a>
       <header class="topbar">
-        <span class="brand">Rewards console</span>
-        <span class="who" data-testid="signed-in-as">
-          {current.via === 'link' ? 'Console link' : current.clientId} · account <code>{acting ?? current.accountId}</code>
+        <span class="brand">
+          Rewards<span class="wide-only"> console</span>
         </span>
+        <Who current={current} />
         {isOperator() ? <AccountSwitcher acting={acting} onChange={actFor} own={current.accountId} /> : null}
         <button type="button" class="secondary" data-testid="sign-out" onClick={() => signOut()}>
           Sign out

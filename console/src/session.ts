@@ -36,6 +36,8 @@ export interface Session {
   expiresAt: number;
   clientId: string;
   accountId: string;
+  /** The account's name (GET /v2/me); absent in a session stored before the API said it. */
+  accountName?: string;
   scopes: string[];
   /** How the token was obtained: shown in the header. */
   via: 'client' | 'link';

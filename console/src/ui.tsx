@@ -292,10 +292,18 @@ function utc(value: string, { ms = false }: { ms?: boolean } = {}): string {
  * it can be matched with a payload or a receiver's log. `ms` for a request's steps, which are often
  * within one second.
  */
-export function When({ at, ms = false }: { at: string | null | undefined; ms?: boolean }) {
+export function When({ at, ms = false, compact = false }: { at: string | null | undefined; ms?: boolean; compact?: boolean }) {
   if (!at) return <>—</>;
   const date = new Date(at);
   if (Number.isNaN(date.getTime())) return <>{at}</>;
+  // In a one-line row (the delivery log): how long ago, the exact UTC time in its tooltip and read out.
+  if (compact)
+    return (
+      <time dateTime={date.toISOString()} class="when" title={utc(at, { ms })}>
+        {relativeTime(date.getTime())}
+        <span class="sr-only"> ({utc(at, { ms })})</span>
+      </time>
+    );
   return (
     <time dateTime={date.toISOString()} class="when">
       {relativeTime(date.getTime())} <span class="utc">{utc(at, { ms })}</span>

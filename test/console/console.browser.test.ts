@@ -15,6 +15,7 @@ import { CHROMIUM, chromiumAvailable, launchBrowser, seriousAccessibilityViolati
 import { testDialects } from '../support/databases.js';
 import { tenantWithExperience } from '../support/experiences.js';
 import { eventually } from '../support/notifications.js';
+import { insertNotifications, newNotificationRow } from '../../src/storage/repositories/notifications.js';
 import { gate, startHttpReceiver, type Receiver } from '../support/receivers.js';
 import { waitForStatus } from '../support/requests.js';
 import { api, startTestApp, type ClientCredentials, type TestApp } from '../support/test-app.js';
@@ -99,12 +100,25 @@ for (const dialect of testDialects()) {
       await page.getByTestId('sign-out').waitFor();
     };
 
-    /** The page has no serious or critical axe violation and does not scroll sideways on a phone; on SQLite its screenshot is kept. */
+    /** The page has no serious or critical axe violation at 1280 px nor on a phone, and does not scroll sideways on one; on SQLite its screenshot is kept. */
     const checkPage = async (page: Page, name: string) => {
       await page.waitForLoadState('networkidle');
       assert.deepEqual(await seriousAccessibilityViolations(page), [], `axe on ${name}`);
       assert.deepEqual(await sidewaysOverflow(page), [], `${name} at 390 px`);
+      const wide = page.viewportSize();
+      await page.setViewportSize({ width: 390, height: 844 });
+      try {
+        assert.deepEqual(await seriousAccessibilityViolations(page), [], `axe on ${name} at 390 px`);
+      } finally {
+        if (wide) await page.setViewportSize(wide);
+      }
       if (dialect === 'sqlite') await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    };
+
+    /** Opens a list page's "Filters" disclosure (closed on arrival unless a filter is applied). */
+    const openFilters = async (page: Page, testid: string) => {
+      if ((await page.getByTestId(`${testid}-box`).getAttribute('open')) === null) await page.getByTestId(`${testid}-toggle`).click();
+      await page.getByTestId(testid).waitFor();
     };
 
     /** A client account with the `summer` experience and a full-scope token. */
@@ -363,7 +377,7 @@ for (const dialect of testDialects()) {
       await signIn(page, client);
       await page.getByTestId('delivery-row').first().waitFor();
       assert.equal(await page.getByTestId('delivery-row').count(), 3);
-      await checkPage(page, 'deliveries');
+      await checkPage(page, 'deliveries-filtered');
       await page.goto(`${t.url}/console/deliveries/${failed[0].id}`);
       await page.getByTestId('attempt').first().waitFor();
       assert.equal(await page.getByTestId('attempt').count(), 2);
@@ -411,6 +425,13 @@ for (const dialect of testDialects()) {
       assert.equal((await card.getByTestId('pending').textContent())?.trim(), '0');
       assert.match((await card.getByTestId('success-rate').textContent()) ?? '', /of 9/, 'the rate says it counts attempts: 2 × 3 failed, then 3 that succeeded');
       assert.equal(await card.getByTestId('health-chart').getAttribute('data-buckets'), '24', '24 hours in hours');
+      // Labelled axes: the busiest bucket's count, the slowest p50, the time (UTC) at the start, middle and end; a dot per bucket with a latency.
+      const ticks = await card.getByTestId('time-tick').allTextContents();
+      assert.equal(ticks.length, 3);
+      for (const at of ticks) assert.match(at, /^\d\d:\d\d$/);
+      assert.match((await card.getByTestId('y-max').textContent()) ?? '', /^\d+$/);
+      assert.match((await card.getByTestId('latency-max').textContent()) ?? '', / ms$/);
+      assert.ok((await card.getByTestId('latency-point').count()) >= 1, 'the latency is drawn');
       await checkPage(page, 'overview');
       await card.getByTestId('failed').getByRole('link').click();
       await page.getByTestId('no-deliveries').waitFor();
@@ -423,6 +444,7 @@ for (const dialect of testDialects()) {
       await page.goto(`${t.url}/console/deliveries`);
       await page.getByTestId('delivery-row').first().waitFor();
       assert.ok(((await page.getByTestId('delivery-table').textContent()) ?? '').includes(`${flaky.url}/r`), 'the endpoint column');
+      await openFilters(page, 'delivery-filters');
       await page.getByTestId('filter-subscription').selectOption(sub._id);
       await page.getByTestId('filter-event').selectOption('processed-requests');
       await page.getByTestId('apply-filters').click();
@@ -458,6 +480,97 @@ for (const dialect of testDialects()) {
       assert.equal((await page.getByTestId('retry-after').textContent())?.trim(), 'Receiver asked to wait 120 s (Retry-After: 120)');
       assert.equal(await page.getByTestId('next-attempt').locator('time').getAttribute('datetime'), waiting.nextAttemptAt);
       assert.ok(((await page.getByTestId('next-attempt').textContent()) ?? '').includes(`${waiting.nextAttemptAt.slice(0, 19).replace('T', ' ')} UTC`), 'the exact time in UTC');
+      await page.close();
+    });
+
+    it('the delivery log: one line per row, 15 rows on a laptop screen, listen copies apart and said for what they are; names in the header; a phone sees rows at once', async () => {
+      const name = `Lojas Exemplo ${Date.now()}`;
+      const client = await t.createClientAccount(name);
+      const token = await t.token(client);
+      const longUrl = 'http://127.0.0.1:9/registered-requests/a-rather-long-path/that-goes-on-and-on/until-it-cannot-fit';
+      const sub = (await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', description: 'Orders', callback: { url: longUrl } } })).body;
+      // 20 notifications to the subscription and, for each, a copy for a `rewards listen` session: the log as a developer who listened has it.
+      const session = 'lsn_01consolelisten0000000000';
+      const now = Date.now() - 60_000;
+      const rows = [];
+      for (let i = 0; i < 20; i++) {
+        const request = `req_01console${String(i).padStart(14, '0')}`;
+        rows.push(newNotificationRow({ accountId: client.accountId, requestId: request, subscriptionId: sub._id, event: 'registered-requests', url: longUrl, payload: '{}' }, now + i * 10));
+        // A copy is never due (docs/delivery.md, "Listen copies"): only its session's CLI takes it.
+        const copy = newNotificationRow(
+          { accountId: client.accountId, requestId: request, subscriptionId: null, event: 'registered-requests', url: `listen:${session}`, payload: '{}' },
+          now + i * 10 + 1,
+        );
+        rows.push({ ...copy, run_at: null });
+      }
+      await insertNotifications(t.deps.db, rows);
+
+      const page = await open('/console/deliveries');
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await signIn(page, client);
+      // The header names the account; its id and the client's are in the tooltip and, on a wide screen, beside it.
+      assert.equal((await page.getByTestId('who-account').textContent())?.trim(), name);
+      const who = (await page.getByTestId('signed-in-as').getAttribute('title')) ?? '';
+      assert.ok(who.includes(client.accountId) && who.includes(client.clientId), who);
+      assert.ok(await page.getByTestId('signed-in-ids').isVisible());
+
+      // By default the listen copies are left out: 20 rows, each of one line.
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid=delivery-row]').length === 20);
+      assert.equal(await page.locator('[data-testid=delivery-row][data-listen]').count(), 0, 'no listen copy among the deliveries');
+      const boxes = await page.getByTestId('delivery-row').evaluateAll((trs) => trs.map((tr) => tr.getBoundingClientRect()).map((r) => ({ top: r.top, bottom: r.bottom, height: r.height })));
+      for (const box of boxes) assert.ok(box.height < 40, `a row is one line (${box.height} px)`);
+      const seen = boxes.filter((box) => box.bottom <= 800).length;
+      assert.ok(seen >= 15, `at least 15 rows on a 1280 × 800 screen, not ${seen}`);
+      // A long URL is cut with an ellipsis, whole in its tooltip; it does not break mid-word.
+      const endpoint = page.getByTestId('delivery-endpoint').first();
+      assert.equal(await endpoint.getAttribute('title'), longUrl);
+      const cut = await endpoint.evaluate((td) => {
+        const style = getComputedStyle(td);
+        return { overflow: style.textOverflow, wrap: style.whiteSpace, cut: td.scrollWidth > td.clientWidth };
+      });
+      assert.deepEqual(cut, { overflow: 'ellipsis', wrap: 'nowrap', cut: true });
+      await checkPage(page, 'deliveries');
+
+      // The filter shows them alone, each said to be a copy.
+      await openFilters(page, 'delivery-filters');
+      await page.getByTestId('filter-listen').selectOption('only');
+      await page.getByTestId('apply-filters').click();
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid=delivery-row][data-listen]').length === 20);
+      assert.equal(await page.getByTestId('delivery-row').count(), 20);
+      assert.match(page.url(), /listen=only/);
+      assert.match((await page.getByTestId('delivery-endpoint').first().textContent()) ?? '', new RegExp(`listen copy.*${session}`));
+
+      // A copy's page says what it is and offers no retry (the API answers 409 to one).
+      await page.getByTestId('delivery-row').first().getByRole('link').first().click();
+      await page.getByTestId('listen-copy').waitFor();
+      assert.equal(await page.getByRole('heading', { level: 1 }).textContent(), 'Listen copy');
+      const said = (await page.getByTestId('listen-copy').textContent()) ?? '';
+      assert.match(said, /rewards listen/);
+      assert.ok(said.includes(session), said);
+      assert.doesNotMatch((await page.getByTestId('delivery-page').textContent()) ?? '', /own callback URL/);
+      assert.equal(await page.getByTestId('retry').count(), 0, 'no Retry now');
+      assert.match((await page.getByTestId('next-attempt').textContent()) ?? '', /waits for the rewards listen CLI/);
+      await checkPage(page, 'delivery-listen-copy');
+
+      // A phone: the header and the menu take little height, and the first row shows without scrolling.
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.goto(`${t.url}/console/deliveries`);
+      await page.getByTestId('delivery-row').first().waitFor();
+      const chrome = await page.evaluate(() => {
+        const header = document.querySelector('header')!.getBoundingClientRect();
+        const nav = document.querySelector('nav[aria-label=Console]')!.getBoundingClientRect();
+        return Math.max(header.bottom, nav.bottom) - Math.min(header.top, nav.top);
+      });
+      assert.ok(chrome < 120, `header and menu take ${chrome} px of 844`);
+      assert.equal(await page.getByTestId('signed-in-ids').isVisible(), false, 'the ids stay in the tooltip on a phone');
+      assert.ok(await page.getByTestId('who-account').isVisible());
+      const first = (await page.getByTestId('delivery-row').first().boundingBox())!;
+      assert.ok(first.y >= 0 && first.y + first.height <= 844, `the first row is on screen (${first.y}–${first.y + first.height})`);
+      assert.equal(await page.evaluate(() => window.scrollY), 0);
+      assert.equal(await page.getByTestId('filter-listen').isVisible(), false, 'the filters are folded away');
+      await page.getByTestId('nav-requests').click();
+      await page.getByRole('heading', { name: 'Requests', level: 1 }).waitFor();
+      assert.equal(await page.getByTestId('filter-request-status').isVisible(), false);
       await page.close();
     });
 
@@ -524,6 +637,7 @@ for (const dialect of testDialects()) {
       // The account's requests, newest first, filtered by status and experience.
       await page.locator(`[data-testid=request-row][data-request-id="${id}"]`).waitFor();
       await checkPage(page, 'requests');
+      await openFilters(page, 'request-filters');
       await page.getByTestId('filter-request-status').selectOption('rejected');
       await page.getByTestId('apply-request-filters').click();
       await page.getByTestId('no-requests').waitFor();
@@ -535,7 +649,14 @@ for (const dialect of testDialects()) {
       await page.getByTestId('request-id').fill(id);
       await page.getByTestId('find-request').click();
       // The parts load on their own (request, events, notifications): wait for each.
-      for (const expected of [/Registered/, /Processed/, /em-rota-de-entrega/, /registered-requests/, /processed-requests/, /Attempt 1 of processed-requests: succeeded/]) {
+      for (const expected of [
+        /Registered/,
+        /Processed/,
+        /em-rota-de-entrega/,
+        /registered-requests/,
+        /processed-requests/,
+        new RegExp(`Attempt 1 of processed-requests to ${new URL(ok.url).host}/p: succeeded`),
+      ]) {
         await page.getByTestId('timeline').getByText(expected).first().waitFor();
       }
       assert.ok((await page.getByTestId('timeline-entry').count()) >= 5);

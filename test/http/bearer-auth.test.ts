@@ -37,7 +37,7 @@ for (const dialect of testDialects()) {
       for (const version of ['v1', 'v2']) {
         const response = await api(t.url, 'GET', `/${version}/me`, { token });
         assert.equal(response.status, 200);
-        assert.deepEqual(response.body, { clientId: client.clientId, accountId: client.accountId, scopes: ['requests:read'] });
+        assert.deepEqual(response.body, { clientId: client.clientId, accountId: client.accountId, accountName: 'bearer-co', scopes: ['requests:read'] });
       }
     });
 

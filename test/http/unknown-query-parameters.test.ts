@@ -115,7 +115,7 @@ for (const dialect of testDialects()) {
       assert.deepEqual(response.body.errors, [
         { path: 'querystring.stauts', message: 'is not a known parameter; did you mean status?' },
         { path: 'querystring.subscription', message: 'is not a known parameter; did you mean subscriptionId?' },
-        { path: 'querystring.page', message: 'is not a known parameter; this route takes requestId, subscriptionId, status, event, since, until, limit, cursor, accountId' },
+        { path: 'querystring.page', message: 'is not a known parameter; this route takes requestId, subscriptionId, status, event, since, until, listen, limit, cursor, accountId' },
       ]);
       assert.equal(response.body.detail, 'request querystring is invalid: querystring.stauts, querystring.subscription and querystring.page are not known parameters');
     });

@@ -167,6 +167,38 @@ for (const dialect of testDialects()) {
       assert.equal(await countNotifications(t.deps.db, { accountId: a.accountId, subscriptionId: 'sub_x', status: 'pending' }), 3);
     });
 
+    it('lists, leaves out or lists alone the copies forwarded by rewards listen (listen=include|exclude|only; include when absent)', async () => {
+      const c = await t.createClientAccount();
+      const cToken = await t.token(c);
+      const made = [0, 1, 2, 3].map((i) => ({
+        ...row(c.accountId, { at: t0 + i * 1000, sub: i % 2 === 0 ? 'sub_x' : null, request: 'req_listen_1' }),
+        ...(i % 2 === 1 ? { url: 'listen:lsn_filters' } : {}),
+      }));
+      await insertNotifications(t.deps.db, made);
+      const ids = async (query: string) => {
+        const response = await api(t.url, 'GET', `/v2/notifications?limit=200&${query}`, { token: cToken });
+        assert.equal(response.status, 200, `${query}: ${JSON.stringify(response.body)}`);
+        return (response.body.data as Array<{ id: string }>).map((n) => n.id);
+      };
+      const newestFirst = (keep: (url: string) => boolean) =>
+        made
+          .filter((r) => keep(r.url))
+          .map((r) => r.id)
+          .reverse();
+      const all = newestFirst(() => true);
+      const copies = newestFirst((url) => url.startsWith('listen:'));
+      const real = newestFirst((url) => !url.startsWith('listen:'));
+      assert.deepEqual(await ids(''), all, 'absent: listed with the others, as before the parameter');
+      assert.deepEqual(await ids('listen=include'), all);
+      assert.deepEqual(await ids('listen=exclude'), real);
+      assert.deepEqual(await ids('listen=only'), copies);
+      assert.deepEqual(await ids('listen=exclude&requestId=req_listen_1'), real, 'with a request, read by another index');
+      assert.deepEqual(await ids('listen=only&requestId=req_listen_1'), copies);
+      const bad = await api(t.url, 'GET', '/v2/notifications?listen=no', { token: cToken });
+      assert.equal(bad.status, 400);
+      assert.equal(bad.body.errors?.[0]?.path, 'querystring.listen');
+    });
+
     it('answers 400 naming the member for an unknown event, a date that is not RFC 3339 and since after until', async () => {
       for (const [query, path] of [
         ['event=registered-request', 'querystring.event'],

@@ -403,7 +403,7 @@ export interface paths {
         };
         /**
          * The authenticated client, its account and scopes
-         * @description Who the bearer token speaks for: the client id, its account and the scopes the token carries (the `admin` scope marks the operator). The delivery rules in effect are at GET /delivery-policy.
+         * @description Who the bearer token speaks for: the client id, its account (id and name) and the scopes the token carries (the `admin` scope marks the operator). The delivery rules in effect are at GET /delivery-policy.
          */
         get: operations["getMeV1"];
         put?: never;
@@ -423,7 +423,7 @@ export interface paths {
         };
         /**
          * The delivery log, newest first, with cursor paging
-         * @description Every notification sent or to be sent to the account's callbacks (test sends included, with `"test": true`), newest first, filtered by `subscriptionId`, `requestId`, `status`, `event` and a range of creation times (`since` inclusive, `until` exclusive), in any combination; page with `limit` and the `nextCursor` of the previous page as `cursor`. `?subscriptionId=…&status=pending` and `…&status=failed` list exactly the notifications that GET /subscriptions/{id}/stats counts as `pending` and `failed`.
+         * @description Every notification sent or to be sent to the account's callbacks (test sends included, with `"test": true`), newest first, filtered by `subscriptionId`, `requestId`, `status`, `event`, `listen` (the copies forwarded by `rewards listen`: `include` by default, `exclude`, `only`) and a range of creation times (`since` inclusive, `until` exclusive), in any combination; page with `limit` and the `nextCursor` of the previous page as `cursor`. `?subscriptionId=…&status=pending` and `…&status=failed` list exactly the notifications that GET /subscriptions/{id}/stats counts as `pending` and `failed`.
          */
         get: operations["listNotificationsV1"];
         put?: never;
@@ -1075,7 +1075,7 @@ export interface paths {
         };
         /**
          * The authenticated client, its account and scopes
-         * @description Who the bearer token speaks for: the client id, its account and the scopes the token carries (the `admin` scope marks the operator). The delivery rules in effect are at GET /delivery-policy.
+         * @description Who the bearer token speaks for: the client id, its account (id and name) and the scopes the token carries (the `admin` scope marks the operator). The delivery rules in effect are at GET /delivery-policy.
          */
         get: operations["getMe"];
         put?: never;
@@ -1095,7 +1095,7 @@ export interface paths {
         };
         /**
          * The delivery log, newest first, with cursor paging
-         * @description Every notification sent or to be sent to the account's callbacks (test sends included, with `"test": true`), newest first, filtered by `subscriptionId`, `requestId`, `status`, `event` and a range of creation times (`since` inclusive, `until` exclusive), in any combination; page with `limit` and the `nextCursor` of the previous page as `cursor`. `?subscriptionId=…&status=pending` and `…&status=failed` list exactly the notifications that GET /subscriptions/{id}/stats counts as `pending` and `failed`.
+         * @description Every notification sent or to be sent to the account's callbacks (test sends included, with `"test": true`), newest first, filtered by `subscriptionId`, `requestId`, `status`, `event`, `listen` (the copies forwarded by `rewards listen`: `include` by default, `exclude`, `only`) and a range of creation times (`since` inclusive, `until` exclusive), in any combination; page with `limit` and the `nextCursor` of the previous page as `cursor`. `?subscriptionId=…&status=pending` and `…&status=failed` list exactly the notifications that GET /subscriptions/{id}/stats counts as `pending` and `failed`.
          */
         get: operations["listNotifications"];
         put?: never;
@@ -2636,6 +2636,7 @@ export interface components {
          * @example {
          *       "clientId": "cli_01j9z3k8w0a1b2c3d4e5f6g7h8",
          *       "accountId": "acc_01j9z3k8w0a1b2c3d4e5f6g7h8",
+         *       "accountName": "Acme Shop",
          *       "scopes": [
          *         "subscriptions:read",
          *         "subscriptions:write"
@@ -2644,6 +2645,8 @@ export interface components {
          */
         Me: {
             accountId: string;
+            /** @description the account's name, as the operator gave it */
+            accountName: string;
             clientId: string;
             scopes: string[];
         };
@@ -3510,7 +3513,7 @@ export interface components {
          *     }
          * @example {
          *       "error": "invalid_scope",
-         *       "error_description": "scope not allowed for this client: admin"
+         *       "error_description": "unknown scope: request:write (did you mean requests:write?); this client may ask for: subscriptions:read requests:write (space-separated)"
          *     }
          */
         TokenError: {
@@ -5630,6 +5633,8 @@ export interface operations {
                 cursor?: string;
                 event?: "registered-requests" | "processed-requests" | "disabled-subscriptions" | "failed-notifications";
                 limit?: number;
+                /** @description the copies forwarded by `rewards listen` (url `listen:<session id>`): listed with the others (`include`, the default), left out (`exclude`) or alone (`only`) */
+                listen?: "include" | "exclude" | "only";
                 /** @description only the notifications of this request */
                 requestId?: string;
                 /** @description RFC 3339 date-time with an offset (`Z`, or `%2B02:00` in a query string, where a bare `+` reads as a space): only those created at or after it */
@@ -9251,6 +9256,8 @@ export interface operations {
                 cursor?: string;
                 event?: "registered-requests" | "processed-requests" | "disabled-subscriptions" | "failed-notifications";
                 limit?: number;
+                /** @description the copies forwarded by `rewards listen` (url `listen:<session id>`): listed with the others (`include`, the default), left out (`exclude`) or alone (`only`) */
+                listen?: "include" | "exclude" | "only";
                 /** @description only the notifications of this request */
                 requestId?: string;
                 /** @description RFC 3339 date-time with an offset (`Z`, or `%2B02:00` in a query string, where a bare `+` reads as a space): only those created at or after it */

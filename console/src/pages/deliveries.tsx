@@ -12,7 +12,22 @@ export function statusBadge(status: string) {
   return <Badge kind={status === 'succeeded' ? 'ok' : status === 'failed' ? 'failed' : 'pending'}>{status}</Badge>;
 }
 
-const FILTERS = ['status', 'subscriptionId', 'event', 'since', 'until', 'requestId'] as const;
+const FILTERS = ['status', 'subscriptionId', 'event', 'since', 'until', 'requestId', 'listen'] as const;
+
+/** A copy forwarded by `rewards listen` (docs/delivery.md, "Listen copies"): its url is `listen:<session id>`. */
+const LISTEN = 'listen:';
+const isListenCopy = (url: string) => url.startsWith(LISTEN);
+
+/** Where a notification went, in a few words: host and path of its URL, or the `rewards listen` session it is a copy for. */
+export function endpointName(url: string): string {
+  if (isListenCopy(url)) return `rewards listen session ${url.slice(LISTEN.length)}`;
+  try {
+    const parsed = new URL(url);
+    return `${parsed.host}${parsed.pathname === '/' ? '' : parsed.pathname}`;
+  } catch {
+    return url;
+  }
+}
 
 /** The event filter's options: one per event the API knows (a missing or unknown one is a type error). */
 const EVENT_OPTIONS: Record<NotificationEvent, string> = {
@@ -50,6 +65,8 @@ export function Deliveries() {
               ...(filters.since ? { since: filters.since } : {}),
               ...(filters.until ? { until: filters.until } : {}),
               ...(filters.requestId ? { requestId: filters.requestId } : {}),
+              // The copies forwarded by `rewards listen` are left out unless asked for: they would double the rows.
+              listen: filters.listen === 'include' || filters.listen === 'only' ? filters.listen : 'exclude',
               ...(cursor ? { cursor } : {}),
             },
           },
@@ -64,7 +81,7 @@ export function Deliveries() {
   return (
     <section>
       <h1>Deliveries</h1>
-      <FilterForm label="Filter deliveries" testid="delivery-filters" onApply={list.apply}>
+      <FilterForm label="Filter deliveries" testid="delivery-filters" onApply={list.apply} applied={Object.values(filters).filter(Boolean).length}>
         <Select
           label="Status"
           value={draft.status}
@@ -101,6 +118,18 @@ export function Deliveries() {
         <Field label="Created since (UTC)" type="datetime-local" value={draft.since} onValue={edit('since')} error={problem?.field('querystring.since')} data-testid="filter-since" />
         <Field label="Created before (UTC)" type="datetime-local" value={draft.until} onValue={edit('until')} error={problem?.field('querystring.until')} data-testid="filter-until" />
         <Field label="Request id" value={draft.requestId} onValue={edit('requestId', (v) => v.trim())} error={problem?.field('querystring.requestId')} data-testid="filter-request" />
+        <Select
+          label="Listen copies"
+          value={draft.listen}
+          onValue={edit('listen')}
+          options={[
+            ['', 'Hidden'],
+            ['include', 'Shown with the others'],
+            ['only', 'Only them'],
+          ]}
+          error={problem?.field('querystring.listen')}
+          data-testid="filter-listen"
+        />
         <button type="submit" data-testid="apply-filters">
           Filter
         </button>
@@ -124,49 +153,81 @@ export function Deliveries() {
   );
 }
 
+/**
+ * One line per notification: each cell holds one line, cut with an ellipsis, the whole value in its
+ * tooltip (`title`) and on the delivery's page, which the time links to.
+ */
 function NotificationTable({ rows }: { rows: Notification[] }) {
   return (
-    <table data-testid="delivery-table">
+    <table class="log" data-testid="delivery-table">
       <caption class="sr-only">Notifications, newest first</caption>
       <thead>
         <tr>
-          <th scope="col">Created</th>
-          <th scope="col">Event</th>
-          <th scope="col">Endpoint</th>
-          <th scope="col">Status</th>
-          <th scope="col">Attempts</th>
-          <th scope="col">Last answer</th>
-          <th scope="col">Request</th>
+          <th scope="col" class="c-created">
+            Created
+          </th>
+          <th scope="col" class="c-event">
+            Event
+          </th>
+          <th scope="col" class="c-endpoint">
+            Endpoint
+          </th>
+          <th scope="col" class="c-status">
+            Status
+          </th>
+          <th scope="col" class="c-attempts">
+            Attempts
+          </th>
+          <th scope="col" class="c-answer">
+            Last answer
+          </th>
+          <th scope="col" class="c-request">
+            Request
+          </th>
         </tr>
       </thead>
       <tbody>
-        {rows.map((n) => (
-          <tr key={n.id} data-testid="delivery-row" data-notification-id={n.id}>
-            <td>
-              <a href={href(`/deliveries/${encodeURIComponent(n.id)}`)}>
-                <When at={n.createdAt} />
-              </a>
-            </td>
-            <td>
-              <code>{n.event}</code> {n.test ? <Badge kind="test">test</Badge> : null}
-            </td>
-            <td class="url">{n.subscriptionId ? <a href={href(`/subscriptions/${encodeURIComponent(n.subscriptionId)}`)}>{n.url}</a> : n.url}</td>
-            <td>
-              {statusBadge(n.status)}
-              {n.waitingFor ? (
-                <span class="hint" data-testid="held">
-                  {' '}
-                  held: waits for <a href={href(`/deliveries/${encodeURIComponent(n.waitingFor)}`)}>registered-requests</a>
-                </span>
-              ) : null}
-            </td>
-            <td>{n.attemptCount}</td>
-            <td>{n.lastStatusCode !== null ? `HTTP ${n.lastStatusCode}` : (n.lastError ?? '—')}</td>
-            <td>
-              <RequestOf requestId={n.requestId} test={n.test} />
-            </td>
-          </tr>
-        ))}
+        {rows.map((n) => {
+          const answer = n.lastStatusCode !== null ? `HTTP ${n.lastStatusCode}` : (n.lastError ?? '—');
+          const listen = isListenCopy(n.url);
+          return (
+            <tr key={n.id} data-testid="delivery-row" data-notification-id={n.id} data-listen={listen ? 'true' : undefined}>
+              <td>
+                <a href={href(`/deliveries/${encodeURIComponent(n.id)}`)}>
+                  <When at={n.createdAt} compact />
+                </a>
+              </td>
+              <td title={n.event}>
+                {n.test ? <Badge kind="test">test</Badge> : null} <code>{n.event}</code>
+              </td>
+              <td title={n.url} data-testid="delivery-endpoint">
+                {listen ? (
+                  <>
+                    <Badge kind="off">listen copy</Badge> {n.url.slice(LISTEN.length)}
+                  </>
+                ) : n.subscriptionId ? (
+                  <a href={href(`/subscriptions/${encodeURIComponent(n.subscriptionId)}`)}>{n.url}</a>
+                ) : (
+                  n.url
+                )}
+              </td>
+              <td title={n.waitingFor ? `${n.status}, held: waits for its registered-requests ${n.waitingFor}` : n.status}>
+                {statusBadge(n.status)}
+                {n.waitingFor ? (
+                  <span class="hint-inline" data-testid="held">
+                    {' '}
+                    held: waits for <a href={href(`/deliveries/${encodeURIComponent(n.waitingFor)}`)}>registered-requests</a>
+                  </span>
+                ) : null}
+              </td>
+              <td>{n.attemptCount}</td>
+              <td title={answer}>{answer}</td>
+              <td title={n.requestId ?? undefined}>
+                <RequestOf requestId={n.requestId} test={n.test} />
+              </td>
+            </tr>
+          );
+        })}
       </tbody>
     </table>
   );
@@ -268,13 +329,14 @@ export function DeliveryPage({ id }: { id: string }) {
       </section>
     );
   const d = n.data;
+  const listen = isListenCopy(d.url);
   return (
     <section data-testid="delivery-page">
       <p class="crumbs">
         <a href={href('/deliveries')}>Deliveries</a> /
       </p>
       <div class="title-row">
-        <h1>Delivery {d.test ? '(test)' : ''}</h1>
+        <h1>{listen ? 'Listen copy' : `Delivery${d.test ? ' (test)' : ''}`}</h1>
         {statusBadge(d.status)}
       </div>
       <dl class="facts">
@@ -286,14 +348,31 @@ export function DeliveryPage({ id }: { id: string }) {
         <dd>
           <code>{d.event}</code>
         </dd>
-        <dt>URL</dt>
-        <dd class="url">{d.url}</dd>
+        {listen ? (
+          <>
+            <dt>Sent to</dt>
+            <dd data-testid="listen-copy">
+              a copy for the <code>rewards listen</code> session <code>{d.url.slice(LISTEN.length)}</code>: the CLI of that session forwards it to the developer's machine and reports the answer. The
+              service never sends it, so it cannot be retried here: retry <a href={href('/deliveries', d.requestId ? { requestId: d.requestId } : {})}>the notification sent to the receiver</a>{' '}
+              instead.
+            </dd>
+          </>
+        ) : (
+          <>
+            <dt>URL</dt>
+            <dd class="url">{d.url}</dd>
+          </>
+        )}
         <dt>Request</dt>
         <dd>
           <RequestOf requestId={d.requestId} test={d.test} />
         </dd>
-        <dt>Subscription</dt>
-        <dd>{d.subscriptionId ? <a href={href(`/subscriptions/${encodeURIComponent(d.subscriptionId)}`)}>{d.subscriptionId}</a> : "the request's own callback URL"}</dd>
+        {listen ? null : (
+          <>
+            <dt>Subscription</dt>
+            <dd>{d.subscriptionId ? <a href={href(`/subscriptions/${encodeURIComponent(d.subscriptionId)}`)}>{d.subscriptionId}</a> : "the request's own callback URL"}</dd>
+          </>
+        )}
         <dt>Created</dt>
         <dd>
           <When at={d.createdAt} />
@@ -310,7 +389,17 @@ export function DeliveryPage({ id }: { id: string }) {
           <>
             <dt>Next attempt</dt>
             <dd data-testid="next-attempt">
-              {d.nextAttemptAt !== null ? <When at={d.nextAttemptAt} /> : d.status === 'pending' ? 'an attempt is being made now' : `none: ${d.status === 'succeeded' ? 'delivered' : 'failed'}`}
+              {d.nextAttemptAt !== null ? (
+                <When at={d.nextAttemptAt} />
+              ) : d.status === 'pending' ? (
+                listen ? (
+                  'none from the service: waits for the rewards listen CLI to take it'
+                ) : (
+                  'an attempt is being made now'
+                )
+              ) : (
+                `none: ${d.status === 'succeeded' ? 'delivered' : 'failed'}`
+              )}
             </dd>
           </>
         )}
@@ -319,7 +408,7 @@ export function DeliveryPage({ id }: { id: string }) {
           <When at={d.completedAt} />
         </dd>
       </dl>
-      {can('subscriptions:write') ? (
+      {can('subscriptions:write') && !listen ? (
         <ActionButton
           testid="retry"
           action={retry}

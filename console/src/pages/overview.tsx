@@ -136,52 +136,90 @@ function Health({ stats, subscriptionId }: { stats: Stats; subscriptionId: strin
   );
 }
 
+/** A bucket's start on the time axis, in UTC: the hour and minute, or the day for the 7-day period. */
+function tick(start: string, days: boolean): string {
+  const iso = new Date(start).toISOString();
+  return days ? iso.slice(5, 10) : iso.slice(11, 16);
+}
+
 /**
- * The period as a time series, built from the data as inline SVG: per bucket a bar of its attempts
- * (succeeded, to retry, failed), and the p50 latency as a line over them.
+ * The period as a time series, built from the data as inline SVG with labelled axes: per bucket a
+ * bar of its attempts (succeeded, retried, failed) over an attempts axis, and below it the p50
+ * latency as a line with a dot per bucket over a milliseconds axis; the time axis (UTC) under both.
  */
 function SeriesChart({ stats }: { stats: Stats }) {
   const series = stats.series;
-  const width = 300;
-  const barsHeight = 48;
-  const lineHeight = 28;
-  const step = width / Math.max(1, series.length);
+  const left = 36;
+  const width = 320;
+  const plot = width - left - 4;
+  const barsTop = 12;
+  const barsHeight = 56;
+  const lineTop = barsTop + barsHeight + 14;
+  const lineHeight = 30;
+  const axisY = lineTop + lineHeight;
+  const height = axisY + 16;
+  const step = plot / Math.max(1, series.length);
   const most = Math.max(1, ...series.map((b) => b.attempts.succeeded + b.attempts.retry + b.attempts.failed));
   const slowest = Math.max(0, ...series.map((b) => b.latencyMs.p50 ?? 0));
   const total = stats.attempts.succeeded + stats.attempts.retry + stats.attempts.failed;
-  const points = series
-    .map((b, i) => (b.latencyMs.p50 === null || slowest === 0 ? null : `${(i + 0.5) * step},${barsHeight + 4 + lineHeight - (b.latencyMs.p50 / slowest) * lineHeight}`))
-    .filter((p): p is string => p !== null);
+  const x = (i: number) => left + (i + 0.5) * step;
+  const points = series.flatMap((b, i) => (b.latencyMs.p50 === null || slowest === 0 ? [] : [{ x: x(i), y: lineTop + lineHeight - (b.latencyMs.p50 / slowest) * lineHeight }]));
+  const days = bucketName(series).endsWith('hours');
+  const ticks = series.length > 0 ? [0, Math.floor(series.length / 2), series.length - 1] : [];
   const label =
     total === 0
       ? `No attempts in the period (${series.length} buckets)`
       : `${stats.attempts.succeeded} succeeded, ${stats.attempts.retry} to retry, ${stats.attempts.failed} failed of ${total} attempts, in ${series.length} buckets; busiest bucket ${most} attempts; p50 latency up to ${ms(slowest || null)}`;
   return (
-    <svg
-      class="chart"
-      viewBox={`0 0 ${width} ${barsHeight + lineHeight + 18}`}
-      width={width}
-      height={barsHeight + lineHeight + 18}
-      role="img"
-      aria-label={label}
-      data-testid="health-chart"
-      data-buckets={series.length}
-    >
-      <title>{label}</title>
-      <rect class="bar-empty" x={0} y={0} width={width} height={barsHeight} />
-      {series.map((b, i) => {
-        let y = barsHeight;
-        return (['succeeded', 'retry', 'failed'] as const).map((kind) => {
-          const h = (b.attempts[kind] / most) * barsHeight;
-          y -= h;
-          return h > 0 ? <rect key={`${i}-${kind}`} class={`bar-${kind === 'succeeded' ? 'ok' : kind}`} x={i * step + 0.5} y={y} width={Math.max(1, step - 1)} height={h} /> : null;
-        });
-      })}
-      {points.length > 1 ? <polyline class="line-p50" points={points.join(' ')} /> : null}
-      <text class="chart-text" x={0} y={barsHeight + lineHeight + 16}>
-        attempts per {bucketName(series)} · line: p50 latency (max {ms(slowest || null)})
-      </text>
-    </svg>
+    <figure class="chart-figure">
+      <svg class="chart" viewBox={`0 0 ${width} ${height}`} width={width} height={height} role="img" aria-label={label} data-testid="health-chart" data-buckets={series.length}>
+        <title>{label}</title>
+        <text class="chart-text" x={left} y={barsTop - 3}>
+          attempts per {bucketName(series)}
+        </text>
+        <text class="chart-text" x={left - 4} y={barsTop + 8} text-anchor="end" data-testid="y-max">
+          {most}
+        </text>
+        <text class="chart-text" x={left - 4} y={barsTop + barsHeight} text-anchor="end">
+          0
+        </text>
+        <line class="axis" x1={left} y1={barsTop} x2={left} y2={barsTop + barsHeight} />
+        <line class="axis" x1={left} y1={barsTop + barsHeight} x2={width} y2={barsTop + barsHeight} />
+        {series.map((b, i) => {
+          let y = barsTop + barsHeight;
+          return (['succeeded', 'retry', 'failed'] as const).map((kind) => {
+            const count = b.attempts[kind];
+            // A bucket with any attempt shows at least 2 px of each outcome it had.
+            const h = count === 0 ? 0 : Math.max(2, (count / most) * barsHeight);
+            y -= h;
+            return h > 0 ? <rect key={`${i}-${kind}`} class={`bar-${kind === 'succeeded' ? 'ok' : kind}`} x={left + i * step + 0.5} y={y} width={Math.max(1, step - 1)} height={h} /> : null;
+          });
+        })}
+        <text class="chart-text" x={left} y={lineTop - 3}>
+          p50 latency
+        </text>
+        <text class="chart-text" x={left - 4} y={lineTop + 8} text-anchor="end" data-testid="latency-max">
+          {slowest ? ms(slowest) : '—'}
+        </text>
+        <text class="chart-text" x={left - 4} y={axisY} text-anchor="end">
+          0
+        </text>
+        <line class="axis" x1={left} y1={lineTop} x2={left} y2={axisY} />
+        <line class="axis" x1={left} y1={axisY} x2={width} y2={axisY} />
+        {points.length > 1 ? <polyline class="line-p50" points={points.map((p) => `${p.x},${p.y}`).join(' ')} /> : null}
+        {points.map((p, i) => (
+          <circle key={i} class="dot-p50" cx={p.x} cy={p.y} r={2.5} data-testid="latency-point" />
+        ))}
+        {ticks.map((i, n) => (
+          <text key={i} class="chart-text" x={n === 0 ? left : n === 2 ? width : x(i)} y={axisY + 12} text-anchor={n === 0 ? 'start' : n === 2 ? 'end' : 'middle'} data-testid="time-tick">
+            {tick(series[i]!.start, days)}
+          </text>
+        ))}
+      </svg>
+      <figcaption class="legend">
+        <span class="key key-ok">succeeded</span> <span class="key key-retry">failed, retried</span> <span class="key key-failed">failed, final</span> · times in UTC
+      </figcaption>
+    </figure>
   );
 }
 

@@ -5,7 +5,7 @@ import { can } from '../session';
 import { href, navigate } from '../router';
 import { FilterForm, Pager, useListFilters } from '../list-filters';
 import { Badge, Field, Json, Loading, Problem, Select, When, useAsync } from '../ui';
-import { statusBadge } from './deliveries';
+import { endpointName, statusBadge } from './deliveries';
 
 const REQUEST_FILTERS = ['status', 'experience', 'since', 'until'] as const;
 
@@ -57,7 +57,7 @@ export function RequestSearch() {
           Show timeline
         </button>
       </form>
-      <FilterForm label="Filter requests" testid="request-filters" onApply={list.apply}>
+      <FilterForm label="Filter requests" testid="request-filters" onApply={list.apply} applied={Object.values(filters).filter(Boolean).length}>
         <Select
           label="Status"
           value={draft.status}
@@ -250,7 +250,7 @@ function notificationEntries(list: NotificationDetail[]): Entry[] {
       at: n.createdAt,
       order: 4,
       kind: 'notification',
-      title: `Notification ${n.event}`,
+      title: `Notification ${n.event} to ${endpointName(n.url)}`,
       body: (
         <p>
           <a href={href(`/deliveries/${encodeURIComponent(n.id)}`)}>{n.id}</a> → <span class="url">{n.url}</span> {statusBadge(n.status)}
@@ -261,7 +261,7 @@ function notificationEntries(list: NotificationDetail[]): Entry[] {
       at: a.at,
       order: 5,
       kind: a.outcome === 'succeeded' ? 'attempt-ok' : 'attempt-bad',
-      title: `Attempt ${a.attempt} of ${n.event}: ${a.outcome} (${a.statusCode !== null ? `HTTP ${a.statusCode}` : 'no answer'}, ${a.latencyMs} ms)`,
+      title: `Attempt ${a.attempt} of ${n.event} to ${endpointName(a.url || n.url)}: ${a.outcome} (${a.statusCode !== null ? `HTTP ${a.statusCode}` : 'no answer'}, ${a.latencyMs} ms)`,
       body: (
         <>
           {a.error ? <p class="attempt-error">{a.error}</p> : null}
@@ -334,7 +334,13 @@ export function RequestTimeline({ id }: { id: string }) {
         </p>
       ) : null}
       <h2>Request data</h2>
-      <Json value={r.data ?? null} testid="request-data" />
+      {r.data === null || r.data === undefined ? (
+        <p class="hint" data-testid="request-data">
+          No data: the request was sent without a <code>data</code> member.
+        </p>
+      ) : (
+        <Json value={r.data} testid="request-data" />
+      )}
     </section>
   );
 }

@@ -19,8 +19,8 @@ function clientToken(clientId: string, clientSecret: string, scopes: string) {
 async function start(token: string, expiresIn: number, via: Session['via']): Promise<void> {
   const me = await fetch('/v2/me', { headers: { authorization: `Bearer ${token}` } });
   if (!me.ok) throw asProblem(new Error(`GET /v2/me answered ${me.status}`));
-  const who = (await me.json()) as { clientId: string; accountId: string; scopes: string[] };
-  signIn({ token, expiresAt: Date.now() + expiresIn * 1000, clientId: who.clientId, accountId: who.accountId, scopes: who.scopes, via });
+  const who = (await me.json()) as { clientId: string; accountId: string; accountName: string; scopes: string[] };
+  signIn({ token, expiresAt: Date.now() + expiresIn * 1000, clientId: who.clientId, accountId: who.accountId, accountName: who.accountName, scopes: who.scopes, via });
 }
 
 /**

@@ -22,7 +22,7 @@ export async function notificationRoutes(app: TypedApp, deps: NotificationsConte
         operationId: 'listNotifications',
         description:
           'Every notification sent or to be sent to the account\'s callbacks (test sends included, with `"test": true`), newest first, filtered by ' +
-          '`subscriptionId`, `requestId`, `status`, `event` and a range of creation times (`since` inclusive, `until` exclusive), in any combination; ' +
+          '`subscriptionId`, `requestId`, `status`, `event`, `listen` (the copies forwarded by `rewards listen`: `include` by default, `exclude`, `only`) and a range of creation times (`since` inclusive, `until` exclusive), in any combination; ' +
           'page with `limit` and the `nextCursor` of the previous page as `cursor`. `?subscriptionId=…&status=pending` and `…&status=failed` list exactly ' +
           'the notifications that GET /subscriptions/{id}/stats counts as `pending` and `failed`.',
         summary: 'The delivery log, newest first, with cursor paging',
@@ -31,7 +31,7 @@ export async function notificationRoutes(app: TypedApp, deps: NotificationsConte
       },
     },
     async (request) => {
-      const { requestId, subscriptionId, status, event, cursor } = request.query;
+      const { requestId, subscriptionId, status, event, listen, cursor } = request.query;
       const limit = request.query.limit ?? 50;
       const { notifications, nextCursor } = await listNotifications(deps, {
         accountId: request.auth.accountId,
@@ -40,6 +40,7 @@ export async function notificationRoutes(app: TypedApp, deps: NotificationsConte
         subscriptionId: subscriptionId || undefined,
         status,
         event,
+        listenCopies: listen === 'include' ? undefined : listen,
         ...createdRange(request.query),
         cursor,
         limit,

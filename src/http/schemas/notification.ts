@@ -87,6 +87,11 @@ export const NotificationListQuerySchema = Type.Object({
   status: Type.Optional(NotificationStatusSchema),
   event: Type.Optional(NotificationEventSchema),
   ...CreatedRangeQueryProperties,
+  listen: Type.Optional(
+    Type.Union([Type.Literal('include'), Type.Literal('exclude'), Type.Literal('only')], {
+      description: 'the copies forwarded by `rewards listen` (url `listen:<session id>`): listed with the others (`include`, the default), left out (`exclude`) or alone (`only`)',
+    }),
+  ),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: Type.Optional(Type.String({ maxLength: 64, description: 'nextCursor of the previous page' })),
   accountId: Type.Optional(Type.String({ description: 'operator only: act for this account' })),

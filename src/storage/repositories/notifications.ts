@@ -5,7 +5,7 @@ import { firstIdAt, newId } from '../../domain/ids.js';
 import type { Executor } from '../database.js';
 import { dialectOf, type RecordColumnType } from '../dialect.js';
 import { precompiled } from '../precompiled.js';
-import { newSchedule, settleDeliveries } from '../deliveries.js';
+import { LISTEN_URL_PREFIX, newSchedule, settleDeliveries } from '../deliveries.js';
 import type { DeliveryAttempt, Notification, NotificationStatus } from '../../domain/notifications/notification.js';
 import type { Database, NotificationAttemptsTable, NotificationsTable } from '../tables/index.js';
 
@@ -89,6 +89,8 @@ export interface NotificationFilter {
   since?: number | undefined;
   /** Created before this time (epoch ms). */
   until?: number | undefined;
+  /** The copies forwarded by `rewards listen` (url `listen:…`): left out, or alone; absent, listed with the others. */
+  listenCopies?: 'exclude' | 'only' | undefined;
 }
 
 export interface NotificationPage extends NotificationFilter {
@@ -128,6 +130,7 @@ function whereFilter<O>(
     q = q.where(sql.ref('notifications.event'), '=', sql.lit(filter.event));
   }
   if (test !== undefined) q = q.where(sql.ref('notifications.test'), '=', sql.lit(test));
+  if (filter.listenCopies !== undefined) q = q.where('notifications.url', filter.listenCopies === 'only' ? 'like' : 'not like', `${LISTEN_URL_PREFIX}%`);
   if (filter.since !== undefined) q = q.where('notifications.id', '>=', firstIdAt('msg', filter.since));
   if (filter.until !== undefined) q = q.where('notifications.id', '<', firstIdAt('msg', filter.until));
   if (filter.before) q = q.where('notifications.id', '<', filter.before);
