@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { CONFIG_VARIABLES, ConfigError, type Env } from './config.js';
+import { editDistance } from './domain/edit-distance.js';
 
 /**
  * The configuration file: the service's settings as `KEY=VALUE` lines, read by `rewards serve` and
@@ -169,16 +170,4 @@ function closestVariable(key: string): string | undefined {
     if (distance < bestDistance) [best, bestDistance] = [name, distance];
   }
   return bestDistance <= Math.max(2, Math.floor(key.length / 4)) ? best : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i += 1) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j += 1) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }

@@ -1,4 +1,5 @@
 import type { RouteOptions } from 'fastify';
+import { editDistance } from '../domain/edit-distance.js';
 
 /**
  * What a request no route takes is told (the app's not-found handler, plugins/errors.ts):
@@ -34,17 +35,6 @@ interface KnownRoute {
 const segmentsOf = (path: string): string[] => path.replace(/\/+$/, '').split('/');
 
 const isParameter = (segment: string) => segment.startsWith(':');
-
-/** Edit distance (insertions, deletions, substitutions) between two short names. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    previous = current;
-  }
-  return previous[b.length]!;
-}
 
 /** How far a sent segment is from a route's literal one, when it is a likely slip: case, singular/plural, one or two typos (one for short names). */
 function slip(sent: string, known: string): number | undefined {

@@ -1,4 +1,5 @@
 import type { RouteOptions } from 'fastify';
+import { editDistance } from '../domain/edit-distance.js';
 
 /**
  * Every route refuses the query parameters it does not take: a 400 naming each of them
@@ -58,17 +59,6 @@ export function addQueryParameter(route: RouteOptions, name: string, parameter: 
   route.schema = { ...schema, querystring: { ...querystring, properties: { ...querystring.properties, [name]: parameter } } };
 }
 
-/** Edit distance (insertions, deletions, substitutions) between two short names. */
-function distance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    previous = current;
-  }
-  return previous[b.length]!;
-}
-
 /**
  * The parameter the caller most likely meant: the same name in another case, one that starts
  * with the other (`account` → `accountId`, `experiences` → `experience`), or one a typo or two
@@ -84,7 +74,7 @@ function closestParameter(name: string, known: readonly string[]): string | unde
   }
   let best: { name: string; distance: number } | undefined;
   for (const candidate of known) {
-    const d = distance(lower, candidate.toLowerCase());
+    const d = editDistance(lower, candidate.toLowerCase());
     if (d <= (Math.min(lower.length, candidate.length) >= 5 ? 2 : 1) && (!best || d < best.distance)) best = { name: candidate, distance: d };
   }
   return best?.name;

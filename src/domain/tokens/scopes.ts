@@ -1,3 +1,5 @@
+import { editDistance } from '../edit-distance.js';
+
 /** Every scope a client can hold (PRODUCT.md §3). `admin` is the operator's and implies the rest. */
 export const SCOPES = ['subscriptions:read', 'subscriptions:write', 'requests:read', 'requests:write', 'events:read', 'events:write', 'admin'] as const;
 
@@ -16,17 +18,6 @@ export function parseScopeList(text: string): string[] {
 
 export function hasScope(granted: readonly string[], needed: Scope): boolean {
   return granted.includes(needed) || granted.includes('admin');
-}
-
-/** Edit distance (insertions, deletions, substitutions) between two short names. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    previous = current;
-  }
-  return previous[b.length]!;
 }
 
 /**
