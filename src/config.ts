@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { DEFAULT_CONNECTION_BOUNDS, type ConnectionBounds } from './storage/postgres-pool.js';
+import { DEFAULT_CIRCUIT_SETTINGS, type CircuitSettings } from './domain/notifications/circuit-breaker.js';
 
 /**
  * TRUST_PROXY: whose X-Forwarded-For the service believes when it decides the caller's address
@@ -9,6 +10,18 @@ import { DEFAULT_CONNECTION_BOUNDS, type ConnectionBounds } from './storage/post
  * the service. `addresses`: peers in these addresses or blocks (CIDR) are proxies.
  */
 export type TrustProxy = { kind: 'none' } | { kind: 'all' } | { kind: 'hops'; hops: number } | { kind: 'addresses'; addresses: string[] };
+
+/**
+ * OUTBOUND_PROXY: the egress proxy every callback call and OAuth2 token request goes through, by
+ * HTTP CONNECT (src/worker/outbound/proxy-connector.ts). `host` is a name or an IP address (IPv6
+ * without brackets); `username` and `password` (decoded) make its `Proxy-Authorization: Basic`.
+ */
+export interface OutboundProxy {
+  host: string;
+  port: number;
+  username?: string;
+  password?: string;
+}
 
 /** Validated, frozen runtime configuration read from the environment (PRODUCT.md §2). */
 export interface Config {
@@ -36,6 +49,8 @@ export interface Config {
   retryMaxAttempts: number;
   retryIntervalMs: number;
   /** SUBSCRIPTION_DISABLE_AFTER: a subscription whose every attempt failed this long is switched off; 0 = never. */
+  /** CIRCUIT_BREAKER_FAILURES (0 = off), CIRCUIT_BREAKER_PROBE_INTERVAL, CIRCUIT_BREAKER_PROBE_MAX_INTERVAL: the endpoint circuit breaker (docs/delivery.md, "Circuit breaker"). */
+  circuitBreaker: CircuitSettings;
   subscriptionDisableAfterMs: number;
   /** NOTIFICATION_RETENTION: ended notifications (and their attempts) older than this are deleted by the worker; 0 = kept for ever. */
   notificationRetentionMs: number;
@@ -44,6 +59,12 @@ export interface Config {
   mtlsCertFile: string | undefined;
   mtlsKeyFile: string | undefined;
   mtlsCaFile: string | undefined;
+  /** OUTBOUND_PROXY: callbacks and their token requests leave through this HTTP proxy (CONNECT to the vetted address); undefined: directly. */
+  outboundProxy: OutboundProxy | undefined;
+  /** OUTBOUND_PROXY_BYPASS: destinations reached directly despite OUTBOUND_PROXY: `host.name`, `.domain` (its subdomains), IP addresses and CIDR blocks. */
+  outboundProxyBypass: string[];
+  /** OUTBOUND_SOURCE_ADDRESSES: the addresses (or CIDR blocks) calls come from, for receivers' firewalls (GET /delivery-policy); empty: not published. */
+  outboundSourceAddresses: string[];
   logLevel: string;
   /** JOB_LEASE: how long a claimed job stays reserved for its worker; a crashed worker's jobs are retaken after it. */
   jobLeaseMs: number;
@@ -110,6 +131,83 @@ export function parseTrustProxy(text: string): TrustProxy {
   }
   if (addresses.length === 0) throw new Error('expected false, true, a number of proxy hops, or proxy addresses');
   return { kind: 'addresses', addresses };
+}
+
+/** An IP address or a CIDR block (`203.0.113.7`, `10.0.0.0/8`, `2001:db8::/32`), or undefined when `entry` is neither. */
+function addressOrBlock(entry: string): string | undefined {
+  const [address = '', prefix, extra] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return undefined;
+  if (prefix !== undefined && (!/^\d+$/.test(prefix) || Number(prefix) > (family === 4 ? 32 : 128))) return undefined;
+  return entry;
+}
+
+const commaSeparated = (raw: string) =>
+  raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+
+/**
+ * OUTBOUND_PROXY: `http://[user:password@]host:port`, the port written out. Only HTTP proxies
+ * (CONNECT): an `https://` or `socks5://` proxy is refused by name (docs/delivery.md, "Egress proxy").
+ */
+function parseOutboundProxy(raw: string): OutboundProxy {
+  const expected = 'expected http://[user:password@]host:port (an HTTP proxy that accepts CONNECT)';
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error(`${expected}; this is not a URL`);
+  }
+  if (url.protocol !== 'http:') {
+    throw new Error(`${expected}; ${url.protocol.replace(/:$/, '')}:// proxies are not supported (only HTTP CONNECT)`);
+  }
+  // The port must be written: WHATWG URLs drop :80, and proxies have no common default (3128, 8080, 8888).
+  if (!/^http:\/\/(?:[^@/]*@)?(?:\[[^\]]*\]|[^:/]*):\d+\/?$/i.test(raw.trim())) throw new Error(`${expected}, with its port and no path`);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (host === '') throw new Error(`${expected}; the host is missing`);
+  const decode = (part: string) => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      throw new Error(`${expected}; its user or password is not valid percent-encoding`);
+    }
+  };
+  return {
+    host,
+    port: url.port === '' ? 80 : Number(url.port),
+    ...(url.username !== '' || url.password !== '' ? { username: decode(url.username), password: decode(url.password) } : {}),
+  };
+}
+
+/** OUTBOUND_PROXY_BYPASS: comma-separated `host.name`, `.domain`, IP addresses and CIDR blocks, lower-cased, a trailing dot removed. */
+function parseProxyBypass(raw: string): string[] {
+  const entries = commaSeparated(raw).map((entry) => entry.toLowerCase().replace(/(?<=[^.])\.$/, ''));
+  for (const entry of entries) {
+    if (addressOrBlock(entry.replace(/^\[|\]$/g, '')) !== undefined) continue;
+    if (/^\.?[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*$/.test(entry)) continue;
+    throw new Error(
+      `expected comma-separated host names (hooks.example.com), domains with a leading dot for their subdomains (.example.com), IP addresses or CIDR blocks (10.0.0.0/8); "${entry}" is none of them (no ports, no wildcards)`,
+    );
+  }
+  return entries.map((entry) => entry.replace(/^\[|\]$/g, ''));
+}
+
+/** OUTBOUND_SOURCE_ADDRESSES: comma-separated IP addresses or CIDR blocks, as written. */
+function parseSourceAddresses(raw: string): string[] {
+  const entries = commaSeparated(raw);
+  for (const entry of entries) {
+    if (addressOrBlock(entry) === undefined) throw new Error(`expected comma-separated IP addresses or CIDR blocks (203.0.113.7,198.51.100.0/28); "${entry}" is neither`);
+  }
+  if (entries.length === 0) throw new Error('expected at least one IP address or CIDR block');
+  return entries;
+}
+
+/** OUTBOUND_PROXY as shown: credentials masked (`http://****:****@proxy.internal:3128`), never in clear. */
+function maskOutboundProxy(proxy: OutboundProxy): string {
+  const host = proxy.host.includes(':') ? `[${proxy.host}]` : proxy.host;
+  return `http://${proxy.username !== undefined ? '****:****@' : ''}${host}:${proxy.port}`;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -210,12 +308,20 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     retryMaxAttempts: read('RETRY_MAX_ATTEMPTS', 5, integer(1, 100)),
     retryIntervalMs: read('RETRY_INTERVAL', 3 * 3_600_000, duration(1)),
     subscriptionDisableAfterMs: read('SUBSCRIPTION_DISABLE_AFTER', 5 * 86_400_000, (raw) => (raw.trim() === '0' ? 0 : duration(1)(raw))),
+    circuitBreaker: {
+      failures: read('CIRCUIT_BREAKER_FAILURES', DEFAULT_CIRCUIT_SETTINGS.failures, integer(0, 10_000)),
+      probeIntervalMs: read('CIRCUIT_BREAKER_PROBE_INTERVAL', DEFAULT_CIRCUIT_SETTINGS.probeIntervalMs, duration(10)),
+      probeMaxIntervalMs: read('CIRCUIT_BREAKER_PROBE_MAX_INTERVAL', DEFAULT_CIRCUIT_SETTINGS.probeMaxIntervalMs, duration(10)),
+    },
     notificationRetentionMs: read('NOTIFICATION_RETENTION', 90 * 86_400_000, (raw) => (raw.trim() === '0' ? 0 : duration(60_000)(raw))),
     callbackTimeoutMs: read('CALLBACK_TIMEOUT', 10_000, duration(1)),
     callbackAllowPrivateNetworks: read('CALLBACK_ALLOW_PRIVATE_NETWORKS', false, boolean),
     mtlsCertFile: read<string | undefined>('MTLS_CERT_FILE', undefined, (raw) => raw),
     mtlsKeyFile: read<string | undefined>('MTLS_KEY_FILE', undefined, (raw) => raw),
     mtlsCaFile: read<string | undefined>('MTLS_CA_FILE', undefined, (raw) => raw),
+    outboundProxy: read<OutboundProxy | undefined>('OUTBOUND_PROXY', undefined, parseOutboundProxy),
+    outboundProxyBypass: read<string[]>('OUTBOUND_PROXY_BYPASS', [], parseProxyBypass),
+    outboundSourceAddresses: read<string[]>('OUTBOUND_SOURCE_ADDRESSES', [], parseSourceAddresses),
     jobLeaseMs: read('JOB_LEASE', 60_000, duration(100)),
     metricsPort: read<number | undefined>('METRICS_PORT', undefined, integer(0, 65535)),
     trustProxy: read<TrustProxy>('TRUST_PROXY', { kind: 'none' }, parseTrustProxy),
@@ -236,8 +342,16 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push(`HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT (${config.httpHeadersTimeoutMs}ms > ${config.httpRequestTimeoutMs}ms)`);
   }
+  if (config.circuitBreaker.probeMaxIntervalMs < config.circuitBreaker.probeIntervalMs) {
+    problems.push(
+      `CIRCUIT_BREAKER_PROBE_MAX_INTERVAL: must not be shorter than CIRCUIT_BREAKER_PROBE_INTERVAL (${config.circuitBreaker.probeMaxIntervalMs}ms < ${config.circuitBreaker.probeIntervalMs}ms)`,
+    );
+  }
   if (Boolean(config.mtlsCertFile) !== Boolean(config.mtlsKeyFile)) {
     problems.push('MTLS_CERT_FILE and MTLS_KEY_FILE: set both or neither');
+  }
+  if (config.outboundProxyBypass.length > 0 && !env.OUTBOUND_PROXY) {
+    problems.push('OUTBOUND_PROXY_BYPASS: lists what bypasses OUTBOUND_PROXY, which is not set');
   }
   if (problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
@@ -306,12 +420,18 @@ export const CONFIG_VARIABLES: Readonly<Record<string, (config: Config) => strin
   RETRY_MAX_ATTEMPTS: (c: Config) => String(c.retryMaxAttempts),
   RETRY_INTERVAL: (c: Config) => duration(c.retryIntervalMs),
   SUBSCRIPTION_DISABLE_AFTER: (c: Config) => durationOrNever(c.subscriptionDisableAfterMs),
+  CIRCUIT_BREAKER_FAILURES: (c: Config) => String(c.circuitBreaker.failures),
+  CIRCUIT_BREAKER_PROBE_INTERVAL: (c: Config) => duration(c.circuitBreaker.probeIntervalMs),
+  CIRCUIT_BREAKER_PROBE_MAX_INTERVAL: (c: Config) => duration(c.circuitBreaker.probeMaxIntervalMs),
   NOTIFICATION_RETENTION: (c: Config) => durationOrNever(c.notificationRetentionMs),
   CALLBACK_TIMEOUT: (c: Config) => duration(c.callbackTimeoutMs),
   CALLBACK_ALLOW_PRIVATE_NETWORKS: (c: Config) => String(c.callbackAllowPrivateNetworks),
   MTLS_CERT_FILE: (c: Config) => c.mtlsCertFile ?? null,
   MTLS_KEY_FILE: (c: Config) => c.mtlsKeyFile ?? null,
   MTLS_CA_FILE: (c: Config) => c.mtlsCaFile ?? null,
+  OUTBOUND_PROXY: (c: Config) => (c.outboundProxy === undefined ? null : maskOutboundProxy(c.outboundProxy)),
+  OUTBOUND_PROXY_BYPASS: (c: Config) => (c.outboundProxyBypass.length === 0 ? null : c.outboundProxyBypass.join(',')),
+  OUTBOUND_SOURCE_ADDRESSES: (c: Config) => (c.outboundSourceAddresses.length === 0 ? null : c.outboundSourceAddresses.join(',')),
   JOB_LEASE: (c: Config) => duration(c.jobLeaseMs),
   METRICS_PORT: (c: Config) => (c.metricsPort === undefined ? null : String(c.metricsPort)),
   TRUST_PROXY: (c: Config) => formatTrustProxy(c.trustProxy),

@@ -131,6 +131,39 @@ export function createMetrics(storage: Pick<Storage, 'db' | 'readDb' | 'answerin
     },
   });
   new Gauge({
+    name: 'rewards_endpoint_circuits',
+    help: 'Endpoint circuit breakers by state: failing (not yet open), open (new notifications held, probes testing it), draining (closed again, releasing what it held)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      await fromDatabase(this, async () => {
+        const rows = await db
+          .selectFrom('endpoint_circuits')
+          .select(['state', sql<number | string>`count(*)`.as('n')])
+          .groupBy('state')
+          .execute();
+        const counts = new Map(rows.map((row) => [row.state, Number(row.n)]));
+        for (const state of ['failing', 'open', 'draining'] as const) this.set({ state }, counts.get(state) ?? 0);
+      });
+    },
+  });
+  new Gauge({
+    name: 'rewards_notifications_held',
+    help: 'Notifications the endpoint circuit breakers hold: pending, no attempt made, until their endpoint answers a probe',
+    registers: [registry],
+    async collect() {
+      await fromDatabase(this, async () => {
+        // The partial index of held notifications: empty while no circuit holds anything.
+        const row = await db
+          .selectFrom('notifications')
+          .select(sql<number | string>`count(*)`.as('n'))
+          .where('held_at', 'is not', null)
+          .executeTakeFirst();
+        this.set(Number(row?.n ?? 0));
+      });
+    },
+  });
+  new Gauge({
     name: 'rewards_database_answering',
     help: "1 while the database answers this process's heartbeat (DATABASE_HEARTBEAT_TIMEOUT), 0 while it is silent",
     registers: [registry],

@@ -327,8 +327,12 @@ export function utcInputToIso(value: string): string {
   return Number.isNaN(date.getTime()) ? value : date.toISOString();
 }
 
-export function Badge({ kind, children }: { kind: string; children: ComponentChildren }) {
-  return <span class={`badge badge-${kind}`}>{children}</span>;
+export function Badge({ kind, children, testid }: { kind: string; children: ComponentChildren; testid?: string }) {
+  return (
+    <span class={`badge badge-${kind}`} data-testid={testid}>
+      {children}
+    </span>
+  );
 }
 
 /** A JSON value, pretty-printed. Focusable: a long one scrolls, and keyboard users must reach it. */

@@ -16,6 +16,7 @@ import { countNotifications } from '../storage/repositories/notifications.js';
 import { releaseWaitingFor } from '../storage/deliveries.js';
 import { disableSubscription, findHealth, recordHealth, sumStatsSeries, type StatsTotals } from '../storage/repositories/subscription-health.js';
 import { findSubscription } from '../storage/repositories/subscriptions.js';
+import { countHeld, findCircuit } from '../storage/repositories/endpoint-circuits.js';
 
 /** A subscription the service switched off, for the log. */
 export interface DisabledSubscription {
@@ -75,6 +76,16 @@ export interface EndpointStats extends AttemptFigures {
   pending: number;
   /** Notifications of the subscription failed now: the rows of GET /notifications?subscriptionId=…&status=failed. */
   failed: number;
+  /** The circuit breaker of its URL (docs/delivery.md, "Circuit breaker"). */
+  circuit: {
+    state: 'closed' | 'open' | 'draining';
+    failures: number;
+    lastFailure: string | null;
+    openedAt: string | null;
+    nextProbeAt: string | null;
+    probes: number;
+    held: number;
+  };
 }
 
 const NO_ATTEMPTS: StatsTotals = { succeeded: 0, retry: 0, failed: 0, histogram: LATENCY_BOUNDS_MS.map(() => 0) };
@@ -111,15 +122,19 @@ export function getEndpointStats(reads: ReplicaReads, accountId: string, subscri
 }
 
 async function endpointStats(db: Executor, accountId: string, subscriptionId: string, window: StatsWindow, now: number): Promise<EndpointStats | undefined> {
-  if (!(await findSubscription(db, accountId, subscriptionId))) return undefined;
+  const subscription = await findSubscription(db, accountId, subscriptionId);
+  if (!subscription) return undefined;
+  const endpoint = { accountId, url: subscription.callback_url };
   const { since, until } = statsRange(window, now);
   const { buckets, bucketMs } = STATS_SERIES[window];
   const ofSubscription = { accountId, subscriptionId };
-  const [sums, health, pending, failed] = await Promise.all([
+  const [sums, health, pending, failed, circuit, held] = await Promise.all([
     sumStatsSeries(db, subscriptionId, { since, until, bucketMs }),
     findHealth(db, subscriptionId),
     countNotifications(db, { ...ofSubscription, status: 'pending' }),
     countNotifications(db, { ...ofSubscription, status: 'failed' }),
+    findCircuit(db, endpoint),
+    countHeld(db, endpoint),
   ]);
   const byIndex = new Map(sums.map((sum) => [sum.index, sum]));
   const totals = Array.from({ length: buckets }, (_, index) => byIndex.get(index) ?? NO_ATTEMPTS);
@@ -133,5 +148,14 @@ async function endpointStats(db: Executor, accountId: string, subscriptionId: st
     consecutiveFailures: health?.consecutive_failures ?? 0,
     pending,
     failed,
+    circuit: {
+      state: circuit === undefined || circuit.state === 'failing' ? 'closed' : circuit.state,
+      failures: circuit?.failures ?? 0,
+      lastFailure: circuit?.reason ?? null,
+      openedAt: circuit?.state === 'open' && circuit.openedAt !== null ? iso(circuit.openedAt) : null,
+      nextProbeAt: circuit?.state === 'open' && circuit.nextProbeAt !== null ? iso(circuit.nextProbeAt) : null,
+      probes: circuit?.state === 'open' ? circuit.probes : 0,
+      held,
+    },
   };
 }

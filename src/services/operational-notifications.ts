@@ -1,4 +1,5 @@
-import type { DisabledSubscriptionsPayload, FailedNotificationsPayload } from '../domain/notifications/payload-schemas.js';
+import type { DisabledSubscriptionsPayload, EndpointCircuitsPayload, FailedNotificationsPayload } from '../domain/notifications/payload-schemas.js';
+import type { CircuitChangeFact } from './circuit-breakers.js';
 import { isRequestEvent, NOTIFICATION_EVENT_OF, SUBSCRIPTION_EVENT_OF, type NotificationEvent, type OperationalNotificationEvent, type SubscriptionEvent } from '../domain/notifications/events.js';
 import { iso } from '../domain/time.js';
 import type { Executor } from '../storage/database.js';
@@ -47,15 +48,24 @@ export function reportsFailure(notification: { event: NotificationsTable['event'
  * other processes are woken. Answers how many were written (the caller wakes this process's worker
  * after its commit).
  *
- * A `disabled-subscriptions` notification is about no request: its `request_id` is '' (the column
+ * A `disabled-subscriptions` or `endpoint-circuits` notification is about no request: its `request_id` is '' (the column
  * is NOT NULL; the delivery log shows null). A subscription switched off is inactive, so it never
  * gets its own.
  */
-export async function writeOperationalNotifications(tx: Executor, facts: { failed: readonly FailedNotification[]; disabled: readonly SwitchedOffSubscription[] }, now: number): Promise<number> {
+export async function writeOperationalNotifications(
+  tx: Executor,
+  facts: { failed: readonly FailedNotification[]; disabled: readonly SwitchedOffSubscription[]; circuits?: readonly CircuitChangeFact[] },
+  now: number,
+): Promise<number> {
   const { failed, disabled } = facts;
-  if (failed.length === 0 && disabled.length === 0) return 0;
-  const events = [...(failed.length > 0 ? ['failed-notifications' as const] : []), ...(disabled.length > 0 ? ['disabled-subscriptions' as const] : [])];
-  const accounts = [...new Set([...failed, ...disabled].map((fact) => fact.accountId))];
+  const circuits = facts.circuits ?? [];
+  if (failed.length === 0 && disabled.length === 0 && circuits.length === 0) return 0;
+  const events = [
+    ...(failed.length > 0 ? ['failed-notifications' as const] : []),
+    ...(disabled.length > 0 ? ['disabled-subscriptions' as const] : []),
+    ...(circuits.length > 0 ? ['endpoint-circuits' as const] : []),
+  ];
+  const accounts = [...new Set([...failed, ...disabled, ...circuits].map((fact) => fact.accountId))];
   const subscriptions = await listActiveSubscriptionsOf(
     tx,
     accounts,
@@ -65,7 +75,7 @@ export async function writeOperationalNotifications(tx: Executor, facts: { faile
   const receiversOf = (accountId: string, event: OperationalNotificationEvent) =>
     subscriptions.filter((s) => s.accountId === accountId && NOTIFICATION_EVENT_OF[s.event as SubscriptionEvent] === event);
   const rows: NotificationsTable[] = [];
-  const add = (accountId: string, requestId: string, event: OperationalNotificationEvent, payload: FailedNotificationsPayload | DisabledSubscriptionsPayload) => {
+  const add = (accountId: string, requestId: string, event: OperationalNotificationEvent, payload: FailedNotificationsPayload | DisabledSubscriptionsPayload | EndpointCircuitsPayload) => {
     const body = JSON.stringify(payload);
     for (const subscription of receiversOf(accountId, event)) {
       rows.push(newNotificationRow({ accountId, requestId, subscriptionId: subscription.id, event, url: subscription.url, payload: body }, now));
@@ -91,6 +101,17 @@ export async function writeOperationalNotifications(tx: Executor, facts: { faile
       reason: d.reason,
       disabledAt: iso(d.at),
       failedPending: d.failedPending,
+    });
+  }
+  for (const c of circuits) {
+    add(c.accountId, '', 'endpoint-circuits', {
+      url: c.url,
+      state: c.state,
+      changedAt: iso(c.at),
+      failures: c.failures,
+      lastFailure: c.lastFailure,
+      nextProbeAt: c.nextProbeAt === null ? null : iso(c.nextProbeAt),
+      held: c.held,
     });
   }
   if (rows.length === 0) return 0;

@@ -14,7 +14,8 @@ import type { NotificationsTable } from './tables/index.js';
  * while it waits for another notification, once it ended, and for a listen copy), `lease` and
  * `lease_until` (who holds it, until when), `runs` and `postponed` — and every way they change is
  * one function here: a new row's schedule, claim, hand-off, renew, settle, let go, a failed run,
- * postpone, release, manual retry, recover, switch-off, and a listen copy's lease. The rules these
+ * postpone, hold (circuit breaker), release, manual retry, recover, switch-off, and a listen copy's
+ * lease. The rules these
  * writes keep are stated in worker/delivery-ownership.ts.
  *
  * Every write of a holder is conditional on its lease (`lease = held lease`): a holder whose lease
@@ -57,8 +58,8 @@ function toDelivery(row: DeliveryRow): Delivery {
 const byCreation = (a: Delivery, b: Delivery) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1);
 
 /** The schedule columns of a new notification: due `runAt`, or never (null: held behind another, or a listen copy). */
-export function newSchedule(runAt: number | null): Pick<NotificationsTable, 'run_at' | 'lease' | 'lease_until' | 'runs' | 'postponed'> {
-  return { run_at: runAt, lease: null, lease_until: null, runs: 0, postponed: 0 };
+export function newSchedule(runAt: number | null): Pick<NotificationsTable, 'run_at' | 'lease' | 'lease_until' | 'runs' | 'postponed' | 'held_at'> {
+  return { run_at: runAt, lease: null, lease_until: null, runs: 0, postponed: 0, held_at: null };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,6 +296,26 @@ export async function postpone(db: Executor, postponements: ReadonlyArray<{ deli
   return new Set(rows.map((row) => row.id));
 }
 
+/**
+ * The circuit breaker's hold (docs/delivery.md, "Circuit breaker"): gives deliveries back unrun
+ * and not due (`run_at` null), marked `held_at`; the claim's run no longer counts. Only while the
+ * lease still holds them; the caller has checked, in the same transaction, that their endpoint's
+ * circuit is open (and locked it, so that a close cannot pass between the check and this write).
+ * Returns the ids held.
+ */
+const holdHeld = precompiled<[held: string, now: number], { id: string }>(
+  (db, heldRows, now) =>
+    sql<{ id: string }>`update notifications set run_at = null, held_at = cast(${now} as bigint), lease = null, lease_until = null,
+          runs = case when runs > 0 then runs - 1 else 0 end
+        where id in (select n.id from notifications n join ${dialectOf(db).records(heldRows, 'h', HELD)} on n.id = h.held_id and n.lease = h.held_lease)
+        returning id`,
+);
+
+export async function hold(db: Executor, deliveries: readonly Delivery[], now: number): Promise<Set<string>> {
+  if (deliveries.length === 0) return new Set();
+  return new Set((await holdHeld(db, held(deliveries), now)).map((row) => row.id));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Writes by others than the holder: never to a delivery in flight.
 
@@ -313,6 +334,38 @@ const releaseWaiting = precompiled<[string | string[], number], { id: string }>(
 export async function releaseWaitingFor(db: Executor, endedIds: readonly string[], now: number): Promise<string[]> {
   if (endedIds.length === 0) return [];
   return (await releaseWaiting(db, dialectOf(db).list(endedIds), now)).map((row) => row.id);
+}
+
+/**
+ * What an endpoint's circuit breaker held goes out (docs/delivery.md, "Circuit breaker"): its
+ * `limit` oldest held notifications are due now, oldest first by creation (a held notification has
+ * no lease). The probe of an open circuit is one of them (`limit` 1); a closed circuit's held ones
+ * are released a window at a time. Answers the ids released, oldest first.
+ */
+export async function releaseHeld(db: Executor, endpoint: { accountId: string; url: string }, limit: number, now: number): Promise<string[]> {
+  if (limit <= 0) return [];
+  const oldest = await db
+    .selectFrom('notifications')
+    .select('id')
+    .where('account_id', '=', endpoint.accountId)
+    .where('url', '=', endpoint.url)
+    .where('held_at', 'is not', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  if (oldest.length === 0) return [];
+  const ids = oldest.map((row) => row.id);
+  const released = await db
+    .updateTable('notifications')
+    .set({ held_at: null, run_at: now })
+    .where(sql<boolean>`${dialectOf(db).inList(sql.ref('id'), dialectOf(db).list(ids))}`)
+    .where('held_at', 'is not', null)
+    .where('status', '=', 'pending')
+    .returning('id')
+    .execute();
+  const taken = new Set(released.map((row) => row.id));
+  return ids.filter((id) => taken.has(id));
 }
 
 /**

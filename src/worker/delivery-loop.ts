@@ -55,6 +55,8 @@ export interface Deliverer {
   deliver(delivery: Delivery, callOver: () => void): Promise<boolean>;
   /** A run that threw: tried again later or, after RUNS_WITHOUT_OUTCOME, ended failed. */
   runFailed(delivery: Delivery, error: unknown): Promise<void>;
+  /** The deliverer's own periodic work, before a claim (the circuit breakers' probes and releases); answers how many deliveries it made due. */
+  upkeep?(): Promise<number>;
 }
 
 export interface DeliveryLoop {
@@ -239,6 +241,16 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     },
     async step() {
       if (!accepting()) return 0;
+      if (deliverer.upkeep) {
+        const madeDue = await deliverer.upkeep().catch((error: unknown) => {
+          log.warn({ err: error }, 'the circuit breakers could not be tended; trying again at the next step');
+          return 0;
+        });
+        if (madeDue > 0 && accepting()) {
+          state.wakes += 1;
+          if (state.mode === 'drained') enter('claiming');
+        }
+      }
       const { limit, leftOut: excluded } = intake();
       return worthClaiming(limit) ? start(await claim(limit, excluded)) : 0;
     },

@@ -286,7 +286,7 @@ for (const dialect of testDialects()) {
         .getByTestId('sub-event')
         .locator('option')
         .evaluateAll((options) => options.map((o) => (o as HTMLOptionElement).value));
-      assert.deepEqual(events, ['registered-request', 'processed-request', 'failed-notification', 'disabled-subscription']);
+      assert.deepEqual(events, ['registered-request', 'processed-request', 'failed-notification', 'disabled-subscription', 'endpoint-circuit']);
       assert.equal(await page.getByTestId('sub-event-operational').count(), 0);
       await page.getByTestId('sub-event').selectOption('failed-notification');
       await page.getByTestId('sub-event-operational').waitFor();
@@ -611,6 +611,91 @@ for (const dialect of testDialects()) {
         hook.requests.map((r) => r.headers['x-webhook-event']),
         ['registered-requests', 'processed-requests'],
       );
+      await page.close();
+    });
+
+    it("an endpoint whose circuit is open: the subscription's page and the overview say since when, the next probe and how many are held; the delivery log and the delivery mark the held ones", async () => {
+      const client = await t.createClientAccount();
+      const token = await t.token(client);
+      const url = 'http://127.0.0.1:9/down';
+      const sub = (await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event: 'registered-requests', description: 'Down', callback: { url } } })).body;
+      // The circuit and its held notifications as the worker leaves them (CIRCUIT_BREAKER_FAILURES is 0 here: the worker opens
+      // none, and holds nothing new); the next probe half an hour ahead, so that none goes while the browser looks.
+      const now = Date.now();
+      const openedAt = now - 120_000;
+      const nextProbeAt = now + 30 * 60_000;
+      await t.deps.db
+        .insertInto('endpoint_circuits')
+        .values({
+          account_id: client.accountId,
+          url,
+          state: 'open',
+          failures: 5,
+          reason: 'HTTP 503',
+          opened_at: openedAt,
+          closed_at: null,
+          next_probe_at: nextProbeAt,
+          probe_interval_ms: 60_000,
+          probe_id: null,
+          probe_until: null,
+          probes: 2,
+          updated_at: now,
+        })
+        .execute();
+      const held = [0, 1, 2].map((i) => ({
+        ...newNotificationRow(
+          { accountId: client.accountId, requestId: `req_01circuit${String(i).padStart(15, '0')}`, subscriptionId: sub._id, event: 'registered-requests', url, payload: '{}' },
+          openedAt + i * 1000,
+        ),
+        run_at: null,
+        held_at: openedAt + i * 1000 + 500,
+      }));
+      await insertNotifications(t.deps.db, held);
+      const utc = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+
+      const page = await open(`/console/subscriptions/${sub._id}`);
+      await signIn(page, client);
+      const circuit = page.getByTestId('circuit');
+      await circuit.waitFor();
+      assert.equal(await circuit.getAttribute('data-state'), 'open');
+      const said = (await circuit.textContent()) ?? '';
+      assert.match(said, /Circuit open since .* — 5 failures in a row, last: HTTP 503 — next probe /);
+      assert.ok(said.includes(utc(openedAt)), `opened at, in UTC: ${said}`);
+      assert.equal(await circuit.getByTestId('circuit-next-probe').locator('time').getAttribute('datetime'), new Date(nextProbeAt).toISOString());
+      assert.match((await circuit.getByTestId('circuit-next-probe').textContent()) ?? '', /\(2 probes failed so far\)/);
+      assert.equal((await circuit.getByTestId('circuit-held-count').textContent())?.trim(), '3 held');
+      await checkPage(page, 'subscription-circuit-open');
+
+      // Sending what it held: the line says how many are left (the answer is changed in flight: the worker would drain them at once).
+      await page.route('**/v2/subscriptions/*/stats*', async (route) => {
+        const response = await route.fetch();
+        const stats = await response.json();
+        await route.fulfill({ response, json: { ...stats, circuit: { ...stats.circuit, state: 'draining', openedAt: null, nextProbeAt: null, probes: 0, held: 2 } } });
+      });
+      await page.reload();
+      await page.locator('[data-testid=circuit][data-state=draining]').waitFor();
+      assert.match((await page.getByTestId('circuit').textContent()) ?? '', /Circuit closed again — sending what was held \(2 left\)/);
+      await page.unroute('**/v2/subscriptions/*/stats*');
+
+      // The overview's card says it too.
+      await page.goto(`${t.url}/console/`);
+      const card = page.locator(`[data-testid=health-card][data-subscription-id="${sub._id}"]`);
+      await card.locator('[data-testid=circuit][data-state=open]').waitFor();
+
+      // The delivery log marks each held one, the reason in its tooltip; its page says since when and why, in place of the next attempt.
+      await page.goto(`${t.url}/console/deliveries?subscriptionId=${sub._id}`);
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid=delivery-row]').length === 3);
+      assert.equal(await page.getByTestId('circuit-held').count(), 3);
+      const status = page.getByTestId('circuit-held').first().locator('xpath=..');
+      assert.match((await status.getAttribute('title')) ?? '', /^pending, held since .* UTC\): the endpoint's circuit breaker is open/);
+      await page.goto(`${t.url}/console/deliveries/${held[0]!.id}`);
+      const holding = page.getByTestId('held-by-circuit');
+      await holding.waitFor();
+      const line = (await holding.textContent()) ?? '';
+      assert.match(line, /^Held since .* — the endpoint's circuit breaker is open/);
+      assert.ok(line.includes(utc(held[0]!.held_at)), line);
+      assert.equal(await page.getByTestId('delivery-page').locator('.title-row').getByText('held').count(), 1, 'a Held badge beside the status');
+      await checkPage(page, 'delivery-circuit-held');
       await page.close();
     });
 

@@ -18,7 +18,7 @@ describe('the notification events (domain/notifications/events.ts)', () => {
   it('names every event once in each spelling', () => {
     assert.equal(new Set(NOTIFICATION_EVENTS).size, EVENTS.length);
     assert.equal(new Set(SUBSCRIPTION_EVENTS).size, EVENTS.length);
-    assert.deepEqual(NOTIFICATION_EVENTS, ['registered-requests', 'processed-requests', 'disabled-subscriptions', 'failed-notifications']);
+    assert.deepEqual(NOTIFICATION_EVENTS, ['registered-requests', 'processed-requests', 'disabled-subscriptions', 'failed-notifications', 'endpoint-circuits']);
     assert.deepEqual(REQUEST_EVENTS, ['registered-requests', 'processed-requests']);
   });
 
@@ -48,13 +48,15 @@ describe('the notification events (domain/notifications/events.ts)', () => {
       'disabled-subscriptions',
       'failed-notification',
       'failed-notifications',
+      'endpoint-circuit',
+      'endpoint-circuits',
     ]);
     for (const name of ['Registered-Request', 'registered', '', 'constructor', 'toString', '__proto__']) assert.equal(normalizeEvent(name), undefined, name);
   });
 
   it('tells request events from operational ones in either spelling', () => {
     assert.deepEqual(NOTIFICATION_EVENTS.filter(isRequestEvent), REQUEST_EVENTS);
-    assert.deepEqual(SUBSCRIPTION_EVENTS.filter(isOperationalEvent), ['disabled-subscription', 'failed-notification']);
+    assert.deepEqual(SUBSCRIPTION_EVENTS.filter(isOperationalEvent), ['disabled-subscription', 'failed-notification', 'endpoint-circuit']);
     for (const { notification, subscription, kind } of EVENTS) {
       assert.equal(isRequestEvent(notification), kind === 'request');
       assert.equal(isOperationalEvent(subscription), kind === 'operational');

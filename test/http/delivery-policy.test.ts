@@ -12,7 +12,18 @@ import { api, startTestApp, type TestApp } from '../support/test-app.js';
  * not the defaults, so an answer that ignored the configuration would fail.
  */
 
-const CONFIGURED = { RETRY_MAX_ATTEMPTS: '7', RETRY_INTERVAL: '90s', CALLBACK_TIMEOUT: '2500ms', SUBSCRIPTION_DISABLE_AFTER: '36h' };
+const CONFIGURED = {
+  RETRY_MAX_ATTEMPTS: '7',
+  RETRY_INTERVAL: '90s',
+  CALLBACK_TIMEOUT: '2500ms',
+  SUBSCRIPTION_DISABLE_AFTER: '36h',
+  CIRCUIT_BREAKER_FAILURES: '4',
+  CIRCUIT_BREAKER_PROBE_INTERVAL: '5s',
+  CIRCUIT_BREAKER_PROBE_MAX_INTERVAL: '2m',
+  OUTBOUND_SOURCE_ADDRESSES: '203.0.113.7, 198.51.100.0/28',
+  // Never shown: only the addresses receivers must admit are.
+  OUTBOUND_PROXY: 'http://egress-user:egress-password@127.0.0.1:3128',
+};
 
 for (const dialect of testDialects()) {
   describe(`GET /delivery-policy [${dialect}]`, () => {
@@ -43,7 +54,10 @@ for (const dialect of testDialects()) {
           timeoutMs: 2_500,
           disableAfterMs: 36 * 3_600_000,
           testSendsPerMinute: 10,
+          circuitBreaker: { failures: 4, probeIntervalMs: 5_000, probeMaxIntervalMs: 120_000 },
+          sourceAddresses: ['203.0.113.7', '198.51.100.0/28'],
         });
+        assert.ok(!/3128|egress-/.test(JSON.stringify(response.body)), 'the proxy itself is not shown');
       }
     });
 
@@ -54,6 +68,8 @@ for (const dialect of testDialects()) {
       assert.equal(response.body.maxAttempts, 5);
       assert.equal(response.body.retryIntervalMs, 3 * 3_600_000);
       assert.equal(response.body.timeoutMs, 10_000);
+      assert.equal(response.body.sourceAddresses, null, 'OUTBOUND_SOURCE_ADDRESSES unset');
+      assert.equal(response.body.circuitBreaker, null, 'the tests run without the breaker unless they set it (test-database.ts)');
     });
 
     it('any valid token reads it, whatever its scope; no token is a 401', async () => {
@@ -78,12 +94,14 @@ for (const dialect of testDialects()) {
         assert.ok(member.description, `${name} has no description`);
       }
       assert.deepEqual(Object.keys(schema.properties).sort(), [
+        'circuitBreaker',
         'disableAfterMs',
         'maxAttempts',
         'retryAfterCapMs',
         'retryAfterStatuses',
         'retryIntervalMs',
         'retryJitter',
+        'sourceAddresses',
         'testSendsPerMinute',
         'timeoutMs',
       ]);

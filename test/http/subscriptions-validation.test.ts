@@ -40,13 +40,13 @@ for (const dialect of testDialects()) {
         'event is required',
         { callback: valid.callback },
         'body.event',
-        'is required: one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications',
+        'is required: one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications, endpoint-circuit, endpoint-circuits',
       ],
       [
         'event must be a known name',
         { ...valid, event: 'pedido-entregue' },
         'body.event',
-        'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications',
+        'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications, endpoint-circuit, endpoint-circuits',
       ],
       ['callback is required', { event: 'registered-request' }, 'body.callback', 'is required: an object with at least url'],
       ['callback.url is required', { event: 'registered-request', callback: {} }, 'body.callback.url', 'is required'],
@@ -145,7 +145,7 @@ for (const dialect of testDialects()) {
         {
           path: 'body.event',
           message:
-            'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications',
+            'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications, endpoint-circuit, endpoint-circuits',
         },
         { path: 'body.experiences.0', message: 'must not be empty' },
       ]);
@@ -170,7 +170,7 @@ for (const dialect of testDialects()) {
         event.body,
         badRequest(
           'querystring.event',
-          'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications',
+          'must be one of registered-request, registered-requests, processed-request, processed-requests, disabled-subscription, disabled-subscriptions, failed-notification, failed-notifications, endpoint-circuit, endpoint-circuits',
           'request querystring is invalid',
         ),
       );

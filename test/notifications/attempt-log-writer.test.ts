@@ -55,6 +55,7 @@ for (const dialect of testDialects()) {
       nextAttemptAt: Date.now() + 60_000,
       now: Date.now(),
       countsFor: null,
+      endpointUrl: null,
       notification: { event: 'registered-requests', requestId: 'req_0', test: false },
     });
 

@@ -104,6 +104,7 @@ for (const dialect of testDialects()) {
             consecutiveFailures: 0,
             pending: 0,
             failed: 0,
+            circuit: { state: 'closed', failures: 0, lastFailure: null, openedAt: null, nextProbeAt: null, probes: 0, held: 0 },
           },
         );
         assert.equal(empty.series.length, 24);

@@ -36,7 +36,7 @@ for (const dialect of testDialects()) {
 
     it('real bodies of every event validate against the published schemas; a drifted body does not', async () => {
       const doc = (await api(t.url, 'GET', '/openapi.json')).body;
-      assert.deepEqual(Object.keys(doc.webhooks ?? {}).sort(), ['disabled-subscriptions', 'failed-notifications', 'processed-requests', 'registered-requests']);
+      assert.deepEqual(Object.keys(doc.webhooks ?? {}).sort(), ['disabled-subscriptions', 'endpoint-circuits', 'failed-notifications', 'processed-requests', 'registered-requests']);
       const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
       // The payloads are named components (`$ref`s into the document): compiled where they stand in it.
       ajv.addSchema(doc, 'openapi.json');
@@ -59,8 +59,8 @@ for (const dialect of testDialects()) {
         ],
       });
       const subscriptions = [];
-      // The operational events get test sends only here (their real bodies: operational-notifications.test.ts).
-      for (const event of ['registered-requests', 'processed-requests', 'failed-notifications', 'disabled-subscriptions']) {
+      // The operational events get test sends only here (their real bodies: operational-notifications.test.ts, circuit-breaker.test.ts).
+      for (const event of ['registered-requests', 'processed-requests', 'failed-notifications', 'disabled-subscriptions', 'endpoint-circuits']) {
         subscriptions.push((await api(t.url, 'POST', '/v2/subscriptions', { token, body: { event, callback: { url: `${receiver.url}/${event}` } } })).body._id);
       }
       const accepted = await api(t.url, 'POST', '/v2/requests', { token, body: { experience: 'mixed', event: 'buy', data: { order: 1 } } });
@@ -69,7 +69,7 @@ for (const dialect of testDialects()) {
       assert.equal(rejected.status, 202);
       for (const id of subscriptions) assert.equal((await api(t.url, 'POST', `/v2/subscriptions/${id}/test`, { token })).status, 202);
 
-      await eventually(() => receiver.requests.length >= 7, 15_000, 'registered ×2, processed, four test sends');
+      await eventually(() => receiver.requests.length >= 8, 15_000, 'registered ×2, processed, five test sends');
       const seen = new Set<string>();
       for (const request of receiver.requests) {
         const event = String(request.headers['x-webhook-event']);
@@ -84,6 +84,7 @@ for (const dialect of testDialects()) {
       }
       assert.deepEqual([...seen].sort(), [
         'disabled-subscriptions test',
+        'endpoint-circuits test',
         'failed-notifications test',
         'processed-requests',
         'processed-requests test',

@@ -50,6 +50,9 @@ export async function startTestDatabase(dialect: TestDialect, env: Record<string
     PORT: '0',
     PUBLIC_URL: 'http://127.0.0.1:8080',
     CALLBACK_ALLOW_PRIVATE_NETWORKS: 'true',
+    // Off unless a test turns it on (test/notifications/circuit-breaker.test.ts): the tests of
+    // retries, auto-disable and recovery fail their receivers on purpose, attempt after attempt.
+    CIRCUIT_BREAKER_FAILURES: '0',
     ...env,
   });
   const deps = await createDeps(config, { schema: pgSchema?.schema, ...(options.clock ? { clock: options.clock } : {}) });

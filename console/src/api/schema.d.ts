@@ -303,7 +303,7 @@ export interface paths {
         };
         /**
          * How notifications are delivered and retried here: attempts, retry interval, timeout, auto-disable
-         * @description The delivery rules of this deployment, as its operator configured them: how many attempts a notification gets, how far apart, how long a call may take, which `Retry-After` answers are honoured, and when a failing subscription is switched off (docs/delivery.md). The same for every account; any valid token may read it.
+         * @description The delivery rules of this deployment, as its operator configured them: how many attempts a notification gets, how far apart, how long a call may take, which `Retry-After` answers are honoured, when a failing subscription is switched off, and the addresses calls come from, for a firewall (docs/delivery.md). The same for every account; any valid token may read it.
          */
         get: operations["getDeliveryPolicyV1"];
         put?: never;
@@ -975,7 +975,7 @@ export interface paths {
         };
         /**
          * How notifications are delivered and retried here: attempts, retry interval, timeout, auto-disable
-         * @description The delivery rules of this deployment, as its operator configured them: how many attempts a notification gets, how far apart, how long a call may take, which `Retry-After` answers are honoured, and when a failing subscription is switched off (docs/delivery.md). The same for every account; any valid token may read it.
+         * @description The delivery rules of this deployment, as its operator configured them: how many attempts a notification gets, how far apart, how long a call may take, which `Retry-After` answers are honoured, when a failing subscription is switched off, and the addresses calls come from, for a firewall (docs/delivery.md). The same for every account; any valid token may read it.
          */
         get: operations["getDeliveryPolicy"];
         put?: never;
@@ -1448,6 +1448,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "endpoint-circuits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An endpoint's circuit breaker opened or closed (operational)
+         * @description Sent to the account's `endpoint-circuit` subscriptions, in the transaction that opens or closes the circuit breaker of one of its callback URLs (docs/delivery.md, "Circuit breaker"). While open, new notifications to the URL are held (no attempt made) and one probe at a time tests it; when it closes, `held` counts the notifications now being sent.
+         */
+        post: operations["endpointCircuits"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "failed-notifications": {
         parameters: {
             query?: never;
@@ -1889,10 +1909,28 @@ export interface components {
          *       "retryAfterCapMs": 86400000,
          *       "timeoutMs": 10000,
          *       "disableAfterMs": 432000000,
-         *       "testSendsPerMinute": 10
+         *       "testSendsPerMinute": 10,
+         *       "circuitBreaker": {
+         *         "failures": 5,
+         *         "probeIntervalMs": 10000,
+         *         "probeMaxIntervalMs": 60000
+         *       },
+         *       "sourceAddresses": [
+         *         "203.0.113.7",
+         *         "203.0.113.8"
+         *       ]
          *     }
          */
         DeliveryPolicy: {
+            /** @description the endpoint circuit breaker (docs/delivery.md, "Circuit breaker"): while a URL's circuit is open, new notifications to it are held, no attempt used, and one probe at a time tests it; null: no breaker (`CIRCUIT_BREAKER_FAILURES=0`) */
+            circuitBreaker: {
+                /** @description attempts in a row to one URL without an answer or with a 5xx that open its circuit (`CIRCUIT_BREAKER_FAILURES`) */
+                failures: number;
+                /** @description from the opening to the first probe (`CIRCUIT_BREAKER_PROBE_INTERVAL`); the wait doubles after each failed probe */
+                probeIntervalMs: number;
+                /** @description the longest wait between two probes (`CIRCUIT_BREAKER_PROBE_MAX_INTERVAL`) */
+                probeMaxIntervalMs: number;
+            } | null;
             /** @description a subscription whose every attempt has failed for this long is switched off (`active: false` with `disabledReason`; `SUBSCRIPTION_DISABLE_AFTER`); null: never */
             disableAfterMs: number | null;
             /** @description automatic attempts of one notification in all, the first included (`RETRY_MAX_ATTEMPTS`); after the last one fails the notification is `failed`. A manual retry (POST /notifications/{id}/retry) or a recovery is one more attempt, outside this count */
@@ -1905,6 +1943,8 @@ export interface components {
             retryIntervalMs: number;
             /** @description the spread of each retry: its delay is drawn uniformly between `retryIntervalMs × (1 − retryJitter)` and `retryIntervalMs × (1 + retryJitter)`, so an outage's backlog does not come back at once */
             retryJitter: number;
+            /** @description the IP addresses (or CIDR blocks) every call to a callback and every OAuth2 token request comes from, for a receiver whose firewall admits only known sources (`OUTBOUND_SOURCE_ADDRESSES`: the public addresses of the egress proxy or NAT the operator sends through); null: not published, calls may come from any address */
+            sourceAddresses: string[] | null;
             /** @description test sends (POST /subscriptions/{id}/test) per subscription in any minute; more are a 429 with `Retry-After` */
             testSendsPerMinute: number;
             /** @description one call to a callback fails when it has not ended within this (`CALLBACK_TIMEOUT`), from DNS and connect to the last byte of the answer; an OAuth2 token request for the callback has its own */
@@ -1929,6 +1969,29 @@ export interface components {
             /** @description the subscription switched off (`sub_…`); PUT /subscriptions/{id} with `active: true` turns it on again */
             subscriptionId: string;
             /** @description its callback URL */
+            url: string;
+        };
+        /**
+         * EndpointCircuitsPayload
+         * @description the body of an `endpoint-circuits` notification
+         */
+        EndpointCircuitsPayload: {
+            /**
+             * Format: date-time
+             * @description when it opened or closed (UTC)
+             */
+            changedAt: string;
+            /** @description open: the attempts in a row that got no answer or a 5xx; closed: 0 */
+            failures: number;
+            /** @description closed: the notifications it held, now being sent (oldest first, without using an attempt); open: 0 */
+            held: number;
+            /** @description the latest of those failures, in words (`HTTP 503`, `connection refused by …`) */
+            lastFailure: string | null;
+            /** @description open: when the first probe may go; closed: null */
+            nextProbeAt: string | null;
+            /** @description `open`: new notifications to the URL are held, no attempt made, and probes test it; `closed`: it answered again and what was held is being sent */
+            state: "open" | "closed";
+            /** @description the endpoint: the callback URL whose circuit changed */
             url: string;
         };
         /**
@@ -2115,7 +2178,16 @@ export interface components {
          *       },
          *       "consecutiveFailures": 0,
          *       "pending": 3,
-         *       "failed": 1
+         *       "failed": 1,
+         *       "circuit": {
+         *         "state": "closed",
+         *         "failures": 0,
+         *         "lastFailure": null,
+         *         "openedAt": null,
+         *         "nextProbeAt": null,
+         *         "probes": 0,
+         *         "held": 0
+         *       }
          *     }
          */
         EndpointStats: {
@@ -2127,6 +2199,20 @@ export interface components {
                 retry: number;
                 /** @description attempts the receiver answered with a 2xx */
                 succeeded: number;
+            };
+            /** @description the circuit breaker of the subscription's callback URL (docs/delivery.md, "Circuit breaker"), shared by the account's subscriptions and requests to that URL */
+            circuit: {
+                /** @description attempts to the URL in a row that got no answer or a 5xx (CIRCUIT_BREAKER_FAILURES of them open it) */
+                failures: number;
+                /** @description notifications to the URL the breaker holds now */
+                held: number;
+                lastFailure: string | null;
+                nextProbeAt: string | null;
+                openedAt: string | null;
+                /** @description open: probes that failed since it opened */
+                probes: number;
+                /** @description `closed`: notifications go out as usual; `open`: new notifications to the URL are held (no attempt made) while probes test it; `draining`: it closed again and what it held is being sent, oldest first */
+                state: "closed" | "open" | "draining";
             };
             /** @description failed attempts (not notifications) since the last successful one, not limited to the window */
             consecutiveFailures: number;
@@ -2723,6 +2809,16 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             event: string;
+            /** @description a pending notification the endpoint's circuit breaker holds (docs/delivery.md, "Circuit breaker"): its URL failed CIRCUIT_BREAKER_FAILURES attempts in a row, so no attempt is made (none is used) until a probe gets an answer; then it is sent, oldest first. No nextAttemptAt meanwhile. The circuit itself (open since, next probe): GET /subscriptions/{id}/stats, `circuit` */
+            held?: {
+                /** @description why, in words */
+                reason: string;
+                /**
+                 * Format: date-time
+                 * @description when the breaker held it
+                 */
+                since: string;
+            };
             /** @description also the webhook-id header of every attempt */
             id: string;
             lastError: string | null;
@@ -3485,7 +3581,7 @@ export interface components {
             /** @description read-only: ignored */
             createdAt?: string;
             description?: string;
-            /** @description registered-request | processed-request (request events), or disabled-subscription | failed-notification (operational events: a subscription switched off, a notification failed after its last attempt); plural forms accepted */
+            /** @description registered-request | processed-request (request events), or disabled-subscription | failed-notification | endpoint-circuit (operational events: a subscription switched off, a notification failed after its last attempt, an endpoint's circuit breaker opened or closed); plural forms accepted */
             event?: string;
             /** @description experience names; [] = every experience. Must be [] for an operational event */
             experiences?: string[];
@@ -5631,7 +5727,7 @@ export interface operations {
                 accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
-                event?: "registered-requests" | "processed-requests" | "disabled-subscriptions" | "failed-notifications";
+                event?: "registered-requests" | "processed-requests" | "disabled-subscriptions" | "failed-notifications" | "endpoint-circuits";
                 limit?: number;
                 /** @description the copies forwarded by `rewards listen` (url `listen:<session id>`): listed with the others (`include`, the default), left out (`exclude`) or alone (`only`) */
                 listen?: "include" | "exclude" | "only";
@@ -6529,7 +6625,7 @@ export interface operations {
                 /** @description operators: act for this account */
                 accountId?: string;
                 active?: boolean;
-                /** @description registered-request | processed-request | disabled-subscription | failed-notification (plural forms accepted) */
+                /** @description registered-request | processed-request | disabled-subscription | failed-notification | endpoint-circuit (plural forms accepted) */
                 event?: string;
                 /** @description only subscriptions whose experiences name this one */
                 experience?: string;
@@ -9254,7 +9350,7 @@ export interface operations {
                 accountId?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
-                event?: "registered-requests" | "processed-requests" | "disabled-subscriptions" | "failed-notifications";
+                event?: "registered-requests" | "processed-requests" | "disabled-subscriptions" | "failed-notifications" | "endpoint-circuits";
                 limit?: number;
                 /** @description the copies forwarded by `rewards listen` (url `listen:<session id>`): listed with the others (`include`, the default), left out (`exclude`) or alone (`only`) */
                 listen?: "include" | "exclude" | "only";
@@ -10152,7 +10248,7 @@ export interface operations {
                 /** @description operators: act for this account */
                 accountId?: string;
                 active?: boolean;
-                /** @description registered-request | processed-request | disabled-subscription | failed-notification (plural forms accepted) */
+                /** @description registered-request | processed-request | disabled-subscription | failed-notification | endpoint-circuit (plural forms accepted) */
                 event?: string;
                 /** @description only subscriptions whose experiences name this one */
                 experience?: string;
@@ -11000,6 +11096,49 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["DisabledSubscriptionsPayload"];
+            };
+        };
+        responses: {
+            /** @description received: any 2xx ends the notification as succeeded */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description anything else (and no answer within CALLBACK_TIMEOUT) is a failed attempt, retried after RETRY_INTERVAL ± 20 %; 429/503 Retry-After is honoured */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    endpointCircuits: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description from the subscription's authorization (Bearer, Basic, or an OAuth2 access token); absent for none or mTLS alone */
+                authorization?: string;
+                /** @description the notification id (`msg_…`): the same on every retry; deduplicate on it */
+                "webhook-id": string;
+                /** @description Standard Webhooks: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`, several space-separated during a secret rotation */
+                "webhook-signature": string;
+                /** @description Unix seconds of this attempt; refuse stale ones */
+                "webhook-timestamp": string;
+                /** @description `registered-requests` or `processed-requests`; for operational notifications `failed-notifications` or `disabled-subscriptions` */
+                "x-webhook-event": string;
+                /** @description `true` on a test send (POST /subscriptions/{id}/test); absent otherwise */
+                "x-webhook-test"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description the body of an `endpoint-circuits` notification */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointCircuitsPayload"];
             };
         };
         responses: {

@@ -4,7 +4,7 @@ import { can } from '../session';
 import { href } from '../router';
 import { FilterForm, Pager, useListFilters } from '../list-filters';
 import { ActionButton, useAction } from '../actions';
-import { Badge, Checkbox, Field, Json, Loading, Problem, Select, When, useAsync, useFollow } from '../ui';
+import { Badge, Checkbox, Field, Json, Loading, Problem, Select, When, useAsync, useFollow, whenText } from '../ui';
 
 const PAGE = 50;
 
@@ -35,13 +35,14 @@ const EVENT_OPTIONS: Record<NotificationEvent, string> = {
   'processed-requests': 'processed-requests',
   'failed-notifications': 'failed-notifications (operational)',
   'disabled-subscriptions': 'disabled-subscriptions (operational)',
+  'endpoint-circuits': 'endpoint-circuits (operational)',
 };
 
 /**
  * GET /v2/notifications?status=&subscriptionId=&event=&since=&until=&requestId=&limit=50&cursor=:
  * one page at a time; the newest page refreshes itself every 5 seconds while it is open.
  */
-/** A notification's request: a link, a test send's sample id, or none (a `disabled-subscriptions` notification is about no request). */
+/** A notification's request: a link, a test send's sample id, or none (a `disabled-subscriptions` or `endpoint-circuits` notification is about no request). */
 function RequestOf({ requestId, test }: { requestId: string | null; test: boolean }) {
   if (requestId === null) return <>—</>;
   return test ? <code>{requestId}</code> : <a href={href(`/requests/${encodeURIComponent(requestId)}`)}>{requestId}</a>;
@@ -211,8 +212,22 @@ function NotificationTable({ rows }: { rows: Notification[] }) {
                   n.url
                 )}
               </td>
-              <td title={n.waitingFor ? `${n.status}, held: waits for its registered-requests ${n.waitingFor}` : n.status}>
-                {statusBadge(n.status)}
+              <td
+                title={
+                  n.waitingFor ? `${n.status}, held: waits for its registered-requests ${n.waitingFor}` : n.held ? `${n.status}, held since ${whenText(n.held.since)}: ${n.held.reason}` : n.status
+                }
+              >
+                {/* Held by the endpoint's circuit breaker: still pending, said as "held" in place of it (the cell is narrow), the reason in the tooltip. */}
+                {n.held ? (
+                  <>
+                    <Badge kind="held" testid="circuit-held">
+                      held
+                    </Badge>
+                    <span class="sr-only"> (pending)</span>
+                  </>
+                ) : (
+                  statusBadge(n.status)
+                )}
                 {n.waitingFor ? (
                   <span class="hint-inline" data-testid="held">
                     {' '}
@@ -338,6 +353,7 @@ export function DeliveryPage({ id }: { id: string }) {
       <div class="title-row">
         <h1>{listen ? 'Listen copy' : `Delivery${d.test ? ' (test)' : ''}`}</h1>
         {statusBadge(d.status)}
+        {d.held ? <Badge kind="held">held</Badge> : null}
       </div>
       <dl class="facts">
         <dt>Notification id (webhook-id)</dt>
@@ -389,7 +405,17 @@ export function DeliveryPage({ id }: { id: string }) {
           <>
             <dt>Next attempt</dt>
             <dd data-testid="next-attempt">
-              {d.nextAttemptAt !== null ? (
+              {d.held ? (
+                <span class="inline-when" data-testid="held-by-circuit">
+                  <strong>Held</strong> since <When at={d.held.since} /> — {d.held.reason}.
+                  {d.subscriptionId ? (
+                    <>
+                      {' '}
+                      <a href={href(`/subscriptions/${encodeURIComponent(d.subscriptionId)}`)}>See the circuit</a> on the subscription's page.
+                    </>
+                  ) : null}
+                </span>
+              ) : d.nextAttemptAt !== null ? (
                 <When at={d.nextAttemptAt} />
               ) : d.status === 'pending' ? (
                 listen ? (

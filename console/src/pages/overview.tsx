@@ -1,6 +1,7 @@
 import { api, call, type Stats, type Subscription } from '../api/client';
 import { href, navigate, route } from '../router';
 import { Badge, Loading, Problem, Select, When, useAsync } from '../ui';
+import { CircuitState } from './circuit';
 
 const WINDOWS: [string, string][] = [
   ['1h', 'Last hour'],
@@ -56,6 +57,7 @@ function HealthCard({ subscription: s, window }: { subscription: Subscription; w
       ) : null}
       {stats.loading && !stats.data ? <Loading label="Loading health…" /> : null}
       <Problem problem={stats.error} />
+      {stats.data ? <CircuitState circuit={stats.data.circuit} /> : null}
       {stats.data ? <Health stats={stats.data} subscriptionId={s._id} /> : null}
     </li>
   );

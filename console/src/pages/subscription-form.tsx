@@ -111,6 +111,7 @@ const EVENTS: Record<SubscriptionEvent, { label: string; operational: boolean }>
   'processed-request': { label: 'processed-request (delivered and canceled prizes)', operational: false },
   'failed-notification': { label: 'failed-notification (operational: a notification failed after its last attempt)', operational: true },
   'disabled-subscription': { label: 'disabled-subscription (operational: a subscription was switched off)', operational: true },
+  'endpoint-circuit': { label: "endpoint-circuit (operational: an endpoint's circuit breaker opened or closed)", operational: true },
 };
 const EVENT_OPTIONS = Object.entries(EVENTS).map(([event, { label }]): [string, string] => [event, label]);
 const OPERATIONAL_EVENTS: ReadonlySet<string> = new Set(Object.entries(EVENTS).flatMap(([event, { operational }]) => (operational ? [event] : [])));

@@ -5,6 +5,7 @@ import { href, navigate } from '../router';
 import { ActionButton, ActionForm, ConfirmButton, useAction } from '../actions';
 import { Badge, CopyButton, Field, Loading, Problem, Select, ShownOnce, When, utcInputToIso, useAsync, useFollow } from '../ui';
 import { SubscriptionForm, bodyOf, formOf } from './subscription-form';
+import { CircuitState } from './circuit';
 
 export function SubscriptionList() {
   const subs = useAsync(() => call(api.GET('/v2/subscriptions')), []);
@@ -131,6 +132,7 @@ export function SubscriptionPage({ id }: { id: string }) {
           <strong>Switched off by the service</strong> <When at={s.disabledAt} />: {s.disabledReason}
         </p>
       ) : null}
+      <Circuit id={id} />
       <dl class="facts">
         <dt>Id</dt>
         <dd>
@@ -214,6 +216,19 @@ export function SubscriptionPage({ id }: { id: string }) {
       ) : null}
     </section>
   );
+}
+
+/**
+ * The circuit breaker of the subscription's URL (`circuit` of GET …/stats): reloaded every 5
+ * seconds while it is open or sending what it held, so the next probe and the count stay current.
+ */
+function Circuit({ id }: { id: string }) {
+  const stats = useAsync(() => call(api.GET('/v2/subscriptions/{subscriptionId}/stats', { params: { path: { subscriptionId: id }, query: { window: '1h' } } })), [id]);
+  const state = stats.data?.circuit.state;
+  useFollow(stats, { everyMs: 5000, follow: state === 'open' || state === 'draining' ? state : null });
+  if (stats.error) return <Problem problem={stats.error} />;
+  if (!stats.data) return null;
+  return <CircuitState circuit={stats.data.circuit} note={can('subscriptions:write') ? 'A test send goes out anyway, and its answer counts as a probe.' : undefined} />;
 }
 
 /** POST …/test → 202 {notificationId}, then GET /v2/notifications/{id} until its one attempt is logged. */

@@ -22,6 +22,7 @@ export const EVENTS = [
   // An operational event's description is also the API's (http/schemas/subscription.ts).
   { notification: 'disabled-subscriptions', subscription: 'disabled-subscription', kind: 'operational', description: 'a subscription switched off' },
   { notification: 'failed-notifications', subscription: 'failed-notification', kind: 'operational', description: 'a notification failed after its last attempt' },
+  { notification: 'endpoint-circuits', subscription: 'endpoint-circuit', kind: 'operational', description: "an endpoint's circuit breaker opened or closed" },
 ] as const satisfies readonly { notification: string; subscription: string; kind: 'request' | 'operational'; description: string }[];
 
 type EventRow = (typeof EVENTS)[number];

@@ -1,5 +1,6 @@
 import type { DeliveryAttempt, Notification } from './notification.js';
 import { iso } from '../time.js';
+import { HELD_REASON } from './circuit-breaker.js';
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
@@ -23,6 +24,8 @@ export function toNotificationResource(notification: Notification) {
     test: notification.test,
     // Held behind the same request's registered-requests to the same URL (docs/delivery.md, "Order").
     ...(notification.waitsFor !== null && notification.status === 'pending' ? { waitingFor: notification.waitsFor } : {}),
+    // Held by the endpoint's circuit breaker (docs/delivery.md, "Circuit breaker").
+    ...(notification.heldAt !== null && notification.status === 'pending' ? { held: { since: iso(notification.heldAt), reason: HELD_REASON } } : {}),
   };
 }
 

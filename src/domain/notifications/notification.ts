@@ -32,6 +32,8 @@ export interface Notification {
   test: boolean;
   /** A held `processed-requests`: the `registered-requests` it waits for. */
   waitsFor: string | null;
+  /** When the endpoint's circuit breaker held it (docs/delivery.md, "Circuit breaker"); null: not held. */
+  heldAt: number | null;
 }
 
 /** One attempt of a notification, as its delivery log records it. */

@@ -139,5 +139,26 @@ export const DisabledSubscriptionsPayloadSchema = Type.Object(
   { ...closed, title: 'DisabledSubscriptionsPayload', description: 'the body of a `disabled-subscriptions` notification' },
 );
 
+/**
+ * `endpoint-circuits` (an operational event): an endpoint's circuit breaker opened (its new
+ * notifications are held and probes test it) or closed (a probe or another attempt got an answer;
+ * what it held goes out now). docs/delivery.md, "Circuit breaker".
+ */
+export const EndpointCircuitsPayloadSchema = Type.Object(
+  {
+    url: Type.String({ description: 'the endpoint: the callback URL whose circuit changed' }),
+    state: Type.Union([Type.Literal('open'), Type.Literal('closed')], {
+      description: '`open`: new notifications to the URL are held, no attempt made, and probes test it; `closed`: it answered again and what was held is being sent',
+    }),
+    changedAt: Type.String({ format: 'date-time', description: 'when it opened or closed (UTC)' }),
+    failures: Type.Integer({ minimum: 0, description: 'open: the attempts in a row that got no answer or a 5xx; closed: 0' }),
+    lastFailure: Type.Union([Type.String(), Type.Null()], { description: 'the latest of those failures, in words (`HTTP 503`, `connection refused by …`)' }),
+    nextProbeAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'open: when the first probe may go; closed: null' }),
+    held: Type.Integer({ minimum: 0, description: 'closed: the notifications it held, now being sent (oldest first, without using an attempt); open: 0' }),
+  },
+  { ...closed, title: 'EndpointCircuitsPayload', description: 'the body of an `endpoint-circuits` notification' },
+);
+
 export type FailedNotificationsPayload = Static<typeof FailedNotificationsPayloadSchema>;
+export type EndpointCircuitsPayload = Static<typeof EndpointCircuitsPayloadSchema>;
 export type DisabledSubscriptionsPayload = Static<typeof DisabledSubscriptionsPayloadSchema>;

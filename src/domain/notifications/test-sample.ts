@@ -2,7 +2,7 @@ import type { Prize } from '../experiences/experience.js';
 import { buildProcessingResult } from '../requests/items.js';
 import type { ProcessedRequestsPayload, RegisteredRequestsPayload } from '../requests/outcomes.js';
 import { iso } from '../time.js';
-import type { DisabledSubscriptionsPayload, FailedNotificationsPayload } from './payload-schemas.js';
+import type { DisabledSubscriptionsPayload, EndpointCircuitsPayload, FailedNotificationsPayload } from './payload-schemas.js';
 import type { AnyNotificationEvent } from './events.js';
 
 /** Header sent on every call of a test send, so a receiver can tell it from real traffic. */
@@ -23,7 +23,7 @@ export function sampleNotificationPayload(
   event: AnyNotificationEvent,
   requestId: string,
   now: number,
-): RegisteredRequestsPayload | ProcessedRequestsPayload | FailedNotificationsPayload | DisabledSubscriptionsPayload {
+): RegisteredRequestsPayload | ProcessedRequestsPayload | FailedNotificationsPayload | DisabledSubscriptionsPayload | EndpointCircuitsPayload {
   if (event === 'failed-notifications') {
     return {
       notificationId: `msg_test_${requestId.slice(-6)}`,
@@ -45,6 +45,9 @@ export function sampleNotificationPayload(
       disabledAt: iso(now),
       failedPending: 3,
     };
+  }
+  if (event === 'endpoint-circuits') {
+    return { url: 'https://receiver.example/test', state: 'open', changedAt: iso(now), failures: 5, lastFailure: 'connection refused by receiver.example', nextProbeAt: iso(now + 10_000), held: 0 };
   }
   const rewardValue = SAMPLE_PRIZES[0]!.value;
   if (event === 'registered-requests') return { id: requestId, rewardValue };

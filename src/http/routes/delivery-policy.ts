@@ -19,6 +19,9 @@ function deliveryPolicyOf(config: Config): DeliveryPolicy {
     timeoutMs: config.callbackTimeoutMs,
     disableAfterMs: config.subscriptionDisableAfterMs === 0 ? null : config.subscriptionDisableAfterMs,
     testSendsPerMinute: Math.round((TEST_SENDS_PER_WINDOW * 60_000) / TEST_SEND_WINDOW_MS),
+    circuitBreaker: config.circuitBreaker.failures === 0 ? null : { ...config.circuitBreaker },
+    // The addresses receivers must admit, never the proxy (OUTBOUND_PROXY) itself.
+    sourceAddresses: config.outboundSourceAddresses.length === 0 ? null : [...config.outboundSourceAddresses],
   };
 }
 
@@ -37,7 +40,8 @@ export async function deliveryPolicyRoute(app: TypedApp, deps: { config: Config 
         summary: 'How notifications are delivered and retried here: attempts, retry interval, timeout, auto-disable',
         description:
           'The delivery rules of this deployment, as its operator configured them: how many attempts a notification gets, how far apart, how long a call may take, ' +
-          'which `Retry-After` answers are honoured, and when a failing subscription is switched off (docs/delivery.md). The same for every account; any valid token may read it.',
+          'which `Retry-After` answers are honoured, when a failing subscription is switched off, and the addresses calls come from, for a firewall (docs/delivery.md). ' +
+          'The same for every account; any valid token may read it.',
         security: [{ bearerAuth: [] }],
         response: { 200: DeliveryPolicySchema },
       },

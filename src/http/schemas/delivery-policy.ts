@@ -36,6 +36,25 @@ export const DeliveryPolicySchema = Type.Object(
       description: 'a subscription whose every attempt has failed for this long is switched off (`active: false` with `disabledReason`; `SUBSCRIPTION_DISABLE_AFTER`); null: never',
     }),
     testSendsPerMinute: Type.Integer({ description: 'test sends (POST /subscriptions/{id}/test) per subscription in any minute; more are a 429 with `Retry-After`' }),
+    circuitBreaker: Type.Union(
+      [
+        Type.Object({
+          failures: Type.Integer({ minimum: 1, description: 'attempts in a row to one URL without an answer or with a 5xx that open its circuit (`CIRCUIT_BREAKER_FAILURES`)' }),
+          probeIntervalMs: Type.Integer({ minimum: 1, description: 'from the opening to the first probe (`CIRCUIT_BREAKER_PROBE_INTERVAL`); the wait doubles after each failed probe' }),
+          probeMaxIntervalMs: Type.Integer({ minimum: 1, description: 'the longest wait between two probes (`CIRCUIT_BREAKER_PROBE_MAX_INTERVAL`)' }),
+        }),
+        Type.Null(),
+      ],
+      {
+        description:
+          'the endpoint circuit breaker (docs/delivery.md, "Circuit breaker"): while a URL\'s circuit is open, new notifications to it are held, no attempt used, and one probe at a time tests it; null: no breaker (`CIRCUIT_BREAKER_FAILURES=0`)',
+      },
+    ),
+    sourceAddresses: Type.Union([Type.Array(Type.String({ examples: ['203.0.113.7', '198.51.100.0/28'] })), Type.Null()], {
+      description:
+        'the IP addresses (or CIDR blocks) every call to a callback and every OAuth2 token request comes from, for a receiver whose firewall admits only known sources ' +
+        '(`OUTBOUND_SOURCE_ADDRESSES`: the public addresses of the egress proxy or NAT the operator sends through); null: not published, calls may come from any address',
+    }),
   },
   {
     title: 'DeliveryPolicy',
@@ -50,6 +69,8 @@ export const DeliveryPolicySchema = Type.Object(
         timeoutMs: 10_000,
         disableAfterMs: 432_000_000,
         testSendsPerMinute: 10,
+        circuitBreaker: { failures: 5, probeIntervalMs: 10_000, probeMaxIntervalMs: 60_000 },
+        sourceAddresses: ['203.0.113.7', '203.0.113.8'],
       },
     ],
   },

@@ -25,7 +25,7 @@ export const NotificationSchema = Type.Object(
       Type.String({
         format: 'date-time',
         description:
-          "when the next attempt is due, as the worker scheduled it: RETRY_INTERVAL ± 20 % after a failed attempt, or later when a 429 or 503 answered a longer `Retry-After` (see the attempt's `retryAfter`); now after a manual retry; the rate limit's turn when the subscription's `rateLimit` postponed it. null when none is scheduled: delivered (`succeeded`), `failed` (its last attempt failed, or its subscription was switched off or deleted), held (`waitingFor`), and while an attempt is being made",
+          "when the next attempt is due, as the worker scheduled it: RETRY_INTERVAL ± 20 % after a failed attempt, or later when a 429 or 503 answered a longer `Retry-After` (see the attempt's `retryAfter`); now after a manual retry; the rate limit's turn when the subscription's `rateLimit` postponed it. null when none is scheduled: delivered (`succeeded`), `failed` (its last attempt failed, or its subscription was switched off or deleted), held (`waitingFor`, `held`), and while an attempt is being made",
         examples: ['2024-07-01T12:17:00.000Z'],
       }),
     ),
@@ -41,6 +41,18 @@ export const NotificationSchema = Type.Object(
         description:
           "a held processed-requests notification: the id of the same request's registered-requests notification to the same URL it waits for; it is sent once that one has ended (delivered, or failed after its last attempt). No nextAttemptAt meanwhile",
       }),
+    ),
+    held: Type.Optional(
+      Type.Object(
+        {
+          since: Type.String({ format: 'date-time', description: 'when the breaker held it' }),
+          reason: Type.String({ description: 'why, in words' }),
+        },
+        {
+          description:
+            'a pending notification the endpoint\'s circuit breaker holds (docs/delivery.md, "Circuit breaker"): its URL failed CIRCUIT_BREAKER_FAILURES attempts in a row, so no attempt is made (none is used) until a probe gets an answer; then it is sent, oldest first. No nextAttemptAt meanwhile. The circuit itself (open since, next probe): GET /subscriptions/{id}/stats, `circuit`',
+        },
+      ),
     ),
   },
   { title: 'Notification', examples: [SAMPLE_NOTIFICATION] },

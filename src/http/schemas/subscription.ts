@@ -265,6 +265,23 @@ export const EndpointStatsSchema = Type.Object(
         'notifications (not attempts) of this subscription whose status is failed now, test sends included: exactly those that ' +
         'GET /notifications?subscriptionId={id}&status=failed lists. One retried or recovered leaves it, and is counted again only if it fails again',
     }),
+    circuit: Type.Object(
+      {
+        state: Type.Union([Type.Literal('closed'), Type.Literal('open'), Type.Literal('draining')], {
+          description:
+            '`closed`: notifications go out as usual; `open`: new notifications to the URL are held (no attempt made) while probes test it; `draining`: it closed again and what it held is being sent, oldest first',
+        }),
+        failures: Type.Integer({ minimum: 0, description: 'attempts to the URL in a row that got no answer or a 5xx (CIRCUIT_BREAKER_FAILURES of them open it)' }),
+        lastFailure: nullable(Type.String({ description: 'the latest of those failures, in words' })),
+        openedAt: nullable(Type.String({ format: 'date-time', description: 'open: since when' })),
+        nextProbeAt: nullable(
+          Type.String({ format: 'date-time', description: 'open: when the next probe may go (one at a time; the wait doubles after each failed probe up to CIRCUIT_BREAKER_PROBE_MAX_INTERVAL)' }),
+        ),
+        probes: Type.Integer({ minimum: 0, description: 'open: probes that failed since it opened' }),
+        held: Type.Integer({ minimum: 0, description: 'notifications to the URL the breaker holds now' }),
+      },
+      { description: 'the circuit breaker of the subscription\'s callback URL (docs/delivery.md, "Circuit breaker"), shared by the account\'s subscriptions and requests to that URL' },
+    ),
   },
   {
     title: 'EndpointStats',
@@ -286,6 +303,7 @@ export const EndpointStatsSchema = Type.Object(
         consecutiveFailures: 0,
         pending: 3,
         failed: 1,
+        circuit: { state: 'closed', failures: 0, lastFailure: null, openedAt: null, nextProbeAt: null, probes: 0, held: 0 },
       },
     ],
   },

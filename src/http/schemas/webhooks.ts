@@ -1,5 +1,11 @@
 import type { AnyNotificationEvent } from '../../domain/notifications/events.js';
-import { DisabledSubscriptionsPayloadSchema, FailedNotificationsPayloadSchema, ProcessedRequestsPayloadSchema, RegisteredRequestsPayloadSchema } from '../../domain/notifications/payload-schemas.js';
+import {
+  DisabledSubscriptionsPayloadSchema,
+  EndpointCircuitsPayloadSchema,
+  FailedNotificationsPayloadSchema,
+  ProcessedRequestsPayloadSchema,
+  RegisteredRequestsPayloadSchema,
+} from '../../domain/notifications/payload-schemas.js';
 import { IDS, SAMPLE_PROCESSED_PAYLOAD, SAMPLE_REGISTERED_PAYLOAD, SAMPLE_REJECTED_PAYLOAD } from './samples.js';
 
 /**
@@ -92,6 +98,32 @@ export const WEBHOOKS = {
         reason: 'every delivery attempt failed for 5 days (since 2024-07-01T12:00:00.000Z); switched off automatically (SUBSCRIPTION_DISABLE_AFTER)',
         disabledAt: '2024-07-06T12:00:00.000Z',
         failedPending: 42,
+      },
+    },
+  ),
+  'endpoint-circuits': webhook(
+    'endpointCircuits',
+    "An endpoint's circuit breaker opened or closed (operational)",
+    'Sent to the account\'s `endpoint-circuit` subscriptions, in the transaction that opens or closes the circuit breaker of one of its callback URLs (docs/delivery.md, "Circuit breaker"). While open, new notifications to the URL are held (no attempt made) and one probe at a time tests it; when it closes, `held` counts the notifications now being sent.',
+    EndpointCircuitsPayloadSchema,
+    {
+      opened: {
+        url: 'https://hooks.example.com/rewards/processed',
+        state: 'open',
+        changedAt: '2024-07-01T14:05:00.000Z',
+        failures: 5,
+        lastFailure: 'connection refused by hooks.example.com',
+        nextProbeAt: '2024-07-01T14:05:10.000Z',
+        held: 0,
+      },
+      closed: {
+        url: 'https://hooks.example.com/rewards/processed',
+        state: 'closed',
+        changedAt: '2024-07-01T14:15:20.000Z',
+        failures: 0,
+        lastFailure: 'connection refused by hooks.example.com',
+        nextProbeAt: null,
+        held: 12000,
       },
     },
   ),

@@ -24,6 +24,7 @@ import * as m021 from './021_account_failed_notifications.js';
 import * as m022 from './022_attempt_retry_after.js';
 import * as m023 from './023_listen_sessions.js';
 import * as m024 from './024_jobs_without_deliveries.js';
+import * as m025 from './025_endpoint_circuits.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -54,6 +55,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '022_attempt_retry_after': m022,
   '023_listen_sessions': m023,
   '024_jobs_without_deliveries': m024,
+  '025_endpoint_circuits': m025,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -32,6 +32,7 @@ export function toNotification(row: NotificationRow): Notification {
     completedAt: row.completed_at,
     test: row.test === 1,
     waitsFor: row.waits_for,
+    heldAt: row.held_at === null ? null : Number(row.held_at),
   };
 }
 

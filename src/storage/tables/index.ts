@@ -180,6 +180,31 @@ interface ReadinessProbeTable {
   written_at: number;
 }
 
+/**
+ * An endpoint's circuit breaker (an account's callback URL; migration 025, docs/delivery.md "Circuit
+ * breaker"): a row only while the endpoint is failing, open, or draining what it held.
+ */
+export interface EndpointCircuitsTable {
+  account_id: string;
+  url: string;
+  /** `failing`: answering badly, not yet open; `open`: new notifications are held and probes test it; `draining`: closed again, its held notifications being released. */
+  state: 'failing' | 'open' | 'draining';
+  /** Attempts that got no answer or a 5xx in a row, the latest included. */
+  failures: number;
+  /** The latest such failure, as the delivery log says it. */
+  reason: string | null;
+  opened_at: number | null;
+  closed_at: number | null;
+  /** While open: when the next probe may start, the wait after it (doubled at each failed probe), and the probe in flight. */
+  next_probe_at: number | null;
+  probe_interval_ms: number | null;
+  probe_id: string | null;
+  probe_until: number | null;
+  /** Probes that failed since it opened. */
+  probes: number;
+  updated_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   oauth_clients: OAuthClientsTable;
@@ -193,6 +218,7 @@ export interface Database {
   subscriptions: SubscriptionsTable;
   webhook_signing_secrets: WebhookSigningSecretsTable;
   notifications: NotificationsTable;
+  endpoint_circuits: EndpointCircuitsTable;
   notification_attempts: NotificationAttemptsTable;
   subscription_stats: SubscriptionStatsTable;
   subscription_health: SubscriptionHealthTable;

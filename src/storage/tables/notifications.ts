@@ -48,6 +48,8 @@ export interface NotificationsTable {
    * retry (the manual attempt is its only one). Read only while the notification is pending.
    */
   manual_resume_at: number | null;
+  /** When the endpoint's circuit breaker held it (not due, no attempt made: docs/delivery.md, "Circuit breaker"); null: not held (migration 025). */
+  held_at: number | null;
 }
 
 export interface NotificationAttemptsTable {

@@ -9,6 +9,8 @@ import type { NotificationStatus } from '../../domain/notifications/notification
 import type { NotificationsTable } from '../../storage/tables/index.js';
 import { recordEndpointHealth, type DisabledSubscription } from '../../services/endpoint-health.js';
 import { reportsFailure, writeOperationalNotifications, type FailedNotification } from '../../services/operational-notifications.js';
+import { recordCircuitAttempts, type CircuitChangeFact } from '../../services/circuit-breakers.js';
+import { DEFAULT_CIRCUIT_SETTINGS, type CircuitSettings } from '../../domain/notifications/circuit-breaker.js';
 
 export interface AttemptSettlement {
   /** The delivery the attempt was made for, held under its lease. */
@@ -20,6 +22,8 @@ export interface AttemptSettlement {
   now: number;
   /** The subscription whose endpoint health the attempt counts toward; null for test sends, refusals and request URLs. */
   countsFor: string | null;
+  /** The endpoint whose circuit breaker the attempt counts toward (the notification's URL); null when no call was made (a refusal). */
+  endpointUrl: string | null;
   /** What the notification is: one that ends failed is told to the account (`failed-notifications`) unless it is a test send or operational itself. */
   notification: { event: NotificationsTable['event']; requestId: string; test: boolean };
 }
@@ -31,6 +35,10 @@ export interface AttemptLogOptions {
   disableAfterMs?: number;
   /** After the commit that switched a subscription off. */
   onDisabled?: (disabled: DisabledSubscription) => void;
+  /** The circuit breaker's rules (CIRCUIT_BREAKER_*). */
+  circuits?: CircuitSettings;
+  /** After the commit that opened or closed an endpoint's circuit. */
+  onCircuitChanged?: (change: CircuitChangeFact) => void;
   /** After a commit that wrote operational notifications (new deliveries): wakes this process's worker. */
   onEnqueued?: () => void;
   /** An attempt could not be written because the database cannot serve; it is written again after `waitMs`. */
@@ -40,6 +48,7 @@ export interface AttemptLogOptions {
 interface Written {
   held: Set<string>;
   disabled: DisabledSubscription[];
+  circuits: CircuitChangeFact[];
   /** Operational notifications written. */
   enqueued: number;
 }
@@ -97,6 +106,7 @@ export class AttemptLogWriter {
       });
     }
     for (const disabled of written.disabled) this.options.onDisabled?.(disabled);
+    for (const change of written.circuits) this.options.onCircuitChanged?.(change);
     if (written.enqueued > 0) this.options.onEnqueued?.();
     return settlements.map((settlement) => {
       const recorded = written.held.has(settlement.delivery.id);
@@ -110,9 +120,9 @@ export class AttemptLogWriter {
    * their lease let go) and logs their attempts, releases what was held behind the ones that
    * ended, and adds the attempts to their subscriptions' health rollup (last: its rows are the ones
    * other writers may wait for, so they are held for the commit only). Returns the held ids.
-   * When a notification ended failed here or a subscription was switched off, the account's
+   * When a notification ended failed here, a subscription was switched off or a circuit opened or closed, the account's
    * operational notifications are written in the same transaction (writeOperationalNotifications):
-   * a batch where neither happened runs no statement for them.
+   * a batch where none of these happened runs no statement for them.
    */
   #write(settlements: AttemptSettlement[]): Promise<Written> {
     return lightTransaction(this.db, async (tx) => {
@@ -133,6 +143,14 @@ export class AttemptLogWriter {
           : [{ subscriptionId: countsFor, at: attempt.started_at, outcome: attempt.outcome, latencyMs: attempt.latency_ms, statusCode: attempt.status_code, error: attempt.error }],
       );
       const disabled = await recordEndpointHealth(tx, counted, { now, disableAfterMs: this.options.disableAfterMs ?? 0 });
+      const circuits = await recordCircuitAttempts(
+        tx,
+        recorded.flatMap(({ accountId, attempt, endpointUrl }) =>
+          endpointUrl === null ? [] : [{ accountId, url: endpointUrl, notificationId: attempt.notification_id, startedAt: attempt.started_at, statusCode: attempt.status_code, error: attempt.error }],
+        ),
+        this.options.circuits ?? DEFAULT_CIRCUIT_SETTINGS,
+        now,
+      );
       // Not the pending notifications a switch-off failed: its disabled-subscriptions notification counts them.
       const failed = recorded.flatMap(({ status, accountId, attempt, notification }): FailedNotification[] =>
         status === 'failed' && reportsFailure(notification)
@@ -151,8 +169,8 @@ export class AttemptLogWriter {
             ]
           : [],
       );
-      const enqueued = await writeOperationalNotifications(tx, { failed, disabled }, now);
-      return { held: settled, disabled, enqueued };
+      const enqueued = await writeOperationalNotifications(tx, { failed, disabled, circuits }, now);
+      return { held: settled, disabled, circuits, enqueued };
     });
   }
 }

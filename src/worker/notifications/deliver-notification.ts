@@ -17,6 +17,8 @@ import type { OutboundDelivery } from '../outbound/outbound-config.js';
 import { AttemptLogWriter } from './attempt-log-writer.js';
 import { reportsFailure, writeOperationalNotifications } from '../../services/operational-notifications.js';
 import { RateLimiter } from './rate-limiter.js';
+import { CircuitBreakers } from './circuit-breakers.js';
+import type { CircuitSettings } from '../../domain/notifications/circuit-breaker.js';
 
 /** What delivering notifications uses; the composition root (deps.ts) builds it. */
 export interface NotificationDeliveryDeps {
@@ -25,7 +27,7 @@ export interface NotificationDeliveryDeps {
   box: SecretBox;
   clock: () => number;
   log: Logger;
-  config: Pick<Config, 'retryMaxAttempts' | 'retryIntervalMs' | 'subscriptionDisableAfterMs'>;
+  config: Pick<Config, 'retryMaxAttempts' | 'retryIntervalMs' | 'subscriptionDisableAfterMs' | 'callbackTimeoutMs' | 'jobLeaseMs'> & { circuitBreaker: CircuitSettings };
   metrics: Pick<Metrics, 'deliveryAttempts' | 'deliveryLatency' | 'queue'>;
   /** Wakes this process's worker after a commit that wrote operational notifications (new deliveries). */
   signals: JobSignals;
@@ -89,6 +91,7 @@ interface DeliveryContext {
   cache: TargetCache;
   log: AttemptLogWriter;
   limiter: RateLimiter;
+  circuits: CircuitBreakers;
 }
 
 /** Reads what this attempt sends and where: a subscription's callback as it is now, or the request's own URL. */
@@ -138,6 +141,12 @@ async function deliverNotification(context: DeliveryContext, delivery: Delivery,
   }
   const startedAt = deps.clock();
   const prepared = await prepareAttempt(context, row);
+  // Circuit breaker: while the endpoint's circuit is open, the delivery is held (no attempt, no
+  // outbound slot) unless it is the circuit's probe, a test send or a manual retry.
+  if ('input' in prepared) {
+    const admission = await context.circuits.admit({ delivery, accountId: row.account_id, url: row.url, bypass: row.test === 1 || row.manual_resume_at !== null });
+    if (admission !== 'send') return admission === 'held';
+  }
   // Rate limit: over its subscription's limit, the delivery is not sent now; it waits for its turn
   // (postponed by the limiter, its lease let go) and it uses no attempt.
   if ('input' in prepared && prepared.rateLimit !== null) {
@@ -184,6 +193,7 @@ async function deliverNotification(context: DeliveryContext, delivery: Delivery,
     now,
     // A test send or a refusal says nothing about the endpoint's health.
     countsFor: 'input' in prepared && row.test !== 1 ? row.subscription_id : null,
+    endpointUrl: 'input' in prepared && !result.notTheEndpoint ? row.url : null,
     notification: { event: row.event, requestId: row.request_id, test: row.test === 1 },
   });
   if (recorded) {
@@ -237,13 +247,29 @@ async function runFailed(context: DeliveryContext, delivery: Delivery, error: un
 
 /** The delivery loop's deliverer: notifications, sent through the outbound thread and settled by the attempt log. */
 export function notificationDeliverer(deps: NotificationDeliveryDeps): Deliverer {
+  const circuits = new CircuitBreakers(deps.db, {
+    clock: deps.clock,
+    settings: deps.config.circuitBreaker,
+    // A probe that never settles (its worker died) is replaced once its call and its lease are surely over.
+    probeTimeoutMs: deps.config.callbackTimeoutMs + deps.config.jobLeaseMs,
+    log: deps.log,
+  });
   const context: DeliveryContext = {
     deps,
     notifications: new NotificationLoader(deps.db),
     cache: new TargetCache(deps.clock),
     limiter: new RateLimiter(deps.db, deps.clock),
+    circuits,
     log: new AttemptLogWriter(deps.db, {
       disableAfterMs: deps.config.subscriptionDisableAfterMs,
+      circuits: deps.config.circuitBreaker,
+      onCircuitChanged: (change) => {
+        circuits.changed(change);
+        deps.log.warn(
+          change,
+          change.state === 'open' ? 'circuit breaker opened: new notifications to the endpoint are held while probes test it' : 'circuit breaker closed: the endpoint answered; what it held goes out',
+        );
+      },
       onDisabled: (disabled) => deps.log.warn(disabled, 'subscription switched off: every attempt failed for SUBSCRIPTION_DISABLE_AFTER'),
       onEnqueued: () => deps.signals.enqueued([DELIVERIES]),
       onRetry: (error, waitMs) => deps.log.debug({ err: error, waitMs }, 'an attempt could not be recorded (the database cannot serve): trying again while its lease holds'),
@@ -252,5 +278,6 @@ export function notificationDeliverer(deps: NotificationDeliveryDeps): Deliverer
   return {
     deliver: (delivery, callOver) => deliverNotification(context, delivery, callOver),
     runFailed: (delivery, error) => runFailed(context, delivery, error),
+    upkeep: () => circuits.upkeep(),
   };
 }

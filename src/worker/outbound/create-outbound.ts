@@ -28,6 +28,7 @@ export function createOutbound(config: OutboundConfig, options: OutboundOptions 
     timeoutMs: config.callbackTimeoutMs,
     allowPrivateNetworks: config.callbackAllowPrivateNetworks,
     connectionsPerOrigin: limits.perAddress,
+    ...(config.outboundProxy ? { proxy: config.outboundProxy, proxyBypass: config.outboundProxyBypass ?? [] } : {}),
     ...(options.tls ?? loadTlsMaterial(config)),
   });
   const now = options.now ?? Date.now;

@@ -1,3 +1,4 @@
+import { failedBeforeTheEndpoint } from './delivery-failure.js';
 import type { AnyNotificationEvent } from '../../domain/notifications/events.js';
 import { maskRequestHeaders } from '../../domain/notifications/request-headers.js';
 import { buildWebhookHeaders } from '../../domain/notifications/signing.js';
@@ -55,6 +56,8 @@ export interface AttemptResult {
    * `content-length`, `connection`) are not in it: the logged URL and payload give them.
    */
   requestHeaders?: Record<string, string>;
+  /** The attempt failed on the service's side of the call (failedBeforeTheEndpoint): the endpoint's circuit breaker does not count it. */
+  notTheEndpoint?: true;
 }
 
 export interface DeliveryDeps {
@@ -144,7 +147,13 @@ export async function deliverAttempt(input: Omit<DeliveryAttemptInput, 'accountI
       ...sentHeaders(),
     };
   } catch (error) {
-    return { ok: false, latencyMs: elapsed(), error: loggableText((error as Error)?.message ?? String(error)), ...sentHeaders() };
+    return {
+      ok: false,
+      latencyMs: elapsed(),
+      error: loggableText((error as Error)?.message ?? String(error)),
+      ...(failedBeforeTheEndpoint(error) ? { notTheEndpoint: true as const } : {}),
+      ...sentHeaders(),
+    };
   }
 }
 

@@ -1,8 +1,10 @@
 import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
+import type { OutboundProxy } from '../../config.js';
 import { ForbiddenAddressError, GuardedResolver, hostForLookup, isPublicAddress } from '../../net/address-policy.js';
 import { DeliveryFailure } from './delivery-failure.js';
+import { createProxyConnector } from './proxy-connector.js';
 
 /** Sent on every outbound call: notifications and the OAuth2 token requests made for them. */
 export { USER_AGENT } from '../../domain/notifications/webhook-headers.js';
@@ -12,7 +14,8 @@ export { USER_AGENT } from '../../domain/notifications/webhook-headers.js';
  * requests for them. It never follows redirects, bounds the whole call by one timeout, reads only
  * a bounded prefix of the answer, and connects only to addresses the SSRF policy allows — the
  * address it checked is the address it connects to (the policy runs as the socket's `lookup`,
- * through `resolver`, which the concurrency limiter asks too).
+ * through `resolver`, which the concurrency limiter asks too). With OUTBOUND_PROXY its connections
+ * are tunnelled through the egress proxy by CONNECT to that same checked address (proxy-connector.ts).
  */
 
 export interface ClientCertificate {
@@ -34,6 +37,10 @@ export interface OutboundHttpClientOptions {
   connectionsPerOrigin?: number;
   /** Resolves callback hosts under the policy; shared with whoever counts calls by address. */
   resolver?: GuardedResolver;
+  /** OUTBOUND_PROXY: connections go through this proxy by CONNECT to the vetted address (proxy-connector.ts). */
+  proxy?: OutboundProxy;
+  /** OUTBOUND_PROXY_BYPASS: destinations connected to directly although `proxy` is set. */
+  proxyBypass?: readonly string[];
 }
 
 interface OutboundRequest {
@@ -199,20 +206,19 @@ export function createOutboundHttpClient(options: OutboundHttpClientOptions): Ou
   const resolver = options.resolver ?? new GuardedResolver(allowPrivateNetworks);
   // Setting `ca` replaces Node's default trust, so the bundled roots are passed along with the extra CA.
   const ca = options.extraCa ? [...rootCertificates, options.extraCa] : undefined;
-  const agentOptions = (certificate?: ClientCertificate): Agent.Options => ({
-    connections: options.connectionsPerOrigin ?? 8,
-    keepAliveTimeout: 10_000,
-    // Backstops; dispatchCall's timer is what bounds the whole call.
-    headersTimeout: timeoutMs,
-    bodyTimeout: timeoutMs,
-    connect: {
-      timeout: timeoutMs,
-      lookup: resolver.lookup,
-      rejectUnauthorized: true,
-      ...(ca ? { ca } : {}),
-      ...(certificate ? { cert: certificate.cert, key: certificate.key } : {}),
-    },
-  });
+  const { proxy } = options;
+  const agentOptions = (certificate?: ClientCertificate): Agent.Options => {
+    const tls = { ...(ca ? { ca } : {}), ...(certificate ? { cert: certificate.cert, key: certificate.key } : {}) };
+    return {
+      connections: options.connectionsPerOrigin ?? 8,
+      keepAliveTimeout: 10_000,
+      // Backstops; dispatchCall's timer is what bounds the whole call.
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      // Through the egress proxy, the destination still resolved and vetted here (proxy-connector.ts).
+      connect: proxy ? createProxyConnector({ proxy, bypass: options.proxyBypass ?? [], resolver, timeoutMs, tls }) : { timeout: timeoutMs, lookup: resolver.lookup, rejectUnauthorized: true, ...tls },
+    };
+  };
   // Two agents, so a TLS session made without the certificate is never reused where one is needed.
   const plain = new Agent(agentOptions());
   const withCertificate = options.clientCertificate ? new Agent(agentOptions(options.clientCertificate)) : undefined;

@@ -10,7 +10,24 @@ import type { ClientCertificate } from './http-client.js';
  * not load the HTTP client (undici) itself.
  */
 
-export type OutboundConfig = Pick<Config, 'callbackTimeoutMs' | 'callbackAllowPrivateNetworks' | 'mtlsCertFile' | 'mtlsKeyFile' | 'mtlsCaFile'>;
+export type OutboundConfig = Pick<Config, 'callbackTimeoutMs' | 'callbackAllowPrivateNetworks' | 'mtlsCertFile' | 'mtlsKeyFile' | 'mtlsCaFile'> &
+  /** OUTBOUND_PROXY and its bypass list; absent: calls go out directly. */
+  Partial<Pick<Config, 'outboundProxy' | 'outboundProxyBypass'>>;
+
+/**
+ * Exactly the outbound settings of a configuration (the service passes its whole Config): what the
+ * outbound thread is sent, so that the proxy settings reach it and nothing else (no SECRET_KEY) does.
+ */
+export function outboundConfigOf(config: OutboundConfig): OutboundConfig {
+  return {
+    callbackTimeoutMs: config.callbackTimeoutMs,
+    callbackAllowPrivateNetworks: config.callbackAllowPrivateNetworks,
+    mtlsCertFile: config.mtlsCertFile,
+    mtlsKeyFile: config.mtlsKeyFile,
+    mtlsCaFile: config.mtlsCaFile,
+    ...(config.outboundProxy ? { outboundProxy: config.outboundProxy, outboundProxyBypass: config.outboundProxyBypass ?? [] } : {}),
+  };
+}
 
 export type TlsMaterial = { clientCertificate?: ClientCertificate; extraCa?: string };
 

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../../logger.js';
 import type { ConcurrencyLimits } from './concurrency-limiter.js';
-import { loadTlsMaterial, type OutboundConfig, type OutboundDelivery } from './outbound-config.js';
+import { loadTlsMaterial, outboundConfigOf, type OutboundConfig, type OutboundDelivery } from './outbound-config.js';
 import type { AttemptResult, DeliveryAttemptInput } from './deliver.js';
 import type { FromOutboundThread, OutboundThreadData, ToOutboundThread } from './outbound-thread.js';
 
@@ -36,8 +36,9 @@ export interface ThreadedOutbound extends OutboundDelivery {
 }
 
 export function createThreadedOutbound(config: OutboundConfig, options: { limits?: ConcurrencyLimits; log?: Logger } = {}): ThreadedOutbound {
-  // Read (and check) the certificate files now, so that a bad path stops the start as before.
-  const data: OutboundThreadData = { config, tls: loadTlsMaterial(config), ...(options.limits ? { limits: options.limits } : {}) };
+  // Read (and check) the certificate files now, so that a bad path stops the start as before. The
+  // thread gets the outbound settings (the egress proxy's among them), not the whole configuration.
+  const data: OutboundThreadData = { config: outboundConfigOf(config), tls: loadTlsMaterial(config), ...(options.limits ? { limits: options.limits } : {}) };
   let thread: Worker | undefined;
   let nextId = 0;
   const pending = new Map<number, (result: AttemptResult) => void>();
