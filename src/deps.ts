@@ -20,7 +20,7 @@ import { openStorage, type Storage, type StorageOptions } from './storage/databa
 import type { WatchdogEvent } from './storage/postgres-pool.js';
 import { ensurePrivateDirectory, restrictFile, type FileModeLog } from './storage/private-files.js';
 import { ensureLogPartitions, logPeriodMs } from './storage/log-partitions.js';
-import { migrateToLatest } from './storage/migrations/index.js';
+import { finishPartitionedIndexes, migrateToLatest } from './storage/migrations/index.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { Liveness } from './liveness.js';
 import type { OutboundDelivery } from './worker/outbound/outbound-config.js';
@@ -133,7 +133,12 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
     const box = new SecretBox(resolveSecretKey(config, log, { generate: options.generateSecretKey !== false }), config.secretKeyPrevious);
     if (options.prepare !== false) {
       // Migrations may build indexes for minutes: no statement bound while they run (before anything is served).
-      await storage.withoutStatementBound(() => migrateToLatest(storage.db));
+      await storage.withoutStatementBound(async () => {
+        await migrateToLatest(storage.db);
+        // The delivery log's indexes a migration left to be built concurrently (partitioned-indexes.ts).
+        const built = await finishPartitionedIndexes(storage.db as never, { log: (message, error) => log.warn({ err: error }, message) });
+        if (built.length > 0) log.info({ indexes: built }, 'delivery log indexes built');
+      });
       // The delivery log's partitions for now and the next period (PostgreSQL); the worker keeps
       // them ahead. Not a reason to refuse to start: without them notifications go to the default
       // partition, and the worker tries again.

@@ -12,7 +12,7 @@ import { reencryptSecrets } from '../services/reencrypt-secrets.js';
 import { createConsoleLink, parseConsoleTokenTtl } from '../services/console-links.js';
 import { DomainError, invalid, notFound } from '../domain/errors.js';
 import { parseImportFile } from '../domain/experiences/import-file.js';
-import { migrateToLatest } from '../storage/migrations/index.js';
+import { finishPartitionedIndexes, migrateToLatest } from '../storage/migrations/index.js';
 import { openStorage } from '../storage/database.js';
 import { startServer, type Role } from '../server.js';
 import { iso } from '../domain/time.js';
@@ -111,9 +111,16 @@ function buildProgram(io: CliIo): Command {
     .action(async () => {
       const { config } = effective();
       // Connecting and waiting for the lock are bounded as everywhere; the migrations' own statements are not (an index build may take minutes).
-      const storage = openStorage(config.databaseUrl, { log: createLogger(config, { write: io.err }), preparedStatements: config.databasePreparedStatements, bounds: config.databaseBounds });
+      const log = createLogger(config, { write: io.err });
+      const storage = openStorage(config.databaseUrl, { log, preparedStatements: config.databasePreparedStatements, bounds: config.databaseBounds });
       try {
-        io.out(`${JSON.stringify(await storage.withoutStatementBound(() => migrateToLatest(storage.db)))}\n`);
+        const report = await storage.withoutStatementBound(async () => {
+          const migrated = await migrateToLatest(storage.db);
+          // To the end, repairing what a build that died left (partitioned-indexes.ts).
+          const indexes = await finishPartitionedIndexes(storage.db as never, { repair: true, log: (message, error) => log.warn({ err: error }, message) });
+          return { ...migrated, ...(indexes.length > 0 ? { indexesBuilt: indexes } : {}) };
+        });
+        io.out(`${JSON.stringify(report)}\n`);
       } finally {
         await storage.close();
       }

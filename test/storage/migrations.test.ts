@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { newId } from '../../src/domain/ids.js';
-import { migrateTo, migrateToLatest } from '../../src/storage/migrations/index.js';
+import { DatabaseAheadError, finishPartitionedIndexes, migrateTo, migrateToLatest } from '../../src/storage/migrations/index.js';
 import { claimDeliveries } from '../../src/storage/deliveries.js';
 import { createPostgresSchema, postgresUrl, testDialects } from '../support/databases.js';
 
@@ -327,6 +327,63 @@ for (const dialect of testDialects()) {
       assert.deepEqual(await jobs(), after024);
       assert.ok((await columnsOf('jobs')).includes('dedupe_key') && (await columnsOf('jobs')).includes('group_key'));
       assert.ok((await indexes()).includes('jobs_pending_group_run_at_idx'));
+    });
+
+    it("025: circuits and held notifications; on PostgreSQL the held index is made ON ONLY the log and each partition's is built after the commit (CONCURRENTLY where it has rows), then attached; and back", async () => {
+      const storage = await olderDatabase();
+      cleanups.unshift(() => storage.close());
+      await migrateTo(storage.db, '024_jobs_without_deliveries');
+      const id = newId('msg', Date.now());
+      await sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, test, waits_for, has_waiters, run_at)
+                values (${id}, 'acc_1', 'req_1', null, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 0, 1000, 1000, 0, null, 0, 1000)`.execute(storage.db);
+      assert.deepEqual((await migrateTo(storage.db, '025_endpoint_circuits')).applied, ['025_endpoint_circuits']);
+      const row = (await sql<{ held_at: unknown }>`select held_at from notifications where id = ${id}`.execute(storage.db)).rows[0]!;
+      assert.equal(row.held_at, null, 'existing rows are not written: not held');
+      if (dialect === 'postgres') {
+        const valid = async () => (await sql<{ valid: boolean }>`select indisvalid as valid from pg_index where indexrelid = to_regclass('notifications_held_idx')`.execute(storage.db)).rows[0]?.valid;
+        assert.equal(await valid(), false, 'the migration only made it ON ONLY the partitioned log');
+        const built = await finishPartitionedIndexes(storage.db as never);
+        const partitions = (
+          await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notifications'::regclass`.execute(storage.db)
+        ).rows.map((r) => r.name);
+        assert.equal(built.length, partitions.length, built.join());
+        assert.equal(await valid(), true, 'valid once every partition has its own');
+        assert.deepEqual(await finishPartitionedIndexes(storage.db as never), [], 'nothing left to do');
+        // A build that died leaves an invalid partition index: repaired by `rewards migrate`.
+        await migrateTo(storage.db, '024_jobs_without_deliveries');
+        await migrateTo(storage.db, '025_endpoint_circuits');
+        // (A concurrent build that fails leaves its index invalid: a UNIQUE one over duplicates does.)
+        const partition = (await sql<{ name: string }>`select tableoid::regclass::text as name from notifications where id = ${id}`.execute(storage.db)).rows[0]!.name;
+        const leftover = `notifications_held_idx_${partition}`.slice(0, 63);
+        await sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, test, waits_for, has_waiters, run_at)
+                  select ${`${id}x`}, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, test, waits_for, has_waiters, run_at from notifications where id = ${id}`.execute(
+          storage.db,
+        );
+        await assert.rejects(sql`create unique index concurrently ${sql.id(leftover)} on ${sql.id(partition)} (account_id)`.execute(storage.db));
+        assert.ok(!(await finishPartitionedIndexes(storage.db as never)).includes(leftover), 'a start leaves an invalid one alone (it may be another process building it)');
+        assert.equal(await valid(), false);
+        await finishPartitionedIndexes(storage.db as never, { repair: true });
+        assert.equal(await valid(), true, 'repaired by rewards migrate');
+      } else {
+        const indexes = (await sql<{ name: string }>`select name from sqlite_master where type = 'index' and name = 'notifications_held_idx'`.execute(storage.db)).rows;
+        assert.equal(indexes.length, 1);
+      }
+      await migrateTo(storage.db, '024_jobs_without_deliveries');
+      const tables = (await storage.db.introspection.getTables()).map((t) => t.name);
+      assert.ok(!tables.includes('endpoint_circuits'));
+    });
+
+    it('a database a newer release migrated: this release refuses it, naming the migration it does not know, and changes nothing', async () => {
+      const storage = await olderDatabase();
+      cleanups.unshift(() => storage.close());
+      await migrateToLatest(storage.db);
+      await sql`insert into kysely_migration (name, timestamp) values ('999_from_a_newer_release', '2099-01-01T00:00:00.000Z')`.execute(storage.db);
+      await assert.rejects(migrateToLatest(storage.db), (error: Error) => {
+        assert.ok(error instanceof DatabaseAheadError, String(error));
+        assert.match(error.message, /999_from_a_newer_release/);
+        assert.match(error.message, /further ahead than this release/);
+        return true;
+      });
     });
   });
 }

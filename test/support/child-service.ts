@@ -79,12 +79,12 @@ export function listeningPorts(pid: number): number[] {
 }
 
 /**
- * Starts `rewards serve` and resolves once /health/ready answers on the port the child itself
+ * Starts `rewards serve` (`bin`: another release's, test/upgrade/rolling-upgrade.test.ts) and resolves once /health/ready answers on the port the child itself
  * listens on (PORT, or METRICS_PORT for a worker, is 0 unless the caller gives one). A worker
  * without METRICS_PORT listens nowhere: it is returned at once, with no url.
  */
-export async function startChildService(env: Record<string, string>, args: string[] = []): Promise<ChildService> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startChildService(env: Record<string, string>, args: string[] = [], options: { bin?: string } = {}): Promise<ChildService> {
+  const child = spawn(process.execPath, [options.bin ?? BIN, 'serve', ...args], { env: { PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));

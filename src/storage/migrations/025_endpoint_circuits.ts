@@ -1,4 +1,5 @@
 import { sql, type Kysely } from 'kysely';
+import { dialectOf } from '../dialect.js';
 import { epochMs } from './types.js';
 
 /**
@@ -9,8 +10,9 @@ import { epochMs } from './types.js';
  * breaker holds (not due, no attempt made); the partial index finds an endpoint's held ones,
  * oldest first, for its probes and its release, and holds no entry while nothing is held.
  *
- * Expand-only: a new table, a nullable column without a default (no row is written), and an index
- * that is empty until the breaker holds something.
+ * Expand-only, safe while the previous release's processes run (docs/deployment.md, "Upgrades
+ * without downtime"): a new table, a nullable column without a default (no row is written), and
+ * an index built without blocking the log's writers.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   const time = epochMs(db);
@@ -32,7 +34,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addPrimaryKeyConstraint('endpoint_circuits_pkey', ['account_id', 'url'])
     .execute();
   await db.schema.alterTable('notifications').addColumn('held_at', time).execute();
-  await db.schema.createIndex('notifications_held_idx').on('notifications').columns(['account_id', 'url', 'created_at', 'id']).where(sql.ref('held_at'), 'is not', null).execute();
+  // On the partitioned log (PostgreSQL) the index is made ON ONLY the parent here, and each
+  // partition's is built CONCURRENTLY after the commit (partitioned-indexes.ts): no writer waits.
+  if (dialectOf(db).partitionedLog) {
+    await sql`create index notifications_held_idx on only notifications (account_id, url, created_at, id) where held_at is not null`.execute(db);
+  } else {
+    await db.schema.createIndex('notifications_held_idx').on('notifications').columns(['account_id', 'url', 'created_at', 'id']).where(sql.ref('held_at'), 'is not', null).execute();
+  }
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { dialectOf } from '../dialect.js';
 import * as m001 from './001_accounts_clients_keys.js';
 import * as m002 from './002_subscriptions.js';
@@ -28,7 +28,10 @@ import * as m025 from './025_endpoint_circuits.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
- * never an edit of a released one.
+ * never an edit of a released one, and it must be safe while the previous release's processes
+ * run on the same database (docs/deployment.md, "Upgrades without downtime"): expand now,
+ * contract in a later release; an index on the delivery log made `ON ONLY` and finished
+ * concurrently (partitioned-indexes.ts).
  */
 const MIGRATIONS: Record<string, Migration> = {
   '001_accounts_clients_keys': m001,
@@ -64,7 +67,11 @@ export interface MigrationReport {
   applied: string[];
 }
 
-/** Brings the schema up to date. Safe to run concurrently from several processes (Kysely locks). */
+/**
+ * Brings the schema up to date. Safe to run concurrently from several processes (Kysely locks).
+ * Refuses a database a newer release migrated (DatabaseAheadError). The delivery log's indexes
+ * are finished after it, concurrently (finishPartitionedIndexes).
+ */
 export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationReport> {
   return migrate(db, (migrator) => migrator.migrateToLatest());
 }
@@ -74,13 +81,44 @@ export async function migrateTo<DB>(db: Kysely<DB>, name: string): Promise<Migra
   return migrate(db, (migrator) => migrator.migrateTo(name));
 }
 
+/**
+ * The database was migrated by a newer release: it has migrations this release does not know. A
+ * process of this release refuses to start on it (docs/deployment.md, "Upgrades without downtime"):
+ * the newer release's processes serve it, and this one would not know what its rows mean.
+ */
+export class DatabaseAheadError extends Error {
+  constructor(readonly unknown: readonly string[]) {
+    super(
+      `the database is further ahead than this release: it has migration ${unknown.join(', ')}, which this release does not know. ` +
+        'A newer release migrated it: run that release (in a rolling upgrade, stop this one). To go back to this release, run the newer ' +
+        'release\'s down migrations first (docs/deployment.md, "Upgrades without downtime").',
+    );
+    this.name = 'DatabaseAheadError';
+  }
+}
+
+/** The migrations the database has that this release does not know, in order; none on a new database. */
+async function migrationsAhead(db: Kysely<unknown>, schema: string | undefined): Promise<string[]> {
+  const table = schema ? sql.id(schema, 'kysely_migration') : sql.id('kysely_migration');
+  const exists = schema
+    ? await sql<{ found: string | null }>`select to_regclass(${`${schema}.kysely_migration`}) as found`.execute(db)
+    : await sql<{ found: string | null }>`select name as found from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
+  if (!exists.rows[0]?.found) return [];
+  const { rows } = await sql<{ name: string }>`select name from ${table} order by name`.execute(db);
+  return rows.map((row) => row.name).filter((name) => !Object.hasOwn(MIGRATIONS, name));
+}
+
 async function migrate<DB>(db: Kysely<DB>, run: (migrator: Migrator) => ReturnType<Migrator['migrateToLatest']>): Promise<MigrationReport> {
   // Kysely looks for its bookkeeping tables in every schema unless told which one: on a shared
   // PostgreSQL database another schema's tables would make it skip creating this schema's.
   const migrationTableSchema = await dialectOf(db).currentSchema(db);
+  const ahead = await migrationsAhead(db as unknown as Kysely<unknown>, migrationTableSchema);
+  if (ahead.length > 0) throw new DatabaseAheadError(ahead);
   const migrator = new Migrator({ db, provider, ...(migrationTableSchema ? { migrationTableSchema } : {}) });
   const { error, results } = await run(migrator);
   // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a migration may throw anything; its own text is the message.
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return { applied: (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName) };
 }
+
+export { finishPartitionedIndexes } from './partitioned-indexes.js';
