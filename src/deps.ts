@@ -162,7 +162,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       log,
     });
     const readiness = new DatabaseReadiness({ db: storage.db, sqliteFile: storage.file, clock, log });
-    metrics = createMetrics(storage, clock);
+    metrics = createMetrics(storage, clock, { dataDir: config.dataDir, readiness });
     const liveness = new Liveness(config.livenessTimeoutMs);
     liveness.watch('the ingest of reward requests', () => ingest.busySince());
     return {

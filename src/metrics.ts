@@ -1,3 +1,4 @@
+import { stat, statfs } from 'node:fs/promises';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { sql } from 'kysely';
 import type { Storage } from './storage/database.js';
@@ -13,13 +14,20 @@ export interface Metrics {
   databaseConnectionsClosed: Counter<'pool' | 'reason'>;
 }
 
-/** A scrape answers within this even when the database does not: the gauges read from it are then left out. */
+/** What the metrics read besides the storage: DATA_DIR's file system, and /health/ready's answer. */
+export interface MetricsSources {
+  dataDir: string;
+  readiness: { check(): Promise<{ ready: boolean }> };
+}
+
+/** A scrape answers within this even when the database (or its disk) does not: the gauges read from it are then left out. */
 const DATABASE_GAUGE_TIMEOUT_MS = 2_000;
 
 /**
- * Sets a gauge from a read of the database, or leaves it without a value when the read fails or
- * takes longer than DATABASE_GAUGE_TIMEOUT_MS: /metrics keeps answering, with the process's own
- * metrics, while the database does not (`rewards_database_answering` says why the others are gone).
+ * Sets a gauge from a read of the database (or of its files, its disk), or leaves it without a
+ * value when the read fails or takes longer than DATABASE_GAUGE_TIMEOUT_MS: /metrics keeps
+ * answering, with the process's own metrics, while the database does not
+ * (`rewards_database_answering` says why the others are gone).
  */
 async function fromDatabase(gauge: Gauge<string>, read: () => Promise<void>): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -51,7 +59,17 @@ export interface QueueMetrics {
   leasesLost: Counter;
 }
 
-export function createMetrics(storage: Pick<Storage, 'db' | 'readDb' | 'answering'>, clock: () => number): Metrics {
+/** A file's size, 0 when it does not exist (SQLite's -wal between checkpoints that truncate it). */
+async function fileSize(path: string): Promise<number> {
+  try {
+    return (await stat(path)).size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw error;
+  }
+}
+
+export function createMetrics(storage: Pick<Storage, 'db' | 'readDb' | 'answering' | 'file'>, clock: () => number, sources: MetricsSources): Metrics {
   const { db } = storage;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'rewards_' });
@@ -169,6 +187,43 @@ export function createMetrics(storage: Pick<Storage, 'db' | 'readDb' | 'answerin
     registers: [registry],
     collect() {
       this.set(storage.answering() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'rewards_ready',
+    help: "1 while this process's /health/ready answers 200 (its database takes writes), 0 while it answers 503",
+    registers: [registry],
+    async collect() {
+      this.set((await sources.readiness.check()).ready ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'rewards_data_dir_available_bytes',
+    help: 'Bytes free to the service on the file system of DATA_DIR (where the SQLite database is by default); no value while DATA_DIR does not exist',
+    registers: [registry],
+    async collect() {
+      await fromDatabase(this, async () => {
+        const room = await statfs(sources.dataDir);
+        this.set(room.bavail * room.bsize);
+      });
+    },
+  });
+  const sqliteFile = storage.file;
+  new Gauge({
+    name: 'rewards_database_size_bytes',
+    help: 'Size of the database: SQLite, its file and its -wal; PostgreSQL, pg_database_size of the current database',
+    registers: [registry],
+    async collect() {
+      await fromDatabase(this, async () => {
+        // A file: SQLite. None: PostgreSQL (an in-memory SQLite database refuses the statement, and has no value).
+        if (sqliteFile) {
+          const sizes = await Promise.all([fileSize(sqliteFile), fileSize(`${sqliteFile}-wal`)]);
+          this.set(sizes[0] + sizes[1]);
+        } else {
+          const { rows } = await sql<{ size: number | string }>`select pg_database_size(current_database()) as size`.execute(db);
+          this.set(Number(rows[0]?.size ?? 0));
+        }
+      });
     },
   });
   if (storage.readDb !== db) {
