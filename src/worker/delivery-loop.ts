@@ -35,8 +35,13 @@ import { Wakeup } from './wakeup.js';
  *   `enter` checks each transition and the invariants (`check`).
  * - **Wake-up**: new deliveries were announced (a commit here, NOTIFY from elsewhere, the poll).
  * - **Heartbeat**: every lease/3, one statement renews the leases held.
+ * - **Upkeep**: every UPKEEP_MS, the deliverer's own periodic work (the circuit breakers' probes and
+ *   releases: worker/notifications/circuit-breakers.ts); what it made due wakes the loop.
  */
 type Mode = 'claiming' | 'drained' | 'stopping' | 'stopped';
+
+/** How often the deliverer's upkeep runs (the circuit breakers' probes and releases). */
+const UPKEEP_MS = 250;
 
 const TRANSITIONS: Record<Mode, readonly Mode[]> = {
   claiming: ['drained', 'stopping'],
@@ -55,7 +60,7 @@ export interface Deliverer {
   deliver(delivery: Delivery, callOver: () => void): Promise<boolean>;
   /** A run that threw: tried again later or, after RUNS_WITHOUT_OUTCOME, ended failed. */
   runFailed(delivery: Delivery, error: unknown): Promise<void>;
-  /** The deliverer's own periodic work, before a claim (the circuit breakers' probes and releases); answers how many deliveries it made due. */
+  /** The deliverer's own periodic work, every UPKEEP_MS (the circuit breakers' probes and releases); answers how many deliveries it made due. */
   upkeep?(): Promise<number>;
 }
 
@@ -229,6 +234,25 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
   );
   heartbeat.unref();
 
+  /** The deliverer's upkeep, every UPKEEP_MS on its own timer (not at the loop's steps, which may be a poll apart); one at a time. */
+  let tending: Promise<void> | undefined;
+  const upkeep = deliverer.upkeep
+    ? setInterval(() => {
+        if (tending || !accepting()) return;
+        tending = deliverer.upkeep!()
+          .then((madeDue) => {
+            if (madeDue > 0 && accepting()) {
+              state.wakes += 1;
+              if (state.mode === 'drained') enter('claiming');
+              wake.signal();
+            }
+          })
+          .catch((error: unknown) => log.warn({ err: error }, 'the circuit breakers could not be tended; trying again'))
+          .finally(() => (tending = undefined));
+      }, UPKEEP_MS)
+    : undefined;
+  upkeep?.unref();
+
   return {
     wake,
     get mode() {
@@ -241,16 +265,6 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
     },
     async step() {
       if (!accepting()) return 0;
-      if (deliverer.upkeep) {
-        const madeDue = await deliverer.upkeep().catch((error: unknown) => {
-          log.warn({ err: error }, 'the circuit breakers could not be tended; trying again at the next step');
-          return 0;
-        });
-        if (madeDue > 0 && accepting()) {
-          state.wakes += 1;
-          if (state.mode === 'drained') enter('claiming');
-        }
-      }
       const { limit, leftOut: excluded } = intake();
       return worthClaiming(limit) ? start(await claim(limit, excluded)) : 0;
     },
@@ -278,6 +292,8 @@ export function createDeliveryLoop(options: DeliveryLoopOptions): DeliveryLoop {
       while (runs.size > 0) await Promise.all(runs);
       if (state.mode === 'stopping') {
         clearInterval(heartbeat);
+        clearInterval(upkeep);
+        await tending;
         // A renewal that began before the last run ended must not outlive the loop (and the pool it writes through).
         await renewing;
         enter('stopped');

@@ -23,7 +23,7 @@ export interface CircuitSettings {
 export const DEFAULT_CIRCUIT_SETTINGS: CircuitSettings = { failures: 5, probeIntervalMs: 10_000, probeMaxIntervalMs: 60_000 };
 
 /** Held notifications of a closed circuit released at once, at most: the next ones when those are out (storage/deliveries.ts `releaseHeld`). */
-export const RELEASE_WINDOW = 500;
+export const RELEASE_WINDOW = 200;
 
 type CircuitState = 'failing' | 'open' | 'draining';
 

@@ -9,8 +9,6 @@ import { countDue, endpointKey, findCircuits, listCircuitsToTend, listOpenCircui
 
 /** How old the process's view of the open circuits may be: a circuit another worker opened is seen within this. */
 const OPEN_CIRCUITS_REFRESH_MS = 1_000;
-/** The upkeep (probes, releases) runs at most this often per process. */
-const UPKEEP_MS = 250;
 
 export interface AdmitRequest extends Endpoint {
   /** The delivery, held under its written lease. */
@@ -33,7 +31,7 @@ export type Admission = 'send' | 'held' | 'lost';
  *   unless it is the circuit's probe: in one transaction the circuits are read again, locked (a
  *   close waits for the hold, then releases it with the rest), and the deliveries still leased
  *   are held (storage/deliveries.ts `hold`). A hold costs no outbound slot and no attempt.
- * - **Upkeep**, run by the delivery loop before its claims at most every UPKEEP_MS: an open
+ * - **Upkeep**, run by the delivery loop every 250 ms (delivery-loop.ts): an open
  *   circuit whose probe is due and has none in flight takes its oldest held notification as the
  *   probe (made due now, named on the circuit until `probeTimeoutMs`); a closed circuit that still
  *   holds notifications releases them oldest first, a window of RELEASE_WINDOW at a time, the next
@@ -44,7 +42,6 @@ export type Admission = 'send' | 'held' | 'lost';
 export class CircuitBreakers {
   readonly #batcher: Batcher<AdmitRequest, Admission>;
   #open: { at: number; circuits: Map<string, StoredCircuit> } | undefined;
-  #lastUpkeep = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly db: Db,
@@ -101,11 +98,8 @@ export class CircuitBreakers {
     return requests.map((request) => (!holding.has(request) ? 'send' : held.has(request.delivery.id) ? 'held' : 'lost'));
   }
 
-  /** Probes and releases that are due (at most every UPKEEP_MS); answers how many notifications it made due. */
+  /** Probes and releases that are due (the delivery loop calls it every 250 ms); answers how many notifications it made due. */
   async upkeep(): Promise<number> {
-    const at = performance.now();
-    if (at - this.#lastUpkeep < UPKEEP_MS) return 0;
-    this.#lastUpkeep = at;
     const now = this.options.clock();
     let released = 0;
     for (const circuit of await listCircuitsToTend(this.db, now)) {
