@@ -18,6 +18,7 @@ import { startServer, type Role } from '../server.js';
 import { iso } from '../domain/time.js';
 import { addListenCommand } from './listen.js';
 import { addDemoCommand } from './demo.js';
+import { addBackupCommand } from './backup.js';
 
 /** The settings of this run (the configuration file under the environment) and the configuration they make. */
 interface Effective {
@@ -230,6 +231,7 @@ function buildProgram(io: CliIo): Command {
     );
   addListenCommand(program, io, effective);
   addDemoCommand(program, io, effective);
+  addBackupCommand(program, io, effective);
   const configCommand = program.command('config').description('the settings the commands and the service read (docs/operators.md)');
   configCommand
     .command('show')
