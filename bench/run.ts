@@ -16,6 +16,7 @@ import { benchStats } from './stats.js';
 import { benchPeers } from './peers.js';
 import { benchSoak } from './soak.js';
 import { benchNoisyNeighbour } from './noisy-neighbour.js';
+import { benchCircuitBreaker } from './circuit-breaker.js';
 import { benchRetention } from './retention.js';
 import { benchStatements } from './statements.js';
 import { benchReadReplica } from './read-replica.js';
@@ -34,6 +35,7 @@ const ENTRIES: Entry[] = [
   { name: 'recovery', pinned: false, run: benchRecovery },
   { name: 'stats', pinned: false, run: benchStats },
   { name: 'noisy-neighbour', pinned: false, run: benchNoisyNeighbour },
+  { name: 'circuit-breaker', pinned: false, run: benchCircuitBreaker },
   { name: 'peers', pinned: false, run: benchPeers },
   { name: 'read-replica', pinned: false, run: benchReadReplica },
   // Half an hour: only when named (`--only soak`).

@@ -3,7 +3,9 @@
 // recorded by webhook-id. GET /stats → {count, first, last}; GET /arrivals → [[webhookId, ms], …]
 // (first arrival per id); POST /reset clears; GET /take answers {count, arrivals} and clears. Times are wall-clock milliseconds with sub-ms
 // precision (comparable with the service's Date.now()).
-import { createServer } from 'node:http';
+// RECEIVER_ALSO_ON=127.0.0.2: the same receiver also listens on that loopback address (same port),
+// as an endpoint on another host would; its control calls stay on 127.0.0.1.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 
 const now = () => performance.timeOrigin + performance.now();
@@ -12,7 +14,7 @@ let first = 0;
 let last = 0;
 let arrivals = new Map<string, number>();
 
-const server = createServer((request, response) => {
+const handle = (request: IncomingMessage, response: ServerResponse) => {
   if (request.method === 'POST' && request.url !== '/reset') {
     // Drain the body (the service sends it in full) before answering.
     request.resume();
@@ -48,12 +50,18 @@ const server = createServer((request, response) => {
   // keepAliveTimeout (inserting a million rows in-process), and a pooled connection the receiver
   // has closed meanwhile would fail the next call ("other side closed").
   response.writeHead(200, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(body));
+};
+const servers = [createServer(handle)];
+if (process.env.RECEIVER_ALSO_ON) servers.push(createServer(handle));
+servers.forEach((server, i) => {
+  server.keepAliveTimeout = 30_000;
+  server.listen(Number(process.env.PORT), i === 0 ? '127.0.0.1' : process.env.RECEIVER_ALSO_ON);
 });
-server.keepAliveTimeout = 30_000;
-server.listen(Number(process.env.PORT), '127.0.0.1');
 process.on('SIGTERM', () => {
   process.stderr.write(`receiver: ${count} calls\n`);
-  server.close();
-  server.closeAllConnections();
+  for (const server of servers) {
+    server.close();
+    server.closeAllConnections();
+  }
   process.exit(0);
 });
