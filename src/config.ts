@@ -23,6 +23,40 @@ export interface OutboundProxy {
   password?: string;
 }
 
+/** OTEL_TRACES_SAMPLER: the OpenTelemetry SDK's samplers, by their standard names. */
+const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+type TraceSampler = (typeof TRACE_SAMPLERS)[number];
+
+/**
+ * Traces over OTLP (docs/deployment.md, "Traces"), read from OpenTelemetry's standard variables.
+ * On when an endpoint is set (`tracesUrl`); off, the service loads no OpenTelemetry SDK (tracing.ts).
+ */
+export interface TracingConfig {
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: the collector's base URL; spans go to its `v1/traces`. */
+  endpoint: string | undefined;
+  /** OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: the URL spans are POSTed to, as given (wins over the base URL). */
+  tracesEndpoint: string | undefined;
+  /** OTEL_EXPORTER_OTLP_PROTOCOL: `http/protobuf` (the standard's default) or `http/json`. */
+  protocol: 'http/protobuf' | 'http/json';
+  /** OTEL_EXPORTER_OTLP_HEADERS: sent with every export (a collector's API key), never logged or shown. */
+  headers: Record<string, string>;
+  /** OTEL_SERVICE_NAME: the resource's `service.name`. */
+  serviceName: string;
+  /** OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (the ratio of the `traceidratio` samplers). */
+  sampler: TraceSampler;
+  samplerRatio: number;
+  /** OTEL_SDK_DISABLED: off whatever the endpoint. */
+  disabled: boolean;
+}
+
+/** Where the spans are sent, or undefined when traces are off (no endpoint, or OTEL_SDK_DISABLED). */
+export function tracesUrl(tracing: TracingConfig): string | undefined {
+  if (tracing.disabled) return undefined;
+  if (tracing.tracesEndpoint !== undefined) return tracing.tracesEndpoint;
+  // The standard's rule for the base URL: the signal's path appended after exactly one slash.
+  return tracing.endpoint === undefined ? undefined : `${tracing.endpoint.replace(/\/*$/, '')}/v1/traces`;
+}
+
 /** Validated, frozen runtime configuration read from the environment (PRODUCT.md §2). */
 export interface Config {
   port: number;
@@ -82,6 +116,8 @@ export interface Config {
   httpMaxConnections: number;
   /** HTTP_MAX_CONNECTIONS_PER_ADDRESS: open connections from one peer address (not a trusted proxy); 0 = no cap. */
   httpMaxConnectionsPerAddress: number;
+  /** The OTEL_* variables: traces of each reward request, exported over OTLP when an endpoint is set. */
+  tracing: TracingConfig;
 }
 
 export class ConfigError extends Error {
@@ -209,6 +245,43 @@ function maskOutboundProxy(proxy: OutboundProxy): string {
   const host = proxy.host.includes(':') ? `[${proxy.host}]` : proxy.host;
   return `http://${proxy.username !== undefined ? '****:****@' : ''}${host}:${proxy.port}`;
 }
+
+/** An OTLP endpoint: an http(s) URL. */
+function parseOtlpEndpoint(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new Error(`expected an http(s) URL (http://collector:4318); got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`expected an http(s) URL: spans are sent over OTLP/HTTP (grpc is not supported); got "${raw}"`);
+  return raw.trim();
+}
+
+/** OTEL_EXPORTER_OTLP_HEADERS: `name=value,name2=value2`, values percent-decoded (the standard's form). */
+function parseOtlpHeaders(raw: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const entry of commaSeparated(raw)) {
+    const at = entry.indexOf('=');
+    const name = entry.slice(0, Math.max(0, at)).trim();
+    if (at < 0 || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new Error('expected comma-separated name=value pairs (api-key=…,x-team=…), each name a header name');
+    try {
+      headers[name.toLowerCase()] = decodeURIComponent(entry.slice(at + 1).trim());
+    } catch {
+      throw new Error(`the value of ${name} is not valid percent-encoding`);
+    }
+  }
+  return headers;
+}
+
+/** OTEL_EXPORTER_OTLP_HEADERS as shown: the names, every value masked whole (an API key may be short). */
+const maskOtlpHeaders = (headers: Record<string, string>) =>
+  Object.keys(headers)
+    .map((name) => `${name}=****`)
+    .join(',');
+
+/** An OTLP endpoint as shown: a password in it masked. */
+const maskEndpoint = (url: string | undefined) => (url === undefined ? null : url.includes('@') ? maskDatabaseUrl(url) : url);
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -338,6 +411,27 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
       if (ms > 60_000) throw new Error(`must be at most 60s (a deactivation must reach every process quickly), got "${raw}"`);
       return ms;
     }),
+    tracing: {
+      endpoint: read<string | undefined>('OTEL_EXPORTER_OTLP_ENDPOINT', undefined, parseOtlpEndpoint),
+      tracesEndpoint: read<string | undefined>('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', undefined, parseOtlpEndpoint),
+      protocol: read<TracingConfig['protocol']>('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/protobuf', (raw) => {
+        if (raw === 'http/protobuf' || raw === 'http/json') return raw;
+        throw new Error(`expected http/protobuf or http/json (grpc is not supported), got "${raw}"`);
+      }),
+      headers: read<Record<string, string>>('OTEL_EXPORTER_OTLP_HEADERS', {}, parseOtlpHeaders),
+      serviceName: read('OTEL_SERVICE_NAME', 'rewards', (raw) => raw.trim() || 'rewards'),
+      sampler: read<TraceSampler>('OTEL_TRACES_SAMPLER', 'parentbased_always_on', (raw) => {
+        const name = raw.trim().toLowerCase();
+        if ((TRACE_SAMPLERS as readonly string[]).includes(name)) return name as TraceSampler;
+        throw new Error(`expected one of ${TRACE_SAMPLERS.join(', ')}, got "${raw}"`);
+      }),
+      samplerRatio: read('OTEL_TRACES_SAMPLER_ARG', 1, (raw) => {
+        const ratio = Number(raw.trim());
+        if (raw.trim() === '' || !Number.isFinite(ratio) || ratio < 0 || ratio > 1) throw new Error(`expected a ratio from 0 to 1 (0.25 samples a quarter of the traces), got "${raw}"`);
+        return ratio;
+      }),
+      disabled: read('OTEL_SDK_DISABLED', false, boolean),
+    },
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push(`HTTP_HEADERS_TIMEOUT: must not be longer than HTTP_REQUEST_TIMEOUT (${config.httpHeadersTimeoutMs}ms > ${config.httpRequestTimeoutMs}ms)`);
@@ -441,4 +535,12 @@ export const CONFIG_VARIABLES: Readonly<Record<string, (config: Config) => strin
   HTTP_MAX_CONNECTIONS_PER_ADDRESS: (c: Config) => String(c.httpMaxConnectionsPerAddress),
   LOG_LEVEL: (c: Config) => c.logLevel,
   AUTH_REFRESH_INTERVAL: (c: Config) => duration(c.authRefreshIntervalMs),
+  OTEL_EXPORTER_OTLP_ENDPOINT: (c: Config) => maskEndpoint(c.tracing.endpoint),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: (c: Config) => maskEndpoint(c.tracing.tracesEndpoint),
+  OTEL_EXPORTER_OTLP_PROTOCOL: (c: Config) => c.tracing.protocol,
+  OTEL_EXPORTER_OTLP_HEADERS: (c: Config) => (Object.keys(c.tracing.headers).length === 0 ? null : maskOtlpHeaders(c.tracing.headers)),
+  OTEL_SERVICE_NAME: (c: Config) => c.tracing.serviceName,
+  OTEL_TRACES_SAMPLER: (c: Config) => c.tracing.sampler,
+  OTEL_TRACES_SAMPLER_ARG: (c: Config) => String(c.tracing.samplerRatio),
+  OTEL_SDK_DISABLED: (c: Config) => String(c.tracing.disabled),
 });

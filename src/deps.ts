@@ -25,6 +25,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { Liveness } from './liveness.js';
 import type { OutboundDelivery } from './worker/outbound/outbound-config.js';
 import { createThreadedOutbound } from './worker/outbound/threaded-outbound.js';
+import { startTracing, type Tracing } from './tracing.js';
 
 /** Everything a route may use, built once in the composition root (deps.ts). */
 export interface AppDeps {
@@ -54,6 +55,8 @@ export interface AppDeps {
   readiness: DatabaseReadiness;
   /** /health/live: the ingest commits and the worker's loops make progress (LIVENESS_TIMEOUT). */
   liveness: Liveness;
+  /** Traces (OTEL_EXPORTER_OTLP_ENDPOINT; tracing.ts): undefined while off, as by default. */
+  tracing: Tracing | undefined;
 }
 
 export interface Deps extends AppDeps {
@@ -70,6 +73,8 @@ export interface CreateDepsOptions extends StorageOptions {
   prepare?: boolean;
   /** SQLite without SECRET_KEY: generate DATA_DIR/secret.key when it is missing (default true; the operator's commands never do). */
   generateSecretKey?: boolean;
+  /** Export traces if the OTEL_* settings ask for it (`rewards serve`); default false: the operator's one-shot commands make no spans. */
+  tracing?: boolean;
 }
 
 /** The SQLite database's generated key, when SECRET_KEY is not set. */
@@ -117,6 +122,7 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
   const log = options.log ?? createLogger(config);
   // Set once the metrics exist (they read the storage): the watchdogs report from the start.
   let metrics: Metrics | undefined;
+  let tracing: Tracing | undefined;
   const storage = openStorage(config.databaseUrl, {
     ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}),
     ...(config.databaseReadUrl ? { readUrl: config.databaseReadUrl } : {}),
@@ -146,6 +152,8 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
         log.warn({ err: error }, 'making the delivery log partitions failed; the worker tries again'),
       );
     }
+    // Off, nothing is imported: the OpenTelemetry SDK is loaded only when an endpoint is set.
+    tracing = options.tracing ? await startTracing(config.tracing, log) : undefined;
     const keys = new KeyStore(storage.db, box, clock);
     if (options.prepare !== false) await keys.ensureSigningKey();
     const tokens = new AccessTokens(keys, config.publicUrl, config.tokenTtlMs, clock);
@@ -186,14 +194,17 @@ export async function createDeps(config: Config, options: CreateDepsOptions = {}
       readiness,
       liveness,
       outbound,
+      tracing,
       close: async () => {
         await revocations.close();
         await ingest.flush();
         await outbound.close();
+        await tracing?.shutdown();
         await storage.close();
       },
     };
   } catch (error) {
+    await tracing?.shutdown();
     await storage.close();
     throw error;
   }

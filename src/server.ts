@@ -25,7 +25,7 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, role: Role = 'all'): Promise<RunningServer> {
-  const deps = await createDeps(config);
+  const deps = await createDeps(config, { tracing: true });
   // The API serves the web console; its files are built now when they are missing (docs/console.md).
   const consoleBuild = role !== 'worker' ? ensureConsoleBuilt({ dir: CONSOLE_DIST_DIR, script: CONSOLE_BUILD_SCRIPT, log: deps.log }) : undefined;
   // Imported by role: a worker process loads no API routes, schemas or documentation (memory).

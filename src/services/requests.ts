@@ -30,6 +30,8 @@ interface CreateRequestInput {
   idempotencyKey?: string | undefined;
   /** Where the new request can be read back (the response's Location, kept for a replay). */
   locationOf: (id: string) => string;
+  /** Traces on: the API call's span (a W3C `traceparent`), carried by the registration job. */
+  traceParent?: string | undefined;
 }
 
 /** The answer to give: a new request's, or the first one's replayed under the same Idempotency-Key. */
@@ -82,7 +84,7 @@ export async function createRequest(ctx: RequestsContext, input: CreateRequestIn
         expires_at: now + IDEMPOTENCY_TTL_MS,
       }
     : undefined;
-  const result = await ctx.ingest.submit({ row, idempotency });
+  const result = await ctx.ingest.submit({ row, idempotency, traceParent: input.traceParent });
   if (result === 'key-taken') {
     // A concurrent request with the same key won; answer as its replay would.
     const stored = await findIdempotentResponse(ctx.db, accountId, key!, now);

@@ -11,6 +11,8 @@ import { REGISTER_REQUEST_JOB, registerRequestJob } from '../domain/requests/job
 export interface IngestItem {
   row: RequestsTable;
   idempotency?: IdempotencyKeysTable;
+  /** Traces on: the API call's span, which the registration job carries (its `traceparent`). */
+  traceParent?: string | undefined;
 }
 
 /** `key-taken`: another writer stored a response under the same key first; replay that one. */
@@ -68,12 +70,13 @@ async function writeItems(tx: Executor, items: IngestItem[], now: number): Promi
     now,
   );
   const results = items.map((item): IngestResult => (!item.idempotency || (firstWithKey.get(keyOf(item.idempotency)) === item && owned.has(keyOf(item.idempotency))) ? 'stored' : 'key-taken'));
-  const rows = items.filter((_, i) => results[i] === 'stored').map((item) => item.row);
+  const stored = items.filter((_, i) => results[i] === 'stored');
+  const rows = stored.map((item) => item.row);
   // 18 columns × 1000 rows stays under both databases' bound-parameter limits.
   await insertRequestRows(tx, rows);
   await enqueueJobs(
     tx,
-    rows.map((row) => registerRequestJob(row.id)),
+    stored.map((item) => registerRequestJob(item.row.id, item.traceParent)),
     { now },
   );
   if (rows.length > 0) await notifyOtherProcesses(tx, [REGISTER_REQUEST_JOB]);

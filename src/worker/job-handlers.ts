@@ -2,6 +2,7 @@ import type { Logger } from '../logger.js';
 import type { Db, Tx } from '../storage/database.js';
 import type { HandOff } from '../storage/deliveries.js';
 import type { ClaimedJob } from '../storage/queue/index.js';
+import type { BatchTrace } from './batch-trace.js';
 
 /** What a handler may use besides its transaction. */
 export interface JobContext {
@@ -15,6 +16,8 @@ export interface JobContext {
 export interface BatchContext {
   /** The notifications the handlers write are leased to this worker's delivery loop through this, as far as it has room. */
   handOff?: HandOff | undefined;
+  /** Traces on: one span per request of the batch (batch-trace.ts); undefined while off. */
+  trace?: BatchTrace | undefined;
 }
 
 /**

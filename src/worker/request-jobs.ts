@@ -27,12 +27,25 @@ import {
 } from '../storage/repositories/requests.js';
 import type { RequestsTable } from '../storage/tables/index.js';
 import type { BatchContext, JobContext, JobHandlers } from './job-handlers.js';
+import type { BatchTrace } from './batch-trace.js';
 
 // Both handlers work per batch with a fixed number of statements (one status UPDATE per decision
 // group, one multi-row insert each for events and jobs). Statement by statement, the worker fell
 // far behind ingest on SQLite; batched it keeps up (`npm run bench -- --only ingest`).
 
 const requestIdOf = (job: ClaimedJob) => (job.payload as RequestJobPayload).requestId;
+
+/**
+ * Traces on: a span for each job of the batch, in its request's trace (the `traceparent` its job
+ * carries). Its outcome is set as the batch decides it; a job whose request was already past this
+ * step has none.
+ */
+function traceJobs(trace: BatchTrace, name: string, jobs: ClaimedJob[]): void {
+  for (const job of jobs) {
+    const { requestId, traceParent } = job.payload as RequestJobPayload;
+    trace.start(requestId, name, traceParent, { 'rewards.request.id': requestId, 'rewards.job.attempt': job.attempts + 1, 'rewards.batch.size': jobs.length });
+  }
+}
 
 /**
  * Requests of the batch still in `status` (a duplicate or stale job completes without effect),
@@ -51,6 +64,8 @@ const isAccountActive = (row: RequestRowForWork) => row.account_active === null 
 /** Registration: decide each request, then one status change per group of identical decisions. */
 async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batch: BatchContext, recordOutcome: OutcomeRecorder): Promise<void> {
   const now = ctx.clock();
+  const trace = batch.trace;
+  if (trace) traceJobs(trace, 'register request', jobs);
   const experiences = new Map<string, Experience | undefined>();
   const groups = new Map<string, { decision: RegistrationDecision; rows: RequestsTable[] }>();
   for (const row of await rowsInStatus(tx, jobs, 'received')) {
@@ -85,9 +100,11 @@ async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, bat
     );
     for (const row of rows.filter((r) => changed.has(r.id))) {
       const request = toRewardRequest({ ...row, ...change });
+      trace?.setAttributes(row.id, { 'rewards.request.outcome': decision.outcome });
       if (decision.outcome === 'registered') {
         events.push({ requestId: row.id, name: 'pedido-registrado', refId: row.id, experience: row.experience });
-        followUps.push(processRequestJob(row.id));
+        // Traces on: processing's span is the child of this registration's.
+        followUps.push(processRequestJob(row.id, trace?.traceParentOf(row.id)));
         outcomes.push({ kind: 'registered', request, payload: registeredPayload(request) });
       } else {
         const data = { errorCode: decision.errorCode, message: decision.message };
@@ -109,6 +126,8 @@ async function registerRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, bat
  */
 async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batch: BatchContext, recordOutcome: OutcomeRecorder): Promise<void> {
   const now = ctx.clock();
+  const trace = batch.trace;
+  if (trace) traceJobs(trace, 'process request', jobs);
   const rows = await rowsInStatus(tx, jobs, 'registered');
   if (rows.length === 0) return;
   const snapshots = rows.map((row) => experienceSnapshotOf(row) as ExperienceSnapshot);
@@ -147,6 +166,7 @@ async function processRequests(tx: Tx, jobs: ClaimedJob[], ctx: JobContext, batc
       concludedAt: now,
       updatedAt: now,
     };
+    trace?.setAttributes(row.id, { 'rewards.request.outcome': 'processed' });
     events.push({ requestId: row.id, name: 'pedido-processado', refId: row.id, experience: row.experience });
     for (const delivery of result.digitalDeliveries) {
       events.push({ requestId: row.id, name: 'pedido-entregue', refId: delivery.refId, experience: row.experience, data: { rewardId: delivery.prize.id, bucket: delivery.prize.bucket } });

@@ -47,6 +47,7 @@ export function startWorker(deps: WorkerDeps, overrides: WorkerOverrides = {}): 
       metrics: deps.metrics.queue,
       onDatabaseFailure: (error) => deps.readiness.noteFailure(error),
       liveness: deps.liveness,
+      tracing: deps.tracing,
     },
     { handlers: buildJobHandlers(deps, { recordOutcome }), deliverer: notificationDeliverer(deps), leaseMs: deps.config.jobLeaseMs, ...options },
   );

@@ -3,6 +3,7 @@ import { completeHeldJobs, LeaseLostError, notifyOtherProcesses, takeDueJobs, ty
 import type { Tx } from '../storage/database.js';
 import type { DeliveryLoop } from './delivery-loop.js';
 import type { BatchContext } from './job-handlers.js';
+import { BatchTrace } from './batch-trace.js';
 import { claimJobs, recordFailure, type WorkerContext } from './worker-context.js';
 
 /**
@@ -50,22 +51,26 @@ export function createTransactionalBatch(context: WorkerContext, options: { kind
    */
   async function transaction(take: number | undefined, claimed: ClaimedJob[] = []): Promise<{ count: number; error?: unknown }> {
     const offer = deliveries?.offer();
+    const trace = deps.tracing ? new BatchTrace(deps.tracing) : undefined;
     let committed = false;
     let count = claimed.length;
+    let failure: { error: unknown } | undefined;
     try {
       await deps.db.transaction().execute(async (tx) => {
         const jobs = take === undefined ? claimed : await takeDueJobs(tx, { kinds, limit: take, now: Date.now() });
         count = jobs.length;
-        await handle(tx, jobs, { handOff: offer });
+        await handle(tx, jobs, { handOff: offer, trace });
         await completeAll(tx, jobs);
         if (offer && offer.declined > 0) await notifyOtherProcesses(tx, [DELIVERIES]);
       });
       committed = true;
       return { count };
     } catch (error) {
+      failure = { error };
       return { count, error };
     } finally {
       if (offer) deliveries!.adopt(offer, committed);
+      trace?.end(failure);
     }
   }
 

@@ -3,6 +3,7 @@ import type { Liveness } from '../liveness.js';
 import type { Logger } from '../logger.js';
 import type { QueueMetrics } from '../metrics.js';
 import type { Db } from '../storage/database.js';
+import type { Tracing } from '../tracing.js';
 import { lightTransaction } from '../storage/light-transaction.js';
 import { claimDueJobs, failHeldJob, type ClaimedJob, type JobSignals } from '../storage/queue/index.js';
 import type { JobContext, JobHandlers } from './job-handlers.js';
@@ -22,6 +23,8 @@ export interface JobWorkerDeps {
   onDatabaseFailure?: (error: unknown) => void;
   /** /health/live: each loop's step is watched (src/liveness.ts). */
   liveness?: Pick<Liveness, 'watch'>;
+  /** Traces (docs/deployment.md, "Traces"): a span per request of each batch; undefined while off. */
+  tracing?: Tracing | undefined;
 }
 
 /** What the worker's loops share. */

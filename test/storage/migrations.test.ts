@@ -373,6 +373,32 @@ for (const dialect of testDialects()) {
       assert.ok(!tables.includes('endpoint_circuits'));
     });
 
+    it('026: notifications written before carry no trace context; every partition gets the column; and back', async () => {
+      const storage = await olderDatabase();
+      cleanups.unshift(() => storage.close());
+      await migrateTo(storage.db, '025_endpoint_circuits');
+      const id = newId('msg', Date.now());
+      await sql`insert into notifications (id, account_id, request_id, subscription_id, event, url, payload, status, attempt_count, created_at, updated_at, test, waits_for, has_waiters, run_at)
+                values (${id}, 'acc_1', 'req_1', null, 'registered-requests', 'https://example.com/hook', '{}', 'pending', 0, 1000, 1000, 0, null, 0, 1000)`.execute(storage.db);
+      assert.deepEqual((await migrateTo(storage.db, '026_notification_trace_parent')).applied, ['026_notification_trace_parent']);
+      const row = (await sql<Record<string, unknown>>`select trace_parent, run_at from notifications where id = ${id}`.execute(storage.db)).rows[0]!;
+      assert.deepEqual({ ...row, run_at: Number(row.run_at) }, { trace_parent: null, run_at: 1000 }, 'existing rows are not written');
+      const traceParent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      await sql`update notifications set trace_parent = ${traceParent} where id = ${id}`.execute(storage.db);
+      assert.equal((await sql<{ trace_parent: string }>`select trace_parent from notifications where id = ${id}`.execute(storage.db)).rows[0]!.trace_parent, traceParent);
+      const columnsOf = async (table: string) => (await storage.db.introspection.getTables()).find((t) => t.name === table)?.columns.map((c) => c.name) ?? [];
+      if (dialect === 'postgres') {
+        const partitions = (
+          await sql<{ name: string }>`select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = 'notifications'::regclass`.execute(storage.db)
+        ).rows;
+        assert.ok(partitions.length >= 1);
+        for (const { name } of partitions) assert.ok((await columnsOf(name)).includes('trace_parent'), `${name}.trace_parent`);
+      }
+      await migrateTo(storage.db, '025_endpoint_circuits');
+      assert.ok(!(await columnsOf('notifications')).includes('trace_parent'));
+      assert.equal((await sql<{ n: number | string }>`select count(*) as n from notifications`.execute(storage.db)).rows[0]!.n.toString(), '1', 'the notification is kept');
+    });
+
     it('a database a newer release migrated: this release refuses it, naming the migration it does not know, and changes nothing', async () => {
       const storage = await olderDatabase();
       cleanups.unshift(() => storage.close());

@@ -55,7 +55,7 @@ export async function startTestDatabase(dialect: TestDialect, env: Record<string
     CIRCUIT_BREAKER_FAILURES: '0',
     ...env,
   });
-  const deps = await createDeps(config, { schema: pgSchema?.schema, ...(options.clock ? { clock: options.clock } : {}) });
+  const deps = await createDeps(config, { schema: pgSchema?.schema, tracing: true, ...(options.clock ? { clock: options.clock } : {}) });
   let counter = 0;
   return {
     dialect,

@@ -26,15 +26,20 @@ const PREVIOUS_RELEASE = readFileSync(new URL('previous-release', import.meta.ur
 const ROOT = new URL('../..', import.meta.url).pathname;
 const RATE_PER_SECOND = 20;
 
-/** The previous release's tree in a temporary directory, its dependencies and built console borrowed from this checkout when its lock file is the same. */
+/** The previous release's tree in a temporary directory, its dependencies and built console borrowed from this checkout where they fit. */
 function previousTree(): string {
   const dir = mkdtempSync(join(tmpdir(), 'rewards-previous-'));
   execFileSync('sh', ['-c', `git -C "${ROOT}" archive ${PREVIOUS_RELEASE} | tar -x -C "${dir}"`]);
-  const sameLock = readFileSync(join(dir, 'package-lock.json'), 'utf8') === readFileSync(join(ROOT, 'package-lock.json'), 'utf8');
-  if (sameLock) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  // Its dependencies: this checkout's, when every package it depends on is still there in the same
+  // range (a release adds packages far more often than it moves one); its own `npm ci` otherwise.
+  const dependencies = (root: string) => (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies;
+  const ours = dependencies(ROOT);
+  const compatible = Object.entries(dependencies(dir)).every(([name, range]) => ours[name] === range);
+  if (compatible) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   else execFileSync('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'ignore' });
-  // Its console is not what this test is about: this checkout's build spares a build at its start.
-  if (existsSync(join(ROOT, 'console/dist'))) symlinkSync(join(ROOT, 'console/dist'), join(dir, 'console/dist'));
+  // Its console is not what this test is about: this checkout's build spares a build at its start
+  // (unless its own `npm ci` built one already: its `prepare` script does).
+  if (existsSync(join(ROOT, 'console/dist')) && !existsSync(join(dir, 'console/dist'))) symlinkSync(join(ROOT, 'console/dist'), join(dir, 'console/dist'));
   return dir;
 }
 

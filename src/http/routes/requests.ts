@@ -6,9 +6,13 @@ import { createRequest, getRequest, listRequests, type RequestAnswer, type Reque
 import { DomainError } from '../../domain/errors.js';
 import { createdRange } from '../schemas/paging.js';
 import { CreateRequestBody, RequestAccepted, RequestIdParams, RequestList, RequestListQuery, RequestView } from '../schemas/requests.js';
+import type { Tracing } from '../../tracing.js';
+import { serverSpans } from '../server-span.js';
 
 interface RequestRouteDeps extends RequestsContext {
   config: RequestsContext['config'] & Pick<Config, 'publicUrl'>;
+  /** Traces (docs/deployment.md, "Traces"): undefined while off. */
+  tracing: Tracing | undefined;
 }
 
 // Printable ASCII, as the IETF Idempotency-Key draft's examples; long enough for a UUID or a hash.
@@ -23,6 +27,8 @@ function send(reply: FastifyReply, answer: RequestAnswer) {
 
 export async function requestRoutes(app: TypedApp, deps: RequestRouteDeps): Promise<void> {
   app.addHook('onClose', async () => deps.ingest.flush());
+  // Traces off (the default), the route has no span and no hook: one `if` per call.
+  const spans = deps.tracing && serverSpans(deps.tracing);
 
   app.post(
     '/requests',
@@ -35,12 +41,23 @@ export async function requestRoutes(app: TypedApp, deps: RequestRouteDeps): Prom
           "Answers 202 with the request id once the request is stored durably; registration and processing follow in the background and are told to the subscriptions (or to the request's own callback URLs) by `registered-requests` and `processed-requests` notifications. With an `Idempotency-Key`, a repeated call within 24 h replays the first response.",
         summary: 'Send a reward request; it is stored durably, then registered and processed in the background',
         security: [{ bearerAuth: [] }],
-        headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', description: 'replays the first response for 24 h' } } },
+        headers: {
+          type: 'object',
+          properties: {
+            'idempotency-key': { type: 'string', description: 'replays the first response for 24 h' },
+            traceparent: {
+              type: 'string',
+              description: 'W3C Trace Context: when the service exports traces, the request (its registration, processing and deliveries) joins this trace. A value that is not valid is ignored.',
+            },
+          },
+        },
         body: CreateRequestBody,
         response: { 202: RequestAccepted },
       },
+      ...(spans ? { onResponse: spans.onResponse } : {}),
     },
     async (request, reply) => {
+      const span = spans ? spans.start(request, reply) : undefined;
       const key = request.headers['idempotency-key'];
       if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
         throw new DomainError('invalid', 'Idempotency-Key must be 1 to 255 printable ASCII characters', [{ path: 'headers.idempotency-key', message: 'is invalid' }]);
@@ -50,7 +67,9 @@ export async function requestRoutes(app: TypedApp, deps: RequestRouteDeps): Prom
         body: request.body,
         idempotencyKey: key,
         locationOf: (id) => `${deps.config.publicUrl}${app.prefix}/requests/${id}`,
+        traceParent: span?.traceParent,
       });
+      span?.setAttributes({ 'rewards.request.id': (answer.body as { id: string }).id, 'rewards.account.id': request.auth.accountId, 'rewards.idempotent_replay': answer.replayed });
       return send(reply, answer);
     },
   );

@@ -25,6 +25,7 @@ import * as m022 from './022_attempt_retry_after.js';
 import * as m023 from './023_listen_sessions.js';
 import * as m024 from './024_jobs_without_deliveries.js';
 import * as m025 from './025_endpoint_circuits.js';
+import * as m026 from './026_notification_trace_parent.js';
 
 /**
  * Every migration, registered explicitly and in order. A new migration is a new file here,
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '023_listen_sessions': m023,
   '024_jobs_without_deliveries': m024,
   '025_endpoint_circuits': m025,
+  '026_notification_trace_parent': m026,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -320,10 +320,10 @@ export async function findPendingRegistered(db: Executor, pairs: ReadonlyArray<{
 
 /** A new notification, pending and due now (its own delivery); its id (`msg_…`) becomes the `webhook-id`. */
 export function newNotificationRow(
-  input: { accountId: string; requestId: string; subscriptionId: string | null; event: NotificationsTable['event']; url: string; payload: string; test?: boolean },
+  input: { accountId: string; requestId: string; subscriptionId: string | null; event: NotificationsTable['event']; url: string; payload: string; test?: boolean; traceParent?: string | undefined },
   now: number,
 ): NotificationsTable {
-  return {
+  const row: NotificationsTable = {
     id: newId('msg', now),
     account_id: input.accountId,
     request_id: input.requestId,
@@ -345,6 +345,9 @@ export function newNotificationRow(
     manual_attempts: null,
     manual_resume_at: null,
   };
+  // Traces on only: while they are off the column is not even in the insert.
+  if (input.traceParent !== undefined) row.trace_parent = input.traceParent;
+  return row;
 }
 
 /**

@@ -50,6 +50,11 @@ export interface NotificationsTable {
   manual_resume_at: number | null;
   /** When the endpoint's circuit breaker held it (not due, no attempt made: docs/delivery.md, "Circuit breaker"); null: not held (migration 025). */
   held_at: number | null;
+  /**
+   * With traces on, the W3C `traceparent` of the span that wrote it (its request's registration or
+   * processing): each attempt's span is its child. Not written while traces are off (null; migration 026).
+   */
+  trace_parent?: string | null;
 }
 
 export interface NotificationAttemptsTable {

@@ -19,6 +19,7 @@ import { reportsFailure, writeOperationalNotifications } from '../../services/op
 import { RateLimiter } from './rate-limiter.js';
 import { CircuitBreakers } from './circuit-breakers.js';
 import type { CircuitSettings } from '../../domain/notifications/circuit-breaker.js';
+import type { TraceSpan, Tracing } from '../../tracing.js';
 
 /** What delivering notifications uses; the composition root (deps.ts) builds it. */
 export interface NotificationDeliveryDeps {
@@ -32,6 +33,8 @@ export interface NotificationDeliveryDeps {
   /** Wakes this process's worker after a commit that wrote operational notifications (new deliveries). */
   signals: JobSignals;
   outbound: Pick<OutboundDelivery, 'deliverAttempt'>;
+  /** Traces (docs/deployment.md, "Traces"): a span per attempt; undefined while off. */
+  tracing?: Tracing | undefined;
 }
 
 type Prepared = { input: DeliveryAttemptInput; rateLimit: number | null } | { refused: string; url: string };
@@ -126,6 +129,49 @@ async function prepareAttempt({ deps, cache }: DeliveryContext, row: Notificatio
 }
 
 /**
+ * Traces on: the span of one attempt, a client span in the request's trace (the notification's
+ * `trace_parent`, its registration's or processing's span; a notification without one, such as a
+ * test send, begins a trace of its own). What it says of the call: the event, the `webhook-id`, the
+ * attempt's number and the URL's host and port, never the URL's path or query, a header, a secret
+ * or the payload.
+ */
+function startAttemptSpan(tracing: Tracing, row: NotificationForDelivery, attempt: number, url: string): TraceSpan {
+  let target: URL | undefined;
+  try {
+    target = new URL(url);
+  } catch {
+    // A URL that does not parse fails its attempt (BAD_URL); the span only lacks its host.
+  }
+  const port = target && (target.port ? Number(target.port) : target.protocol === 'https:' ? 443 : 80);
+  return tracing.startSpan(`deliver ${row.event}`, {
+    kind: 'client',
+    parent: row.trace_parent ?? undefined,
+    attributes: {
+      'http.request.method': 'POST',
+      ...(target ? { 'server.address': target.hostname.replace(/^\[|\]$/g, ''), 'server.port': port!, 'url.scheme': target.protocol.replace(/:$/, '') } : {}),
+      'rewards.webhook.event': row.event,
+      'rewards.webhook.id': row.id,
+      'rewards.webhook.attempt': attempt,
+      ...(attempt > 1 ? { 'http.request.resend_count': attempt - 1 } : {}),
+      ...(row.request_id !== '' ? { 'rewards.request.id': row.request_id } : {}),
+      ...(row.subscription_id !== null ? { 'rewards.subscription.id': row.subscription_id } : {}),
+      ...(row.test === 1 ? { 'rewards.webhook.test': true } : {}),
+    },
+  });
+}
+
+/** Ends an attempt's span with what came of it: the receiver's status code, the outcome, and on failure status ERROR. */
+function endAttemptSpan(span: TraceSpan, result: AttemptResult, outcome: 'succeeded' | 'retry' | 'failed', refused: string | undefined): void {
+  span.setAttributes({ 'rewards.webhook.outcome': outcome, ...(result.statusCode !== undefined ? { 'http.response.status_code': result.statusCode } : {}) });
+  if (!result.ok) {
+    // The delivery log's text: it carries no secret (DeliveryFailure), and the account reads the same in its log.
+    const errorType = result.statusCode !== undefined ? String(result.statusCode) : refused !== undefined ? 'not_sent' : 'no_answer';
+    span.fail(result.error ?? 'failed', errorType);
+  }
+  span.end();
+}
+
+/**
  * One delivery attempt of one notification. The HTTP call runs outside any transaction; then,
  * under the delivery's lease and together with other attempts finishing at the same time, the
  * attempt is logged, the notification moves on and the next attempt (if any) is scheduled. A
@@ -153,9 +199,10 @@ async function deliverNotification(context: DeliveryContext, delivery: Delivery,
     const turn = await context.limiter.turn({ delivery, subscriptionId: row.subscription_id!, limit: prepared.rateLimit, test: row.test === 1 });
     if (turn !== 'now') return turn === 'postponed';
   }
+  const attempt = row.attempt_count + 1;
+  const span = deps.tracing ? startAttemptSpan(deps.tracing, row, attempt, 'input' in prepared ? prepared.input.url : prepared.url) : undefined;
   const result: AttemptResult = 'input' in prepared ? await deps.outbound.deliverAttempt(prepared.input) : { ok: false, latencyMs: 0, error: prepared.refused };
   callOver();
-  const attempt = row.attempt_count + 1;
   const now = deps.clock();
   const decision =
     'refused' in prepared
@@ -172,6 +219,7 @@ async function deliverNotification(context: DeliveryContext, delivery: Delivery,
           now: new Date(now),
           jitter: Math.random(),
         });
+  if (span) endAttemptSpan(span, result, decision.kind, 'refused' in prepared ? prepared.refused : undefined);
   const recorded = await context.log.settle({
     delivery,
     accountId: row.account_id,

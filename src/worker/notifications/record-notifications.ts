@@ -45,6 +45,7 @@ export function notificationRecorder(deps: OutcomeRecorderDeps): OutcomeRecorder
   return async (tx: Tx, outcomes: RequestOutcome[], batch) => {
     const now = deps.clock();
     const subscriptionsFor = subscriptionReader(tx);
+    const trace = batch?.trace;
     const rows = [];
     for (const outcome of outcomes) {
       const event = notificationEventOf(outcome);
@@ -55,6 +56,7 @@ export function notificationRecorder(deps: OutcomeRecorderDeps): OutcomeRecorder
       if (targets.length === 0) continue;
       const urlOf = new Map(subscriptions.map((s) => [s.id, s.url]));
       const payload = JSON.stringify(outcome.payload);
+      const traceParent = trace ? trace.traceParentOf(request.id) : undefined;
       for (const target of targets) {
         rows.push(
           newNotificationRow(
@@ -65,6 +67,7 @@ export function notificationRecorder(deps: OutcomeRecorderDeps): OutcomeRecorder
               event,
               url: target.kind === 'subscription' ? (urlOf.get(target.subscriptionId) ?? '') : target.url,
               payload,
+              traceParent,
             },
             now,
           ),
