@@ -30,7 +30,9 @@ export async function recordCircuitAttempts(tx: Executor, attempts: readonly Cir
   const byEndpoint = new Map<string, CircuitAttempt[]>();
   for (const attempt of [...attempts].sort((a, b) => a.startedAt - b.startedAt)) {
     const key = endpointKey(attempt);
-    byEndpoint.set(key, [...(byEndpoint.get(key) ?? []), attempt]);
+    const ofEndpoint = byEndpoint.get(key);
+    if (ofEndpoint) ofEndpoint.push(attempt);
+    else byEndpoint.set(key, [attempt]);
   }
   const stored = await findCircuits(
     tx,
